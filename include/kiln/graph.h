@@ -1,0 +1,242 @@
+/* Kiln dataflow graph: build ops on symbolic tensors, differentiate, run in a session.
+ *
+ * Builders return a node, or NULL when they fail; the graph keeps the first error (sticky), so a
+ * whole model can be built and checked once with kiln_graph_status(). A NULL input makes a builder
+ * return NULL without a new error. Nodes are owned by their graph. */
+#ifndef KILN_GRAPH_H
+#define KILN_GRAPH_H
+#include "tensor.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_graph kiln_graph;
+typedef struct kiln_node kiln_node;
+typedef struct kiln_session kiln_session;
+
+kiln_graph *kiln_graph_new(void);
+void kiln_graph_free(kiln_graph *g);                   /* frees every node; NULL is a no-op */
+kiln_status kiln_graph_status(const kiln_graph *g);     /* first build error, or KILN_OK */
+const char *kiln_graph_error(const kiln_graph *g);      /* its message ("" if none) */
+void kiln_graph_clear_error(kiln_graph *g);
+int kiln_graph_node_count(const kiln_graph *g);
+kiln_node *kiln_graph_node(const kiln_graph *g, int i);
+kiln_node *kiln_graph_find(const kiln_graph *g, const char *name);
+
+/* Name scopes ("dense_1/") prefix the names of nodes built inside them. */
+void kiln_graph_push_scope(kiln_graph *g, const char *scope);
+void kiln_graph_pop_scope(kiln_graph *g);
+/* Device scopes, like `with tf.device('/gpu:0')`: "/gpu:0", "/GPU:0", "/device:GPU:0", "gpu:0",
+ * "cuda:0", "/cpu:0", "cpu". Returns KILN_INVALID_ARGUMENT for a string it cannot parse. */
+kiln_status kiln_graph_push_device(kiln_graph *g, const char *device);
+void kiln_graph_pop_device(kiln_graph *g);
+
+/* Node accessors. */
+const char *kiln_node_name(const kiln_node *n);
+const char *kiln_node_op_name(const kiln_node *n);
+kiln_dtype kiln_node_dtype(const kiln_node *n);
+kiln_shape kiln_node_shape(const kiln_node *n);
+int kiln_node_id(const kiln_node *n);
+const char *kiln_node_device(const kiln_node *n);     /* requested device string or "" */
+
+/* ---- initializers (all seeded) ---- */
+typedef enum kiln_init_kind {
+    KILN_INIT_ZEROS, KILN_INIT_ONES, KILN_INIT_CONSTANT, KILN_INIT_UNIFORM, KILN_INIT_NORMAL,
+    KILN_INIT_TRUNCATED_NORMAL, KILN_INIT_GLOROT_UNIFORM, KILN_INIT_GLOROT_NORMAL,
+    KILN_INIT_HE_UNIFORM, KILN_INIT_HE_NORMAL, KILN_INIT_COUNT
+} kiln_init_kind;
+typedef struct kiln_init {
+    kiln_init_kind kind;
+    double a, b;        /* constant: a; uniform: [a, b); normal/truncated: mean a, stddev b */
+    uint64_t seed;
+} kiln_init;
+kiln_init kiln_init_zeros(void);
+kiln_init kiln_init_ones(void);
+kiln_init kiln_init_constant(double v);
+kiln_init kiln_init_uniform(double lo, double hi, uint64_t seed);
+kiln_init kiln_init_normal(double mean, double stddev, uint64_t seed);
+kiln_init kiln_init_truncated_normal(double mean, double stddev, uint64_t seed);
+kiln_init kiln_init_glorot_uniform(uint64_t seed);
+kiln_init kiln_init_glorot_normal(uint64_t seed);
+kiln_init kiln_init_he_uniform(uint64_t seed);
+kiln_init kiln_init_he_normal(uint64_t seed);
+/* Fills t by the initializer; fan-in/fan-out from the shape as Keras does (last dim = fan_out). */
+kiln_status kiln_init_fill(kiln_init init, kiln_tensor *t);
+
+/* ---- sources ---- */
+kiln_node *kiln_placeholder(kiln_graph *g, const char *name, kiln_dtype dtype, kiln_shape shape);
+kiln_node *kiln_variable(kiln_graph *g, const char *name, kiln_dtype dtype, kiln_shape shape,
+                         kiln_init init);
+kiln_node *kiln_variable_trainable(kiln_graph *g, const char *name, kiln_dtype dtype,
+                                   kiln_shape shape, kiln_init init, bool trainable);
+bool kiln_node_is_variable(const kiln_node *n);
+bool kiln_node_is_trainable(const kiln_node *n);
+/* Constant holding a copy of `value`. */
+kiln_node *kiln_constant(kiln_graph *g, const kiln_tensor *value);
+kiln_node *kiln_scalar(kiln_graph *g, kiln_dtype dtype, double v);
+
+/* ---- math (numpy broadcasting for binary ops) ---- */
+kiln_node *kiln_matmul(kiln_graph *g, kiln_node *a, kiln_node *b, bool trans_a, bool trans_b);
+/* Batched: leading dims must match (or broadcast); last two are the matrix. */
+kiln_node *kiln_batch_matmul(kiln_graph *g, kiln_node *a, kiln_node *b, bool trans_a, bool trans_b);
+kiln_node *kiln_add(kiln_graph *g, kiln_node *a, kiln_node *b);
+kiln_node *kiln_sub(kiln_graph *g, kiln_node *a, kiln_node *b);
+kiln_node *kiln_mul(kiln_graph *g, kiln_node *a, kiln_node *b);
+kiln_node *kiln_div(kiln_graph *g, kiln_node *a, kiln_node *b);
+kiln_node *kiln_maximum(kiln_graph *g, kiln_node *a, kiln_node *b);
+kiln_node *kiln_minimum(kiln_graph *g, kiln_node *a, kiln_node *b);
+kiln_node *kiln_neg(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_exp(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_log(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_sqrt(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_rsqrt(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_square(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_pow(kiln_graph *g, kiln_node *x, double exponent);
+kiln_node *kiln_abs(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_relu(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_leaky_relu(kiln_graph *g, kiln_node *x, double alpha);
+kiln_node *kiln_elu(kiln_graph *g, kiln_node *x, double alpha);
+kiln_node *kiln_gelu(kiln_graph *g, kiln_node *x);      /* exact (erf) form */
+kiln_node *kiln_sigmoid(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_tanh(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_softplus(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_softmax(kiln_graph *g, kiln_node *x, int axis);
+kiln_node *kiln_log_softmax(kiln_graph *g, kiln_node *x, int axis);
+
+/* ---- reductions: axes NULL/n_axes 0 = all axes; negative axes count from the end ---- */
+kiln_node *kiln_reduce_sum(kiln_graph *g, kiln_node *x, const int *axes, int n_axes, bool keepdims);
+kiln_node *kiln_reduce_mean(kiln_graph *g, kiln_node *x, const int *axes, int n_axes, bool keepdims);
+kiln_node *kiln_reduce_max(kiln_graph *g, kiln_node *x, const int *axes, int n_axes, bool keepdims);
+
+/* ---- shape ops ---- */
+/* One dim may be -1 (inferred). */
+kiln_node *kiln_reshape(kiln_graph *g, kiln_node *x, kiln_shape shape);
+kiln_node *kiln_transpose(kiln_graph *g, kiln_node *x, const int *perm);
+kiln_node *kiln_concat(kiln_graph *g, kiln_node *const *xs, int n, int axis);
+/* Splits x along axis into n equal parts, written to out[0..n-1]. */
+kiln_status kiln_split(kiln_graph *g, kiln_node *x, int n, int axis, kiln_node **out);
+/* size[i] == -1 means "to the end". */
+kiln_node *kiln_slice(kiln_graph *g, kiln_node *x, const int64_t *begin, const int64_t *size);
+/* pads[2*i], pads[2*i+1]: before/after dim i, filled with value. */
+kiln_node *kiln_pad(kiln_graph *g, kiln_node *x, const int64_t *pads, double value);
+kiln_node *kiln_cast(kiln_graph *g, kiln_node *x, kiln_dtype to);
+kiln_node *kiln_bias_add(kiln_graph *g, kiln_node *x, kiln_node *bias);   /* bias on last dim */
+
+/* ---- convolution and pooling (NHWC; kernel HWIO = [kh, kw, in/groups, out]) ---- */
+typedef enum kiln_padding { KILN_VALID = 0, KILN_SAME, KILN_EXPLICIT, KILN_PADDING_COUNT } kiln_padding;
+typedef struct kiln_conv_params {
+    int stride_h, stride_w;        /* 0 -> 1 */
+    int dilation_h, dilation_w;    /* 0 -> 1 */
+    kiln_padding padding;
+    int pad_top, pad_bottom, pad_left, pad_right;   /* KILN_EXPLICIT only */
+    int groups;                    /* 0 -> 1; groups == in_channels is depthwise */
+} kiln_conv_params;
+kiln_node *kiln_conv2d(kiln_graph *g, kiln_node *x, kiln_node *kernel, const kiln_conv_params *p);
+typedef struct kiln_pool_params {
+    int size_h, size_w;            /* window */
+    int stride_h, stride_w;        /* 0 -> window size */
+    kiln_padding padding;          /* VALID or SAME */
+} kiln_pool_params;
+kiln_node *kiln_max_pool2d(kiln_graph *g, kiln_node *x, const kiln_pool_params *p);
+/* SAME avg pooling divides by the number of valid (unpadded) cells, as TensorFlow does. */
+kiln_node *kiln_avg_pool2d(kiln_graph *g, kiln_node *x, const kiln_pool_params *p);
+kiln_node *kiln_global_avg_pool2d(kiln_graph *g, kiln_node *x);     /* NHWC -> NC */
+
+/* ---- normalisation and regularisation ---- */
+/* x NHWC (or NC): normalises over all but the last dim. training: batch statistics, and
+ * moving_mean/moving_var (variables) are updated with `momentum` (Keras: 0.99) each run;
+ * inference: the moving statistics are used. */
+kiln_node *kiln_batch_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, kiln_node *beta,
+                           kiln_node *moving_mean, kiln_node *moving_var, double momentum,
+                           double epsilon, bool training);
+/* Inverted dropout: zeroes with probability `rate` and scales by 1/(1-rate) when training;
+ * identity when not. The mask depends on (seed, session step, element). */
+kiln_node *kiln_dropout(kiln_graph *g, kiln_node *x, double rate, uint64_t seed, bool training);
+
+/* ---- losses (mean over the batch) and metrics ---- */
+/* logits [N, C]; labels [N] i32/i64 class ids. Fused and numerically stable. */
+kiln_node *kiln_sparse_softmax_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels);
+/* labels [N, C] probabilities. */
+kiln_node *kiln_softmax_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels);
+kiln_node *kiln_sigmoid_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels);
+kiln_node *kiln_mean_squared_error(kiln_graph *g, kiln_node *pred, kiln_node *target);
+kiln_node *kiln_argmax(kiln_graph *g, kiln_node *x, int axis);       /* -> i64 */
+kiln_node *kiln_equal(kiln_graph *g, kiln_node *a, kiln_node *b);    /* -> bool */
+/* Fraction of rows whose argmax equals the label ([N, C] logits, [N] labels) -> f32 scalar. */
+kiln_node *kiln_accuracy(kiln_graph *g, kiln_node *logits, kiln_node *labels);
+
+/* ---- autodiff ---- */
+/* Adds to g the ops computing d(loss)/d(xs[i]) into grads_out[i] (like tf.gradients). loss must
+ * be a scalar. grads_out[i] is a zeros constant when loss does not depend on xs[i]. */
+kiln_status kiln_gradients(kiln_graph *g, kiln_node *loss, kiln_node *const *xs, int n,
+                           kiln_node **grads_out);
+
+/* ---- optimizers: update ops applied in the graph ----
+ * Each returns one node; running it (as a target) applies the update to every variable.
+ * `lr` may be NULL (then lr_value is used) or a scalar f32 node (e.g. a variable a schedule
+ * assigns). Slot variables (momentum, Adam moments) are created as non-trainable variables named
+ * "<var>/<slot>". */
+typedef struct kiln_sgd_opts { double lr; kiln_node *lr_node; double momentum; bool nesterov; double weight_decay; } kiln_sgd_opts;
+typedef struct kiln_adam_opts { double lr; kiln_node *lr_node; double beta1, beta2, epsilon; double weight_decay; /* AdamW when > 0 */ } kiln_adam_opts;
+typedef struct kiln_rmsprop_opts { double lr; kiln_node *lr_node; double rho, momentum, epsilon; } kiln_rmsprop_opts;
+typedef struct kiln_adagrad_opts { double lr; kiln_node *lr_node; double initial_accumulator, epsilon; } kiln_adagrad_opts;
+kiln_node *kiln_apply_sgd(kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n, const kiln_sgd_opts *o);
+kiln_node *kiln_apply_adam(kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n, const kiln_adam_opts *o);
+kiln_node *kiln_apply_adamw(kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n, const kiln_adam_opts *o);
+kiln_node *kiln_apply_rmsprop(kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n, const kiln_rmsprop_opts *o);
+kiln_node *kiln_apply_adagrad(kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n, const kiln_adagrad_opts *o);
+/* Scales grads so their global L2 norm is at most clip_norm (tf.clip_by_global_norm);
+ * clipped[i] receives the new gradient nodes. */
+kiln_status kiln_clip_by_global_norm(kiln_graph *g, kiln_node *const *grads, int n, double clip_norm,
+                                     kiln_node **clipped);
+/* Groups several nodes into one target (runs all of them). */
+kiln_node *kiln_group(kiln_graph *g, kiln_node *const *nodes, int n);
+
+/* ---- sessions ---- */
+typedef enum kiln_backend_kind { KILN_BACKEND_AUTO = 0, KILN_BACKEND_REF, KILN_BACKEND_CPU, KILN_BACKEND_CUDA, KILN_BACKEND_KIND_COUNT } kiln_backend_kind;
+typedef struct kiln_session_opts {
+    kiln_backend_kind backend;     /* AUTO: cuda when a GPU answers, else cpu */
+    int num_threads;               /* 0: cores available */
+    bool log_device_placement;
+    bool measure_only;             /* plan only; report bytes, run nothing */
+    uint64_t seed;                 /* seeds dropout (with each node's own seed) */
+} kiln_session_opts;
+
+/* The session holds the variables' values (initialised at creation). Borrows g, which must
+ * outlive it and not gain nodes that the session must run... (new nodes are fine: plans are built
+ * per fetch set). */
+kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts);
+void kiln_session_free(kiln_session *s);
+
+typedef struct kiln_feed { kiln_node *node; const kiln_tensor *value; } kiln_feed;
+/* Runs what `fetches` and `targets` need. outs[i]: if NULL on entry, a new tensor is allocated
+ * (caller frees); otherwise it must have the fetch's dtype and shape and is overwritten (no
+ * allocation: the training-loop form). */
+kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feeds,
+                             kiln_node *const *fetches, kiln_tensor **outs, int n_fetches,
+                             kiln_node *const *targets, int n_targets);
+/* Variable values: copy out / assign (shape and dtype must match). */
+kiln_status kiln_session_read_variable(kiln_session *s, kiln_node *var, kiln_tensor *out);
+kiln_status kiln_session_assign_variable(kiln_session *s, kiln_node *var, const kiln_tensor *value);
+/* Step counter that seeds dropout; advanced by every run. */
+uint64_t kiln_session_step(const kiln_session *s);
+void kiln_session_set_step(kiln_session *s, uint64_t step);
+/* Bytes of the static memory plan for the last run's fetch set (activations, excl. variables). */
+size_t kiln_session_planned_bytes(const kiln_session *s);
+/* Bytes held by variables. */
+size_t kiln_session_variable_bytes(const kiln_session *s);
+/* Name of the backend the session runs on ("cpu", "ref", "cuda"). */
+const char *kiln_session_backend(const kiln_session *s);
+
+/* Heap allocations made by Kiln on this thread's behalf since start (tests check a training step
+ * allocates nothing after the first). */
+uint64_t kiln_alloc_count(void);
+
+/* Threads used by cpu kernels (like torch.set_num_threads); 0 = cores available. */
+void kiln_set_num_threads(int n);
+int kiln_get_num_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

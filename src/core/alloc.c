@@ -1,0 +1,28 @@
+#include <stdlib.h>
+#include <string.h>
+#include <stdatomic.h>
+#include "core/core.h"
+
+/* Counted so tests can prove a training step makes no heap allocation after the first. */
+static _Atomic uint64_t alloc_count;
+
+uint64_t kiln_alloc_count(void) { return atomic_load(&alloc_count); }
+
+void *kiln_malloc(size_t n) { atomic_fetch_add(&alloc_count, 1); return malloc(n ? n : 1); }
+void *kiln_calloc(size_t c, size_t s) { atomic_fetch_add(&alloc_count, 1); return calloc(c ? c : 1, s ? s : 1); }
+void *kiln_realloc(void *p, size_t n) { atomic_fetch_add(&alloc_count, 1); return realloc(p, n ? n : 1); }
+void kiln_free(void *p) { free(p); }
+
+char *kiln_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = kiln_malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+void *kiln_malloc_aligned(size_t n) {
+    atomic_fetch_add(&alloc_count, 1);
+    n = (n + 63) & ~(size_t)63;
+    return aligned_alloc(64, n ? n : 64);
+}
+void kiln_free_aligned(void *p) { free(p); }

@@ -1,0 +1,69 @@
+/* Variable initializers, seeded, with Keras' fan-in/fan-out rules. */
+#include <math.h>
+#include "core/core.h"
+#include "core/load_store.h"
+#include "kiln/graph.h"
+
+double kiln_rng_normal(kiln_rng *r) {
+    double u1 = kiln_rng_uniform(r), u2 = kiln_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+kiln_init kiln_init_zeros(void) { return (kiln_init){ .kind = KILN_INIT_ZEROS }; }
+kiln_init kiln_init_ones(void) { return (kiln_init){ .kind = KILN_INIT_ONES }; }
+kiln_init kiln_init_constant(double v) { return (kiln_init){ .kind = KILN_INIT_CONSTANT, .a = v }; }
+kiln_init kiln_init_uniform(double lo, double hi, uint64_t seed) { return (kiln_init){ KILN_INIT_UNIFORM, lo, hi, seed }; }
+kiln_init kiln_init_normal(double m, double sd, uint64_t seed) { return (kiln_init){ KILN_INIT_NORMAL, m, sd, seed }; }
+kiln_init kiln_init_truncated_normal(double m, double sd, uint64_t seed) { return (kiln_init){ KILN_INIT_TRUNCATED_NORMAL, m, sd, seed }; }
+kiln_init kiln_init_glorot_uniform(uint64_t seed) { return (kiln_init){ .kind = KILN_INIT_GLOROT_UNIFORM, .seed = seed }; }
+kiln_init kiln_init_glorot_normal(uint64_t seed) { return (kiln_init){ .kind = KILN_INIT_GLOROT_NORMAL, .seed = seed }; }
+kiln_init kiln_init_he_uniform(uint64_t seed) { return (kiln_init){ .kind = KILN_INIT_HE_UNIFORM, .seed = seed }; }
+kiln_init kiln_init_he_normal(uint64_t seed) { return (kiln_init){ .kind = KILN_INIT_HE_NORMAL, .seed = seed }; }
+
+/* Keras: dense [in, out]; conv [kh, kw, in, out] -> receptive field * in / * out. */
+static void fans(kiln_shape s, double *fan_in, double *fan_out) {
+    if (s.rank == 0) { *fan_in = *fan_out = 1; return; }
+    if (s.rank == 1) { *fan_in = *fan_out = (double)s.dim[0]; return; }
+    double rf = 1;
+    for (int i = 0; i < s.rank - 2; i++) rf *= (double)s.dim[i];
+    *fan_in = rf * (double)s.dim[s.rank - 2];
+    *fan_out = rf * (double)s.dim[s.rank - 1];
+}
+
+static double trunc_normal(kiln_rng *r, double mean, double sd) {
+    for (;;) {
+        double z = kiln_rng_normal(r);
+        if (fabs(z) <= 2.0) return mean + sd * z;
+    }
+}
+
+kiln_status kiln_init_fill(kiln_init init, kiln_tensor *t) {
+    if (!t) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_init_fill: NULL tensor");
+    if ((unsigned)init.kind >= KILN_INIT_COUNT)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_init_fill: unknown initializer %d", (int)init.kind);
+    int64_t n = kiln_shape_numel(t->shape);
+    double fi, fo;
+    fans(t->shape, &fi, &fo);
+    kiln_rng r = kiln_rng_new(init.seed);
+    double lim;
+    for (int64_t i = 0; i < n; i++) {
+        double v = 0;
+        switch (init.kind) {
+        case KILN_INIT_ZEROS: v = 0; break;
+        case KILN_INIT_ONES: v = 1; break;
+        case KILN_INIT_CONSTANT: v = init.a; break;
+        case KILN_INIT_UNIFORM: v = init.a + (init.b - init.a) * kiln_rng_uniform(&r); break;
+        case KILN_INIT_NORMAL: v = init.a + init.b * kiln_rng_normal(&r); break;
+        case KILN_INIT_TRUNCATED_NORMAL: v = trunc_normal(&r, init.a, init.b); break;
+        case KILN_INIT_GLOROT_UNIFORM: lim = sqrt(6.0 / (fi + fo)); v = -lim + 2 * lim * kiln_rng_uniform(&r); break;
+        /* Keras draws a truncated normal with stddev scaled by 1/0.8796 to keep the variance */
+        case KILN_INIT_GLOROT_NORMAL: v = trunc_normal(&r, 0, sqrt(2.0 / (fi + fo)) / 0.87962566103423978); break;
+        case KILN_INIT_HE_UNIFORM: lim = sqrt(6.0 / fi); v = -lim + 2 * lim * kiln_rng_uniform(&r); break;
+        case KILN_INIT_HE_NORMAL: v = trunc_normal(&r, 0, sqrt(2.0 / fi) / 0.87962566103423978); break;
+        default: break;
+        }
+        kiln_store(t->data, t->dtype, i, v);
+    }
+    return KILN_OK;
+}

@@ -1,0 +1,24 @@
+#include <unistd.h>
+#include "core/core.h"
+#include "kiln/graph.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int default_threads;   /* set by kiln_set_num_threads; 0 = cores available */
+
+int kiln_threads_resolve(int requested) {
+    if (requested > 0) return requested;
+    if (default_threads > 0) return default_threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+void kiln_set_num_threads(int n) {
+    default_threads = n > 0 ? n : 0;
+#ifdef _OPENMP
+    omp_set_num_threads(kiln_threads_resolve(0));
+#endif
+}
+
+int kiln_get_num_threads(void) { return kiln_threads_resolve(0); }
