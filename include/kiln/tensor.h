@@ -21,9 +21,11 @@ typedef struct kiln_shape {
     int64_t dim[KILN_MAX_DIMS];
 } kiln_shape;
 
-/* KILN_SHAPE(64, 784) -> rank-2 shape; KILN_SHAPE() -> scalar. */
-#define KILN_SHAPE(...) kiln_shape_make((int64_t[]){ __VA_ARGS__ }, \
-    (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)))
+/* KILN_SHAPE(64, 784) -> rank-2 shape (1 to 6 dims; also usable in static tables);
+ * KILN_SCALAR -> rank 0. */
+#define KILN_NARGS_(a, b, c, d, e, f, N, ...) N
+#define KILN_NARGS(...) KILN_NARGS_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#define KILN_SHAPE(...) ((kiln_shape){ KILN_NARGS(__VA_ARGS__), { __VA_ARGS__ } })
 #define KILN_SCALAR ((kiln_shape){ 0, { 0 } })
 kiln_shape kiln_shape_make(const int64_t *dims, int rank);
 int64_t kiln_shape_numel(kiln_shape s);

@@ -20,7 +20,8 @@ void kiln_graph_free(kiln_graph *g) {
         kiln_free(n);
     }
     kiln_free(g->nodes);
-    for (int i = 0; i < g->n_scopes; i++) kiln_free(g->scopes[i]);
+    kiln_free(g->name_slots);
+    for (int i = 0; i < g->n_scopes && i < KILN_MAX_SCOPES; i++) kiln_free(g->scopes[i]);
     kiln_free(g);
 }
 
@@ -30,10 +31,43 @@ void kiln_graph_clear_error(kiln_graph *g) { g->status = KILN_OK; g->error[0] = 
 int kiln_graph_node_count(const kiln_graph *g) { return g->n_nodes; }
 kiln_node *kiln_graph_node(const kiln_graph *g, int i) { return (i >= 0 && i < g->n_nodes) ? g->nodes[i] : NULL; }
 
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;            /* FNV-1a */
+    while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
 kiln_node *kiln_graph_find(const kiln_graph *g, const char *name) {
-    for (int i = 0; i < g->n_nodes; i++)
-        if (strcmp(g->nodes[i]->name, name) == 0) return g->nodes[i];
-    return NULL;
+    if (!g->n_slots) return NULL;
+    for (uint64_t i = name_hash(name) & (uint64_t)(g->n_slots - 1);; i = (i + 1) & (uint64_t)(g->n_slots - 1)) {
+        int id = g->name_slots[i];
+        if (id < 0) return NULL;
+        if (strcmp(g->nodes[id]->name, name) == 0) return g->nodes[id];
+    }
+}
+
+/* Index node `id` by name, growing the table to keep it at most half full. */
+static kiln_status index_name(kiln_graph *g, int id) {
+    if (2 * (g->n_nodes + 1) > g->n_slots) {
+        int ns = g->n_slots ? g->n_slots * 2 : 256;
+        int *slots = kiln_malloc((size_t)ns * sizeof *slots);
+        if (!slots) return KILN_OUT_OF_MEMORY;
+        for (int i = 0; i < ns; i++) slots[i] = -1;
+        kiln_free(g->name_slots);
+        g->name_slots = slots;
+        g->n_slots = ns;
+        for (int k = 0; k < g->n_nodes; k++) if (k != id) index_name(g, k);
+    }
+    uint64_t i = name_hash(g->nodes[id]->name) & (uint64_t)(g->n_slots - 1);
+    while (g->name_slots[i] >= 0) i = (i + 1) & (uint64_t)(g->n_slots - 1);
+    g->name_slots[i] = id;
+    return KILN_OK;
+}
+
+/* Rebuilds the index without the last node (after a failed build step). */
+static void unindex_last(kiln_graph *g) {
+    for (int i = 0; i < g->n_slots; i++) g->name_slots[i] = -1;
+    for (int k = 0; k < g->n_nodes; k++) index_name(g, k);
 }
 
 static kiln_status fail_v(kiln_graph *g, kiln_status s, const char *prefix, const char *fmt, va_list ap) {
@@ -92,9 +126,9 @@ static char *unique_name(kiln_graph *g, const char *base) {
     char buf[512];
     size_t k = 0;
     buf[0] = 0;
-    for (int i = 0; i < g->n_scopes && i < KILN_MAX_SCOPES; i++)
-        k += (size_t)snprintf(buf + k, sizeof buf - k < sizeof buf ? sizeof buf - k : 0, "%s/", g->scopes[i]);
-    snprintf(buf + (k < sizeof buf ? k : sizeof buf - 1), sizeof buf - (k < sizeof buf ? k : sizeof buf - 1), "%s", base);
+    for (int i = 0; i < g->n_scopes && i < KILN_MAX_SCOPES && k < sizeof buf; i++)
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s/", g->scopes[i]);
+    if (k < sizeof buf) snprintf(buf + k, sizeof buf - k, "%s", base);
     if (!kiln_graph_find(g, buf)) return kiln_strdup(buf);
     char cand[560];
     for (int i = 1;; i++) {
@@ -125,12 +159,17 @@ static kiln_node *node_alloc(kiln_graph *g, kiln_op op, const char *name, kiln_n
         kiln_device_spec_str(&g->devices[g->n_devices - 1], n->device, sizeof n->device);
     n->id = g->n_nodes;
     g->nodes[g->n_nodes++] = n;
+    if (index_name(g, n->id) != KILN_OK) {
+        kiln_graph_fail(g, KILN_OUT_OF_MEMORY, "graph: out of host memory");
+        return NULL;
+    }
     return n;
 }
 
 /* Removes the last node (after failed inference) so a failed build leaves no half node. */
 static void node_drop_last(kiln_graph *g) {
     kiln_node *n = g->nodes[--g->n_nodes];
+    unindex_last(g);
     kiln_free(n->name);
     kiln_free(n->in);
     kiln_tensor_free(n->value);

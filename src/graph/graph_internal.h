@@ -21,6 +21,9 @@ struct kiln_graph {
     int n_devices;
     kiln_status status;
     char error[1024];
+    /* name -> node index, open addressing (names are looked up on every node creation) */
+    int *name_slots;            /* -1 empty */
+    int n_slots;
 };
 
 kiln_node *kiln_node_new_named(kiln_graph *g, kiln_op op, const char *name, kiln_node *const *in,

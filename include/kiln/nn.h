@@ -1,0 +1,284 @@
+/* Kiln Keras-style models: sequential and functional models, layers, compile / fit / evaluate /
+ * predict, learning-rate schedules, callbacks, checkpoints.
+ *
+ *   kiln_model *m = kiln_sequential("fashion_cnn", KILN_SHAPE(28, 28, 1));
+ *   kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .filters = 32, .kernel = 3, .padding = KILN_SAME, .activation = KILN_RELU });
+ *   kiln_layer_max_pool2d(m, &(kiln_pool_opts){ .size = 2 });
+ *   kiln_layer_flatten(m, NULL);
+ *   kiln_layer_dense(m, &(kiln_dense_opts){ .units = 10 });
+ *   if (kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(1e-3),
+ *           .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = true,
+ *           .metrics = KILN_METRIC_ACCURACY }) != KILN_OK ||
+ *       kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 5, .batch_size = 64, .validation = test, .verbose = 1 }) != KILN_OK)
+ *       fprintf(stderr, "kiln: %s\n", kiln_last_error());
+ *   kiln_model_free(m);
+ *
+ * Errors stick to the model: layer builders return NULL after a failure and every later call
+ * returns the first error, so a whole model can be built and checked once with kiln_model_status().
+ * Shapes given to layers exclude the batch dimension (like Keras' input_shape). Image layout NHWC.
+ *
+ * Variables (and checkpoint tensor names) are "<layer>/kernel", "<layer>/bias",
+ * "<layer>/depthwise_kernel", "<layer>/gamma", "<layer>/beta", "<layer>/moving_mean",
+ * "<layer>/moving_variance"; layer names follow Keras (conv2d, conv2d_1, dense, dense_1, ...).
+ * Dense kernels are [in, out]; conv kernels HWIO [kh, kw, in/groups, out]. */
+#ifndef KILN_NN_H
+#define KILN_NN_H
+#include <stdio.h>
+#include "graph.h"
+#include "data.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_model kiln_model;
+/* A layer's output, used to wire functional models. Owned by its model. */
+typedef struct kiln_layer kiln_layer;
+
+typedef enum kiln_activation {
+    KILN_LINEAR = 0, KILN_RELU, KILN_SIGMOID, KILN_TANH, KILN_SOFTMAX, KILN_GELU, KILN_ELU,
+    KILN_LEAKY_RELU, KILN_SOFTPLUS, KILN_ACTIVATION_COUNT
+} kiln_activation;
+
+/* ---- models ---- */
+/* Sequential model whose input has `input_shape` (batch excluded), e.g. KILN_SHAPE(28, 28, 1).
+ * Layers added with kiln_layer_*(m, ...) and no .input are stacked in order. */
+kiln_model *kiln_sequential(const char *name, kiln_shape input_shape);
+/* Empty functional model: add kiln_input(), wire layers through their .input / .inputs, then
+ * call kiln_model_functional(). */
+kiln_model *kiln_model_new(const char *name);
+kiln_layer *kiln_input(kiln_model *m, kiln_shape shape);
+/* Declares the model's inputs and outputs (first cut: one of each). */
+kiln_status kiln_model_functional(kiln_model *m, kiln_layer *const *inputs, int n_inputs,
+                                  kiln_layer *const *outputs, int n_outputs);
+void kiln_model_free(kiln_model *m);                      /* NULL is a no-op */
+kiln_status kiln_model_status(const kiln_model *m);       /* first error, or KILN_OK */
+const char *kiln_model_error(const kiln_model *m);        /* its message ("" if none) */
+const char *kiln_model_name(const kiln_model *m);
+/* Seed for initializers and dropout (default 0). Call before the first compile/fit. */
+void kiln_model_set_seed(kiln_model *m, uint64_t seed);
+/* Prints the layers, output shapes and parameter counts like Keras' model.summary(). */
+void kiln_model_summary(const kiln_model *m, FILE *f);
+int64_t kiln_model_param_count(const kiln_model *m, bool trainable_only);
+int kiln_model_layer_count(const kiln_model *m);
+kiln_layer *kiln_model_layer(const kiln_model *m, int i);
+kiln_layer *kiln_model_find_layer(const kiln_model *m, const char *name);
+const char *kiln_layer_name(const kiln_layer *l);
+const char *kiln_layer_type(const kiln_layer *l);         /* "Conv2D", "Dense", ... */
+kiln_shape kiln_layer_output_shape(const kiln_layer *l);  /* batch excluded */
+kiln_shape kiln_model_input_shape(const kiln_model *m);
+kiln_shape kiln_model_output_shape(const kiln_model *m);
+/* Ready-made models: "fashion_cnn", "mlp", "cifar_cnn". input_shape rank 0 = the model's default
+ * (28x28x1, 28x28x1, 32x32x3); num_classes 0 = 10. NULL (kiln_last_error) for an unknown name. */
+kiln_model *kiln_model_preset(const char *name, kiln_shape input_shape, int num_classes);
+/* "fashion_cnn, mlp, cifar_cnn" */
+const char *kiln_model_preset_names(void);
+
+/* ---- layers: each returns the layer's output (NULL on error; the error sticks to m) ----
+ * Common fields: .name (NULL = Keras-style automatic name), .input (NULL = the previous layer). */
+typedef struct kiln_layer_opts { const char *name; kiln_layer *input; } kiln_layer_opts;
+
+typedef struct kiln_dense_opts {
+    const char *name; kiln_layer *input;
+    int units;
+    kiln_activation activation;        /* default linear */
+    bool no_bias;                      /* Keras use_bias=False */
+    const kiln_init *kernel_initializer;   /* NULL: glorot_uniform; seed 0: from the model seed */
+    const kiln_init *bias_initializer;     /* NULL: zeros */
+    double l2;                         /* kernel L2 penalty added to the loss: l2 * sum(w^2) */
+} kiln_dense_opts;
+
+typedef struct kiln_conv2d_opts {
+    const char *name; kiln_layer *input;
+    int filters;
+    int kernel, kernel_h, kernel_w;    /* square `kernel`, or kernel_h x kernel_w */
+    int strides, stride_h, stride_w;   /* 0 -> 1 */
+    kiln_padding padding;              /* default KILN_VALID (as Keras) */
+    int dilation;                      /* 0 -> 1 */
+    int groups;                        /* 0 -> 1 */
+    int depth_multiplier;              /* DepthwiseConv2D only; 0 -> 1 */
+    kiln_activation activation;
+    bool no_bias;
+    const kiln_init *kernel_initializer, *bias_initializer;
+    double l2;
+} kiln_conv2d_opts;
+
+typedef struct kiln_pool_opts {
+    const char *name; kiln_layer *input;
+    int size, size_h, size_w;          /* window (square `size`, or size_h x size_w); 0 -> 2 */
+    int strides, stride_h, stride_w;   /* 0 -> the window size */
+    kiln_padding padding;              /* KILN_VALID (default) or KILN_SAME */
+} kiln_pool_opts;
+
+typedef struct kiln_reshape_opts { const char *name; kiln_layer *input; kiln_shape shape; /* batch excluded; one dim may be -1 */ } kiln_reshape_opts;
+typedef struct kiln_dropout_opts { const char *name; kiln_layer *input; double rate; uint64_t seed; /* 0: from the model seed */ } kiln_dropout_opts;
+typedef struct kiln_batch_norm_opts {
+    const char *name; kiln_layer *input;
+    double momentum;                   /* 0 -> 0.99 */
+    double epsilon;                    /* 0 -> 1e-3 */
+} kiln_batch_norm_opts;
+typedef struct kiln_activation_opts { const char *name; kiln_layer *input; kiln_activation activation; } kiln_activation_opts;
+typedef struct kiln_merge_opts {
+    const char *name;
+    kiln_layer *const *inputs; int n_inputs;   /* 2 or more */
+    int axis;                          /* Concatenate: axis counting the batch dim (0 -> -1, the last) */
+} kiln_merge_opts;
+
+kiln_layer *kiln_layer_dense(kiln_model *m, const kiln_dense_opts *o);
+kiln_layer *kiln_layer_conv2d(kiln_model *m, const kiln_conv2d_opts *o);
+kiln_layer *kiln_layer_depthwise_conv2d(kiln_model *m, const kiln_conv2d_opts *o);
+kiln_layer *kiln_layer_max_pool2d(kiln_model *m, const kiln_pool_opts *o);
+kiln_layer *kiln_layer_avg_pool2d(kiln_model *m, const kiln_pool_opts *o);
+kiln_layer *kiln_layer_global_avg_pool2d(kiln_model *m, const kiln_layer_opts *o);   /* o may be NULL */
+kiln_layer *kiln_layer_flatten(kiln_model *m, const kiln_layer_opts *o);             /* o may be NULL */
+kiln_layer *kiln_layer_reshape(kiln_model *m, const kiln_reshape_opts *o);
+kiln_layer *kiln_layer_dropout(kiln_model *m, const kiln_dropout_opts *o);
+kiln_layer *kiln_layer_batch_norm(kiln_model *m, const kiln_batch_norm_opts *o);     /* o may be NULL */
+kiln_layer *kiln_layer_activation(kiln_model *m, const kiln_activation_opts *o);
+kiln_layer *kiln_layer_concatenate(kiln_model *m, const kiln_merge_opts *o);
+kiln_layer *kiln_layer_add(kiln_model *m, const kiln_merge_opts *o);
+
+/* ---- optimizers (values; no allocation) ---- */
+typedef enum kiln_optimizer_kind {
+    KILN_OPT_SGD = 0, KILN_OPT_ADAM, KILN_OPT_ADAMW, KILN_OPT_RMSPROP, KILN_OPT_ADAGRAD, KILN_OPT_COUNT
+} kiln_optimizer_kind;
+typedef struct kiln_optimizer {
+    kiln_optimizer_kind kind;
+    double lr;
+    double momentum; bool nesterov;            /* sgd; rmsprop momentum */
+    double beta1, beta2, epsilon;              /* adam(w): 0 -> 0.9, 0.999, 1e-7 (Keras) */
+    double weight_decay;                       /* adamw (0 -> 0.004, Keras); sgd: L2-style decay */
+    double rho;                                /* rmsprop: 0 -> 0.9 */
+    double initial_accumulator;                /* adagrad: 0 -> 0.1 */
+    double clip_norm;                          /* > 0: clip gradients by global norm */
+} kiln_optimizer;
+kiln_optimizer kiln_sgd(double lr);
+kiln_optimizer kiln_momentum(double lr, double momentum, bool nesterov);
+kiln_optimizer kiln_adam(double lr);
+kiln_optimizer kiln_adamw(double lr, double weight_decay);
+kiln_optimizer kiln_rmsprop(double lr);
+kiln_optimizer kiln_adagrad(double lr);
+const char *kiln_optimizer_name(kiln_optimizer_kind k);   /* "sgd", "adam", ... */
+
+/* ---- learning-rate schedules (epoch-fractional time t = epoch + step/steps_per_epoch) ---- */
+typedef enum kiln_lr_kind {
+    KILN_LR_CONSTANT = 0,
+    KILN_LR_STEP,          /* lr * gamma^floor(epoch / step_epochs); gamma 0 -> 0.1, step_epochs 0 -> 1 */
+    KILN_LR_EXPONENTIAL,   /* lr * gamma^t; gamma 0 -> 0.96 */
+    KILN_LR_COSINE,        /* linear warm-up over warmup_epochs, then cosine from lr to min_lr */
+    KILN_LR_ONE_CYCLE,     /* PyTorch OneCycleLR: lr/div_factor up to lr over pct_start of training
+                              (cosine), then down to lr/(div_factor*final_div_factor) */
+    KILN_LR_KIND_COUNT
+} kiln_lr_kind;
+typedef struct kiln_lr_schedule {
+    kiln_lr_kind kind;
+    double gamma; int step_epochs;
+    double warmup_epochs, min_lr;
+    double pct_start, div_factor, final_div_factor;   /* 0 -> 0.3, 25, 1e4 */
+} kiln_lr_schedule;
+/* Learning rate at time t (in epochs) of total_epochs, for the base rate. */
+double kiln_lr_at(const kiln_lr_schedule *s, double base_lr, double t, double total_epochs);
+
+/* ---- compile ---- */
+typedef enum kiln_loss_kind {
+    KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 0,   /* labels: class ids */
+    KILN_LOSS_CATEGORICAL_CROSSENTROPY,              /* labels: class ids, one-hot encoded inside */
+    KILN_LOSS_BINARY_CROSSENTROPY,                   /* one output unit; labels 0/1 */
+    KILN_LOSS_MSE,                                   /* one unit: the label as value; else one-hot */
+    KILN_LOSS_COUNT
+} kiln_loss_kind;
+enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
+typedef struct kiln_compile_opts {
+    kiln_optimizer optimizer;          /* default (zeros): sgd with lr 0.01 */
+    kiln_lr_schedule schedule;         /* default: constant */
+    kiln_loss_kind loss;
+    bool from_logits;                  /* the model outputs logits (no softmax/sigmoid at the end) */
+    unsigned metrics;                  /* KILN_METRIC_* bits */
+    int top_k;                         /* 0 -> 5 */
+    const char *device;                /* "auto" (default), "cpu", "ref", "cuda" */
+    int num_threads;                   /* 0: cores available */
+    bool log_device_placement;
+} kiln_compile_opts;
+kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o);
+
+/* ---- training logs, history and callbacks ---- */
+typedef struct kiln_logs {
+    int epoch;                  /* 1-based */
+    int64_t batch, steps;       /* batch (1-based) of steps in this epoch */
+    double loss, accuracy, top_k;          /* running means over the epoch so far */
+    double val_loss, val_accuracy, val_top_k;
+    bool has_val;
+    double lr, seconds, images_per_sec;
+} kiln_logs;
+/* Return true to stop training (after the current batch / epoch). */
+typedef bool (*kiln_callback_fn)(kiln_model *m, const kiln_logs *logs, void *user);
+typedef double (*kiln_lr_fn)(int epoch /* 1-based */, double lr, void *user);
+typedef enum kiln_callback_kind {
+    KILN_CB_LAMBDA = 0,         /* on_batch_end / on_epoch_end user functions */
+    KILN_CB_MODEL_CHECKPOINT,   /* path; save_best_only by monitor; include_optimizer */
+    KILN_CB_EARLY_STOPPING,     /* monitor, patience, min_delta */
+    KILN_CB_CSV_LOGGER,         /* path: epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds,images_per_sec */
+    KILN_CB_LR_SCHEDULER,       /* schedule(epoch, lr) sets the base lr at each epoch start */
+    KILN_CB_KIND_COUNT
+} kiln_callback_kind;
+typedef struct kiln_callback {
+    kiln_callback_kind kind;
+    kiln_callback_fn on_batch_end, on_epoch_end; void *user;
+    const char *path;
+    const char *monitor;        /* "val_loss" (default), "val_accuracy", "loss", "accuracy" */
+    bool save_best_only, include_optimizer;
+    int patience; double min_delta;
+    kiln_lr_fn schedule;
+} kiln_callback;
+kiln_callback kiln_callback_lambda(kiln_callback_fn on_batch_end, kiln_callback_fn on_epoch_end, void *user);
+kiln_callback kiln_callback_model_checkpoint(const char *path, const char *monitor, bool save_best_only);
+kiln_callback kiln_callback_early_stopping(const char *monitor, int patience, double min_delta);
+kiln_callback kiln_callback_csv_logger(const char *path);
+kiln_callback kiln_callback_lr_scheduler(kiln_lr_fn schedule, void *user);
+
+/* ---- fit / evaluate / predict ---- */
+typedef struct kiln_fit_opts {
+    int epochs;                        /* train epochs initial_epoch+1 .. epochs (0 -> 1) */
+    int initial_epoch;                 /* e.g. kiln_model_epoch() after loading a checkpoint */
+    int batch_size;                    /* 0 -> 32 */
+    bool no_shuffle;                   /* shuffling (seeded, per epoch) is on by default */
+    uint64_t shuffle_seed;
+    const kiln_dataset *validation;    /* evaluated at each epoch end (every example) */
+    double validation_split;           /* else: hold out this fraction of the tail of train */
+    int verbose;                       /* 0 silent, 1 progress bar (one line per epoch when not a
+                                          terminal), 2 one line per epoch */
+    const kiln_callback *callbacks; int n_callbacks;
+} kiln_fit_opts;
+/* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
+ * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf. */
+kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_opts *o);
+/* Per-epoch logs of the training so far (kept across fit calls; reset by kiln_model_reset_history). */
+const kiln_logs *kiln_model_history(const kiln_model *m, int *n_epochs);
+void kiln_model_reset_history(kiln_model *m);
+int kiln_model_epoch(const kiln_model *m);     /* epochs completed (restored by kiln_model_load) */
+
+typedef struct kiln_eval_opts { int batch_size; /* 0: the fit batch size, else 32 */ int verbose; } kiln_eval_opts;
+typedef struct kiln_eval_result { double loss, accuracy, top_k; int64_t count; double seconds; } kiln_eval_result;
+/* Evaluates every example of d (the partial last batch included). o may be NULL. */
+kiln_status kiln_evaluate(kiln_model *m, const kiln_dataset *d, const kiln_eval_opts *o, kiln_eval_result *out);
+/* Model outputs for every row of x ([N, ...input shape] f32) into *out (new [N, ...output shape]
+ * f32 tensor, caller frees). Raw outputs: logits when the model ends without softmax. */
+kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_opts *o, kiln_tensor **out);
+
+/* ---- checkpoints (safetensors) ----
+ * Weights under their variable names; with include_optimizer also the optimizer state (slot
+ * variables such as "dense/kernel/m", and "learning_rate") and the epoch, so training resumes.
+ * Metadata: kiln.model, kiln.epoch, kiln.input_shape, kiln.optimizer, kiln.optimizer_tensors. */
+kiln_status kiln_model_save(kiln_model *m, const char *path, bool include_optimizer);
+/* Loads weights (and optimizer state / epoch when present). Names, dtypes and shapes must match
+ * the model; the error names the first tensor that differs. */
+kiln_status kiln_model_load(kiln_model *m, const char *path);
+
+/* The graph and session behind a compiled/built model (NULL before the first fit/evaluate/
+ * predict/load). Borrowed. */
+kiln_graph *kiln_model_graph(const kiln_model *m);
+kiln_session *kiln_model_session(const kiln_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
