@@ -9,12 +9,21 @@ extern "C" {
 
 typedef struct kiln_named_tensor { const char *name; const kiln_tensor *tensor; } kiln_named_tensor;
 
-/* Writes tensors (names unique) and optional string metadata (__metadata__, n_meta key/value
- * pairs, may be 0) to path atomically. */
+/* Writes tensors (names unique, UTF-8, not "__metadata__"; any dtype; rank 0..KILN_MAX_DIMS) and
+ * optional string metadata (__metadata__, n_meta key/value pairs, may be 0) to path atomically:
+ * the bytes go to path.tmp.<pid> (every write checked, then fflush + fsync) which is renamed over
+ * path. On failure (KILN_IO_ERROR: directory missing, not writable, disk full, ...) the temp file
+ * is removed and an existing file at path is untouched. tensors are borrowed. */
 kiln_status kiln_safetensors_save(const char *path, const kiln_named_tensor *tensors, int n,
                                   const char *const *meta_keys, const char *const *meta_values, int n_meta);
 
-/* A loaded file: names, tensors and metadata, owned by the handle. */
+/* A loaded file: names, tensors and metadata, owned by the handle (tensors in header order).
+ * load checks the whole file before returning it: header JSON (strict), dtypes, shapes, and that
+ * the data_offsets tile the data exactly (in range, contiguous, no overlap, size == numel *
+ * dtype size, no trailing bytes). Errors name the file and the problem: KILN_NOT_FOUND (no such
+ * file), KILN_UNSUPPORTED (a dtype Kiln lacks, e.g. I8, or rank > KILN_MAX_DIMS), KILN_IO_ERROR
+ * (corrupt or truncated). *out is NULL on failure. Free with kiln_safetensors_free (NULL ok).
+ * Accessors return NULL for an index out of range or an absent name/key. */
 typedef struct kiln_safetensors kiln_safetensors;
 kiln_status kiln_safetensors_load(const char *path, kiln_safetensors **out);
 void kiln_safetensors_free(kiln_safetensors *f);

@@ -259,7 +259,8 @@ kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feed
             .node = n, .n_in = n->n_in, .in = v,
             .out = { s->data[n->id], n->dtype, n->shape, kiln_shape_numel(n->shape) },
             .workspace = stp->ws_offset >= 0 ? (char *)s->arena + stp->ws_offset : NULL,
-            .ws_bytes = stp->ws_bytes, .step = s->step, .num_threads = s->num_threads,
+            /* the session seed reseeds every dropout mask; (seed, step) gives the same masks on every backend */
+            .ws_bytes = stp->ws_bytes, .step = s->step ^ kiln_mix64(s->opts.seed), .num_threads = s->num_threads,
         };
         if (p->alias_of[n->id] >= 0 && c.out.data == v[0].data) continue;   /* reshape: nothing to do */
         size_t out_bytes = (size_t)c.out.numel * kiln_dtype_size(n->dtype);

@@ -1,5 +1,29 @@
-/* cpu backend dispatch: which nodes have a fast cpu kernel. Others run on ref. */
-#include "backend/backend.h"
+/* cpu backend dispatch: which nodes have a fast f32 cpu kernel. Others (other dtypes, unusual
+ * broadcast patterns, ops without a kernel here) return NULL and run on ref. */
+#include "backend/cpu/cpu_internal.h"
 
-kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) { (void)n; return NULL; }
-size_t kiln_cpu_workspace(const kiln_node *n) { (void)n; return 0; }
+kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
+    if (!n || n->dtype != KILN_F32) return NULL;
+    switch (n->op) {
+    case KILN_OP_MATMUL: case KILN_OP_BATCH_MATMUL:
+        return cpu_matmul_kernel(n);
+    case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
+        return cpu_conv_kernel(n);
+    case KILN_OP_MAX_POOL: case KILN_OP_MAX_POOL_GRAD: case KILN_OP_AVG_POOL:
+    case KILN_OP_AVG_POOL_GRAD: case KILN_OP_GLOBAL_AVG_POOL:
+        return cpu_pool_kernel(n);
+    default: break;
+    }
+    kiln_kernel_fn f = cpu_elementwise_kernel(n);
+    return f ? f : cpu_loss_optim_kernel(n);
+}
+
+size_t kiln_cpu_workspace(const kiln_node *n) {
+    if (!n || !kiln_cpu_kernel(n)) return 0;
+    switch (n->op) {
+    case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
+        return cpu_conv_workspace(n);
+    default:
+        return cpu_loss_optim_workspace(n);
+    }
+}

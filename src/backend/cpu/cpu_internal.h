@@ -1,0 +1,53 @@
+/* Shared helpers for the cpu backend's f32 kernels (OpenBLAS + OpenMP). */
+#ifndef KILN_CPU_INTERNAL_H
+#define KILN_CPU_INTERNAL_H
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+#include "backend/backend.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Below this many elements a parallel region costs more than it saves. */
+#define CPU_PAR_MIN 32768
+
+/* Threads for this kernel: the session's setting, or omp's current one. */
+static inline int cpu_threads(const kiln_kctx *c) {
+    int t = c->num_threads;
+#ifdef _OPENMP
+    if (t <= 0) t = omp_get_max_threads();
+#endif
+    return t > 0 ? t : 1;
+}
+/* Threads worth using for a loop of `work` elements. */
+static inline int cpu_par(const kiln_kctx *c, int64_t work) {
+    return work >= CPU_PAR_MIN ? cpu_threads(c) : 1;
+}
+
+static inline bool cpu_is_f32(const kiln_node *n) {
+    if (n->dtype != KILN_F32) return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i]->dtype != KILN_F32) return false;
+    return true;
+}
+static inline float *cpu_f(const kiln_view *v) { return (float *)v->data; }
+
+/* Single-threaded / multi-threaded sgemm: row-major C[M,N] = alpha*op(A)*op(B) + beta*C.
+ * cpu_sgemm lets OpenBLAS thread; cpu_sgemm1 runs on the calling thread only (for use inside our
+ * own parallel regions, where nested BLAS threads would oversubscribe the cores). */
+void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+               int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int nthreads);
+void cpu_sgemm1_begin(void);
+void cpu_sgemm1(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* Kernel lookups per family: NULL when the node's shape/attrs are not handled here. */
+kiln_kernel_fn cpu_matmul_kernel(const kiln_node *n);
+kiln_kernel_fn cpu_conv_kernel(const kiln_node *n);
+size_t cpu_conv_workspace(const kiln_node *n);
+kiln_kernel_fn cpu_pool_kernel(const kiln_node *n);
+kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n);
+kiln_kernel_fn cpu_loss_optim_kernel(const kiln_node *n);
+size_t cpu_loss_optim_workspace(const kiln_node *n);
+#endif

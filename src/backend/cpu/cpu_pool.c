@@ -1,0 +1,177 @@
+/* Pooling (NHWC). Loops run over channels innermost so they vectorise; images are independent,
+ * so threads split the batch (windows overlap inside an image, which matters for the gradients). */
+#include "backend/cpu/cpu_internal.h"
+
+typedef struct pool_p { int64_t N, H, W, C, OH, OW; int kh, kw, sh, sw, pt, pl; } pool_p;
+
+static bool pool_params(const kiln_node *n, kiln_shape xs, kiln_shape ys, pool_p *p) {
+    const kiln_attrs *a = &n->attrs;
+    if (xs.rank != 4 || ys.rank != 4 || xs.dim[0] != ys.dim[0] || xs.dim[3] != ys.dim[3]) return false;
+    *p = (pool_p){ xs.dim[0], xs.dim[1], xs.dim[2], xs.dim[3], ys.dim[1], ys.dim[2],
+                   a->kh, a->kw, a->sh, a->sw, a->pt, a->pl };
+    return p->kh > 0 && p->kw > 0 && p->sh > 0 && p->sw > 0;
+}
+
+/* Valid window rows/cols for output (oh, ow). */
+static inline void window(const pool_p *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1, int64_t *w0, int64_t *w1) {
+    int64_t hs = oh * p->sh - p->pt, ws = ow * p->sw - p->pl;
+    *h0 = hs < 0 ? 0 : hs; *h1 = hs + p->kh < p->H ? hs + p->kh : p->H;
+    *w0 = ws < 0 ? 0 : ws; *w1 = ws + p->kw < p->W ? ws + p->kw : p->W;
+}
+
+static kiln_status k_max_pool(const kiln_kctx *c) {
+    pool_p p;
+    if (!pool_params(c->node, c->in[0].shape, c->out.shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
+    const float *x = cpu_f(&c->in[0]);
+    float *y = cpu_f(&c->out);
+    const int64_t C = p.C;
+    #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->in[0].numel))
+    for (int64_t n = 0; n < p.N; n++) {
+        const float *xn = x + n * p.H * p.W * C;
+        for (int64_t oh = 0; oh < p.OH; oh++)
+            for (int64_t ow = 0; ow < p.OW; ow++) {
+                float *o = y + ((n * p.OH + oh) * p.OW + ow) * C;
+                int64_t h0, h1, w0, w1;
+                window(&p, oh, ow, &h0, &h1, &w0, &w1);
+                for (int64_t k = 0; k < C; k++) o[k] = -INFINITY;
+                for (int64_t ih = h0; ih < h1; ih++)
+                    for (int64_t iw = w0; iw < w1; iw++) {
+                        const float *s = xn + (ih * p.W + iw) * C;
+                        for (int64_t k = 0; k < C; k++) o[k] = (s[k] > o[k] || s[k] != s[k]) ? s[k] : o[k];   /* NaN wins, as ref */
+                    }
+            }
+    }
+    return KILN_OK;
+}
+
+/* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. */
+static kiln_status k_max_pool_grad(const kiln_kctx *c) {
+    pool_p p;
+    if (!pool_params(c->node, c->in[0].shape, c->in[1].shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
+    const float *x = cpu_f(&c->in[0]), *y = cpu_f(&c->in[1]), *dy = cpu_f(&c->in[2]);
+    float *dx = cpu_f(&c->out);
+    const int64_t C = p.C;
+    #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->out.numel))
+    for (int64_t n = 0; n < p.N; n++) {
+        const float *xn = x + n * p.H * p.W * C;
+        float *dxn = dx + n * p.H * p.W * C;
+        memset(dxn, 0, sizeof(float) * (size_t)(p.H * p.W * C));
+        unsigned char done[256];
+        for (int64_t oh = 0; oh < p.OH; oh++)
+            for (int64_t ow = 0; ow < p.OW; ow++) {
+                int64_t o = ((n * p.OH + oh) * p.OW + ow) * C;
+                int64_t h0, h1, w0, w1;
+                window(&p, oh, ow, &h0, &h1, &w0, &w1);
+                for (int64_t c0 = 0; c0 < C; c0 += 256) {   /* channel blocks keep `done` on the stack */
+                    int64_t cn = C - c0 < 256 ? C - c0 : 256;
+                    memset(done, 0, (size_t)cn);
+                    const float *ym = y + o + c0, *g = dy + o + c0;
+                    for (int64_t ih = h0; ih < h1; ih++)
+                        for (int64_t iw = w0; iw < w1; iw++) {
+                            int64_t off = (ih * p.W + iw) * C + c0;
+                            const float *s = xn + off;
+                            float *d = dxn + off;
+                            for (int64_t k = 0; k < cn; k++) {
+                                bool hit = !done[k] && s[k] == ym[k];
+                                d[k] += hit ? g[k] : 0.0f;
+                                done[k] |= hit;
+                            }
+                        }
+                }
+            }
+    }
+    return KILN_OK;
+}
+
+static kiln_status k_avg_pool(const kiln_kctx *c) {
+    pool_p p;
+    if (!pool_params(c->node, c->in[0].shape, c->out.shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
+    const float *x = cpu_f(&c->in[0]);
+    float *y = cpu_f(&c->out);
+    const int64_t C = p.C;
+    #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->in[0].numel))
+    for (int64_t n = 0; n < p.N; n++) {
+        const float *xn = x + n * p.H * p.W * C;
+        for (int64_t oh = 0; oh < p.OH; oh++)
+            for (int64_t ow = 0; ow < p.OW; ow++) {
+                float *o = y + ((n * p.OH + oh) * p.OW + ow) * C;
+                int64_t h0, h1, w0, w1;
+                window(&p, oh, ow, &h0, &h1, &w0, &w1);
+                for (int64_t k = 0; k < C; k++) o[k] = 0.0f;
+                for (int64_t ih = h0; ih < h1; ih++)
+                    for (int64_t iw = w0; iw < w1; iw++) {
+                        const float *s = xn + (ih * p.W + iw) * C;
+                        for (int64_t k = 0; k < C; k++) o[k] += s[k];
+                    }
+                int64_t cnt = (h1 > h0 ? h1 - h0 : 0) * (w1 > w0 ? w1 - w0 : 0);
+                for (int64_t k = 0; k < C; k++) o[k] = cnt > 0 ? o[k] / (float)cnt : 0.0f;
+            }
+    }
+    return KILN_OK;
+}
+
+static kiln_status k_avg_pool_grad(const kiln_kctx *c) {
+    pool_p p;
+    if (!pool_params(c->node, c->out.shape, c->in[0].shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
+    const float *dy = cpu_f(&c->in[0]);
+    float *dx = cpu_f(&c->out);
+    const int64_t C = p.C;
+    #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->out.numel))
+    for (int64_t n = 0; n < p.N; n++) {
+        float *dxn = dx + n * p.H * p.W * C;
+        memset(dxn, 0, sizeof(float) * (size_t)(p.H * p.W * C));
+        for (int64_t oh = 0; oh < p.OH; oh++)
+            for (int64_t ow = 0; ow < p.OW; ow++) {
+                const float *g = dy + ((n * p.OH + oh) * p.OW + ow) * C;
+                int64_t h0, h1, w0, w1;
+                window(&p, oh, ow, &h0, &h1, &w0, &w1);
+                int64_t cnt = (h1 > h0 ? h1 - h0 : 0) * (w1 > w0 ? w1 - w0 : 0);
+                if (cnt <= 0) continue;
+                float fc = (float)cnt;
+                for (int64_t ih = h0; ih < h1; ih++)
+                    for (int64_t iw = w0; iw < w1; iw++) {
+                        float *d = dxn + (ih * p.W + iw) * C;
+                        for (int64_t k = 0; k < C; k++) d[k] += g[k] / fc;
+                    }
+            }
+    }
+    return KILN_OK;
+}
+
+static kiln_status k_global_avg_pool(const kiln_kctx *c) {
+    const kiln_shape *xs = &c->in[0].shape;
+    int64_t N = xs->dim[0], HW = xs->dim[1] * xs->dim[2], C = xs->dim[3];
+    const float *x = cpu_f(&c->in[0]);
+    float *y = cpu_f(&c->out);
+    #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->in[0].numel))
+    for (int64_t n = 0; n < N; n++) {
+        float *o = y + n * C;
+        for (int64_t k = 0; k < C; k++) o[k] = 0.0f;
+        for (int64_t i = 0; i < HW; i++) {
+            const float *s = x + (n * HW + i) * C;
+            for (int64_t k = 0; k < C; k++) o[k] += s[k];
+        }
+        for (int64_t k = 0; k < C; k++) o[k] = HW > 0 ? o[k] / (float)HW : 0.0f;
+    }
+    return KILN_OK;
+}
+
+kiln_kernel_fn cpu_pool_kernel(const kiln_node *n) {
+    if (!cpu_is_f32(n) || n->n_in < 1) return NULL;
+    pool_p p;
+    switch (n->op) {
+    case KILN_OP_MAX_POOL:
+        return n->n_in == 1 && pool_params(n, n->in[0]->shape, n->shape, &p) ? k_max_pool : NULL;
+    case KILN_OP_MAX_POOL_GRAD:
+        return n->n_in == 3 && pool_params(n, n->in[0]->shape, n->in[1]->shape, &p) &&
+               kiln_shape_equal(n->in[1]->shape, n->in[2]->shape) && kiln_shape_equal(n->shape, n->in[0]->shape)
+               ? k_max_pool_grad : NULL;
+    case KILN_OP_AVG_POOL:
+        return n->n_in == 1 && pool_params(n, n->in[0]->shape, n->shape, &p) ? k_avg_pool : NULL;
+    case KILN_OP_AVG_POOL_GRAD:
+        return n->n_in == 1 && pool_params(n, n->shape, n->in[0]->shape, &p) ? k_avg_pool_grad : NULL;
+    case KILN_OP_GLOBAL_AVG_POOL:
+        return n->n_in == 1 && n->in[0]->shape.rank == 4 && n->shape.rank == 2 ? k_global_avg_pool : NULL;
+    default: return NULL;
+    }
+}

@@ -1,0 +1,106 @@
+/* Conformance cases for the reduction and shape op families (src/ops/reduce.c, shape.c).
+ * Max inputs are continuous random values, so ties (where the gradient splits) do not occur and
+ * finite differences stay valid. */
+#include "op_case.h"
+
+#define F CASE_FLOAT
+/* Constant-expression shapes (KILN_SHAPE calls a function, which a static table cannot). */
+#define S(...) { (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), { __VA_ARGS__ } }
+#define S0 { 0, { 0 } }
+#define DT_HALF (DT_F16 | DT_BF16)
+#define UNUSED (void)e; (void)ne
+#define BUILDER(nm, expr) \
+    static kiln_node *b_##nm(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { UNUSED; return expr; }
+
+/* ---- builders ---- */
+static const int ax1[] = { 1 }, ax_m1[] = { -1 }, ax0_m1[] = { 0, -1 }, ax20[] = { 2, 0 }, ax02[] = { 0, 2 };
+static const int ax_dup[] = { 1, -2, 1, 1, -2, 1, 1 };   /* 7 entries, one axis: folded by the builder */
+BUILDER(sum_all, kiln_reduce_sum(g, x[0], NULL, 0, false))
+BUILDER(sum_ax1_keep, kiln_reduce_sum(g, x[0], ax1, 1, true))
+BUILDER(sum_ax0_m1, kiln_reduce_sum(g, x[0], ax0_m1, 2, false))
+BUILDER(sum_dup, kiln_reduce_sum(g, x[0], ax_dup, 7, false))
+BUILDER(mean_all_keep, kiln_reduce_mean(g, x[0], NULL, 0, true))
+BUILDER(mean_m1_keep, kiln_reduce_mean(g, x[0], ax_m1, 1, true))
+BUILDER(mean_20, kiln_reduce_mean(g, x[0], ax20, 2, false))
+BUILDER(max_all, kiln_reduce_max(g, x[0], NULL, 0, false))
+BUILDER(max_ax1_keep, kiln_reduce_max(g, x[0], ax1, 1, true))
+BUILDER(max_02, kiln_reduce_max(g, x[0], ax02, 2, false))
+BUILDER(sum_to_31, kiln_sum_to(g, x[0], KILN_SHAPE(3, 1)))
+BUILDER(sum_to_134, kiln_sum_to(g, x[0], KILN_SHAPE(1, 3, 4)))
+BUILDER(sum_to_scalar, kiln_sum_to(g, x[0], KILN_SCALAR))
+BUILDER(bcast_234, kiln_broadcast_to(g, x[0], KILN_SHAPE(2, 3, 4)))
+BUILDER(bcast_scalar, kiln_broadcast_to(g, x[0], KILN_SHAPE(3, 2)))
+BUILDER(reshape, kiln_reshape(g, x[0], KILN_SHAPE(2, -1, 3)))
+BUILDER(reshape_flat, kiln_reshape(g, x[0], KILN_SHAPE(-1)))
+BUILDER(identity, kiln_identity(g, x[0]))
+BUILDER(transpose_201, kiln_transpose(g, x[0], (const int[]){ 2, 0, 1 }))
+BUILDER(transpose_rev, kiln_transpose(g, x[0], NULL))
+BUILDER(concat3_ax1, kiln_concat(g, x, 3, 1))
+BUILDER(concat2_ax0, kiln_concat(g, x, 2, 0))
+BUILDER(concat2_m1, kiln_concat(g, x, 2, -1))
+BUILDER(slice, kiln_slice(g, x[0], (const int64_t[]){ 1, 0, 2 }, (const int64_t[]){ 2, -1, 3 }))
+BUILDER(pad, kiln_pad(g, x[0], (const int64_t[]){ 1, 2, 0, 3 }, 0.5))
+BUILDER(pad3, kiln_pad(g, x[0], (const int64_t[]){ 0, 1, 2, 0, 1, 1 }, -2.0))
+BUILDER(cast_f64, kiln_cast(g, x[0], KILN_F64))
+BUILDER(cast_f32, kiln_cast(g, x[0], KILN_F32))
+BUILDER(cast_i32, kiln_cast(g, x[0], KILN_I32))
+BUILDER(cast_int_f32, kiln_cast(g, x[0], KILN_F32))
+BUILDER(bias_add, kiln_bias_add(g, x[0], x[1]))
+
+/* Split into 3 along axis 1, then concatenate the parts in another order (covers kiln_split). */
+static kiln_node *b_split(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED;
+    kiln_node *p[3];
+    if (kiln_split(g, x[0], 3, 1, p) != KILN_OK) return NULL;
+    kiln_node *q[3] = { p[2], p[0], p[1] };
+    return kiln_concat(g, q, 3, 1);
+}
+
+/* ---- cases ---- */
+#define UN(op_, lbl, sh, fn, dts, gr) { op_, lbl, 1, { F }, { sh }, { -1 }, { 1 }, fn, dts, gr, 0, 0, 0 }
+
+const op_case cases_reduce_shape[] = {
+    UN(KILN_OP_REDUCE_SUM, "sum all [3,4,5]", S(3, 4, 5), b_sum_all, DT_FLOATS, true),
+    UN(KILN_OP_REDUCE_SUM, "sum axis 1 keepdims [3,4,5]", S(3, 4, 5), b_sum_ax1_keep, DT_FLOATS, true),
+    UN(KILN_OP_REDUCE_SUM, "sum axes {0,-1} [3,4,5]", S(3, 4, 5), b_sum_ax0_m1, DT_FLOATS, true),
+    UN(KILN_OP_REDUCE_SUM, "sum duplicated axes {1,-2,...} [2,3,4]", S(2, 3, 4), b_sum_dup, DT_FLOATS, true),
+    UN(KILN_OP_REDUCE_MEAN, "mean all keepdims [4,6]", S(4, 6), b_mean_all_keep, DT_FLOATS, true),
+    UN(KILN_OP_REDUCE_MEAN, "mean axis -1 keepdims [3,4,5]", S(3, 4, 5), b_mean_m1_keep, DT_FLOATS, true),
+    UN(KILN_OP_REDUCE_MEAN, "mean axes {2,0} [3,4,5]", S(3, 4, 5), b_mean_20, DT_FLOATS, true),
+    UN(KILN_OP_REDUCE_MAX, "max all [3,4,5]", S(3, 4, 5), b_max_all, DT_FLOATS, true),
+    UN(KILN_OP_REDUCE_MAX, "max axis 1 keepdims [3,4,5]", S(3, 4, 5), b_max_ax1_keep, DT_FLOATS, true),
+    UN(KILN_OP_REDUCE_MAX, "max axes {0,2} [3,4,5]", S(3, 4, 5), b_max_02, DT_FLOATS, true),
+    UN(KILN_OP_SUM_TO, "sum_to [2,3,4] -> [3,1]", S(2, 3, 4), b_sum_to_31, DT_FLOATS, true),
+    UN(KILN_OP_SUM_TO, "sum_to [2,3,4] -> [1,3,4]", S(2, 3, 4), b_sum_to_134, DT_FLOATS, true),
+    UN(KILN_OP_SUM_TO, "sum_to [2,3] -> []", S(2, 3), b_sum_to_scalar, DT_FLOATS, true),
+    UN(KILN_OP_BROADCAST_TO, "broadcast_to [3,1] -> [2,3,4]", S(3, 1), b_bcast_234, DT_FLOATS, true),
+    UN(KILN_OP_BROADCAST_TO, "broadcast_to [] -> [3,2]", S0, b_bcast_scalar, DT_FLOATS, true),
+    UN(KILN_OP_RESHAPE, "reshape [3,4] -> [2,-1,3]", S(3, 4), b_reshape, DT_FLOATS | DT_HALF, true),
+    UN(KILN_OP_RESHAPE, "reshape [2,3,4] -> [-1]", S(2, 3, 4), b_reshape_flat, DT_FLOATS | DT_HALF, true),
+    UN(KILN_OP_IDENTITY, "identity [5,3]", S(5, 3), b_identity, DT_FLOATS | DT_HALF, true),
+    UN(KILN_OP_TRANSPOSE, "transpose [2,3,4] perm {2,0,1}", S(2, 3, 4), b_transpose_201, DT_FLOATS | DT_HALF, true),
+    UN(KILN_OP_TRANSPOSE, "transpose [2,3,4,5] reversed", S(2, 3, 4, 5), b_transpose_rev, DT_FLOATS | DT_HALF, true),
+    { KILN_OP_CONCAT, "concat [2,3] [2,1] [2,4] axis 1", 3, { F, F, F }, { S(2, 3), S(2, 1), S(2, 4) },
+      { -1, -1, -1 }, { 1, 1, 1 }, b_concat3_ax1, DT_FLOATS, true, 0, 0, 0 },
+    { KILN_OP_CONCAT, "concat [1,3,2] [3,3,2] axis 0", 2, { F, F }, { S(1, 3, 2), S(3, 3, 2) },
+      { -1, -1 }, { 1, 1 }, b_concat2_ax0, DT_FLOATS | DT_HALF, true, 0, 0, 0 },
+    { KILN_OP_CONCAT, "concat [2,2,3] [2,2,1] axis -1", 2, { F, F }, { S(2, 2, 3), S(2, 2, 1) },
+      { -1, -1 }, { 1, 1 }, b_concat2_m1, DT_FLOATS, true, 0, 0, 0 },
+    UN(KILN_OP_SLICE, "slice [4,5,6] begin {1,0,2} size {2,-1,3}", S(4, 5, 6), b_slice, DT_FLOATS | DT_HALF, true),
+    UN(KILN_OP_SLICE, "split [2,6,2] into 3 on axis 1, reordered", S(2, 6, 2), b_split, DT_FLOATS, true),
+    UN(KILN_OP_PAD, "pad [3,4] {1,2,0,3} value 0.5", S(3, 4), b_pad, DT_FLOATS | DT_HALF, true),
+    UN(KILN_OP_PAD, "pad [2,3,2] {0,1,2,0,1,1} value -2", S(2, 3, 2), b_pad3, DT_FLOATS, true),
+    UN(KILN_OP_CAST, "cast -> f64 [4,5]", S(4, 5), b_cast_f64, DT_FLOATS | DT_HALF, true),
+    /* FD through a narrowing cast is noise-limited, so the f32 -> f64 case checks the cast-back gradient. */
+    UN(KILN_OP_CAST, "cast -> f32 [4,5]", S(4, 5), b_cast_f32, DT_F32 | DT_HALF, true),
+    UN(KILN_OP_CAST, "cast f32 -> f64 [3,2]", S(3, 2), b_cast_f64, DT_F32, true),
+    { KILN_OP_CAST, "cast -> i32 [4,5]", 1, { F }, { S(4, 5) }, { -50 }, { 50 }, b_cast_i32,
+      DT_FLOATS | DT_HALF, false, 0, 0, 0 },
+    { KILN_OP_CAST, "cast i32 -> f32 [4,5]", 1, { KILN_I32 }, { S(4, 5) }, { -100 }, { 100 }, b_cast_int_f32,
+      DT_F32, false, 0, 0, 0 },
+    { KILN_OP_BIAS_ADD, "bias_add [2,3,4] + [4]", 2, { F, F }, { S(2, 3, 4), S(4) }, { -1, -1 }, { 1, 1 },
+      b_bias_add, DT_FLOATS, true, 0, 0, 0 },
+    { KILN_OP_BIAS_ADD, "bias_add [5] + [5]", 2, { F, F }, { S(5), S(5) }, { -1, -1 }, { 1, 1 },
+      b_bias_add, DT_FLOATS, true, 0, 0, 0 },
+};
+const int n_cases_reduce_shape = (int)(sizeof cases_reduce_shape / sizeof cases_reduce_shape[0]);
