@@ -17,11 +17,6 @@ static double family_err[KILN_OP_COUNT];   /* largest cpu-vs-ref error per op */
 
 #define FAIL(...) do { n_failed++; fprintf(stderr, "FAIL "); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } while (0)
 
-/* Families whose case file is missing link to these empty tables (and then fail the coverage
- * check above, op by op). */
-#define WEAK_TABLE(f) __attribute__((weak)) const op_case cases_##f[1]; __attribute__((weak)) const int n_cases_##f = 0;
-WEAK_TABLE(elementwise) WEAK_TABLE(reduce_shape) WEAK_TABLE(matmul_conv_pool) WEAK_TABLE(norm_loss_optim)
-
 typedef struct { const op_case *cases; const int *n; } case_table;
 static const case_table tables[] = {
     { cases_elementwise, &n_cases_elementwise }, { cases_reduce_shape, &n_cases_reduce_shape },

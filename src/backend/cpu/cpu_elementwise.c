@@ -131,7 +131,6 @@ static kiln_status k_bias_add(const kiln_kctx *c) {
     for (int64_t r = 0; r < R; r++) {
         const float *x = X + r * C;
         float *y = Y + r * C;
-        #pragma omp simd
         for (int64_t k = 0; k < C; k++) y[k] = x[k] + B[k];
     }
     return KILN_OK;
