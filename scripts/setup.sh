@@ -2,7 +2,8 @@
 # Installs what Kiln needs on Debian 12 (when run as root, or with sudo available) and is quiet
 # when everything is already there.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libdnnl-dev dataset-fashion-mnist)
+pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libdnnl-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -195,9 +195,15 @@ kiln_node *kiln_group(kiln_graph *g, kiln_node *const *nodes, int n);
 /* ---- sessions ---- */
 typedef enum kiln_backend_kind { KILN_BACKEND_AUTO = 0, KILN_BACKEND_REF, KILN_BACKEND_CPU, KILN_BACKEND_CUDA, KILN_BACKEND_KIND_COUNT } kiln_backend_kind;
 typedef struct kiln_session_opts {
-    kiln_backend_kind backend;     /* AUTO: cuda when a GPU answers, else cpu */
+    kiln_backend_kind backend;     /* AUTO: cuda when a GPU answers, else cpu (saying why, once) */
     int num_threads;               /* 0: cores available */
+    /* Print each node's device once per session ("dense_1/MatMul: (MatMul): /device:GPU:0");
+     * also switched on by KILN_LOG_DEVICE_PLACEMENT=1. */
     bool log_device_placement;
+    /* Placement on a device that does not exist (or lacks a kernel for the op) is an error
+     * instead of falling back to the CPU with a warning (soft placement, the default). */
+    bool strict_placement;
+    bool no_cuda_graphs;           /* never capture the step as a CUDA graph (also KILN_CUDA_GRAPHS=0) */
     bool measure_only;             /* plan only; report bytes, run nothing */
     uint64_t seed;                 /* seeds dropout (with each node's own seed) */
 } kiln_session_opts;

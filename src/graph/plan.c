@@ -1,17 +1,13 @@
-/* Static memory planning: every intermediate tensor gets an arena offset from its lifetime
- * (first write .. last read), with buffers reused once dead, aliases (reshape) sharing their
- * input's storage and elementwise ops writing in place over an input that dies with them. */
+/* Planning: needed nodes, copies at device borders, and static memory planning — every value gets
+ * an arena offset in its memory space from its lifetime (first write .. last read); buffers are
+ * reused once dead, aliases (reshape) share their input's storage, and elementwise ops write in
+ * place over an input that dies with them. */
 #include <string.h>
 #include "graph/plan.h"
 
-typedef struct buf { int64_t bytes, start, end, offset; } buf;
+typedef struct buf { int64_t bytes, start, end, offset; int space; } buf;
 
 static int64_t align64(int64_t x) { return (x + 63) & ~(int64_t)63; }
-
-static bool contains(const int *ids, int n, int id) {
-    for (int i = 0; i < n; i++) if (ids[i] == id) return true;
-    return false;
-}
 
 static int *dup_ids(kiln_node *const *nodes, int n) {
     int *ids = kiln_malloc((size_t)(n ? n : 1) * sizeof *ids);
@@ -19,17 +15,19 @@ static int *dup_ids(kiln_node *const *nodes, int n) {
     return ids;
 }
 
-/* Greedy placement, largest first: lowest offset not overlapping a live placed buffer. */
-static int64_t place_buffers(buf *b, int nb) {
+/* Greedy placement of one space's buffers, largest first, at the lowest offset that overlaps no
+ * placed buffer alive at the same time. Returns the arena size. */
+static int64_t place_buffers(buf *b, int nb, int space) {
     int *order = kiln_malloc((size_t)(nb ? nb : 1) * sizeof *order);
-    for (int i = 0; i < nb; i++) order[i] = i;
-    for (int i = 1; i < nb; i++) {           /* insertion sort by size desc (stable) */
+    int n = 0;
+    for (int i = 0; i < nb; i++) if (b[i].space == space) order[n++] = i;
+    for (int i = 1; i < n; i++) {           /* insertion sort by size, descending (stable) */
         int k = order[i], j = i - 1;
         while (j >= 0 && b[order[j]].bytes < b[k].bytes) { order[j + 1] = order[j]; j--; }
         order[j + 1] = k;
     }
     int64_t total = 0;
-    for (int oi = 0; oi < nb; oi++) {
+    for (int oi = 0; oi < n; oi++) {
         buf *x = &b[order[oi]];
         int64_t off = 0;
         for (bool moved = true; moved;) {
@@ -37,8 +35,10 @@ static int64_t place_buffers(buf *b, int nb) {
             for (int pj = 0; pj < oi; pj++) {
                 buf *y = &b[order[pj]];
                 bool live = !(x->end < y->start || y->end < x->start);
-                bool overlap = off < y->offset + y->bytes && y->offset < off + x->bytes;
-                if (live && overlap) { off = align64(y->offset + y->bytes); moved = true; }
+                if (live && off < y->offset + y->bytes && y->offset < off + x->bytes) {
+                    off = align64(y->offset + y->bytes);
+                    moved = true;
+                }
             }
         }
         x->offset = off;
@@ -48,125 +48,194 @@ static int64_t place_buffers(buf *b, int nb) {
     return total;
 }
 
-kiln_status kiln_plan_build(kiln_graph *g, const kiln_backend *be, kiln_node *const *feeds, int n_feeds,
-                            kiln_node *const *fetches, int n_fetches, kiln_node *const *targets,
-                            int n_targets, size_t guard, kiln_plan **out) {
-    int n = g->n_nodes;
-    kiln_plan *p = kiln_calloc(1, sizeof *p);
-    bool *need = kiln_calloc((size_t)n, sizeof *need);
-    int *pos = kiln_malloc((size_t)n * sizeof *pos);         /* step index of each node */
-    int *last = kiln_malloc((size_t)n * sizeof *last);       /* last step reading it */
-    int *bufid = kiln_malloc((size_t)n * sizeof *bufid);
-    buf *bufs = kiln_calloc((size_t)n * 2 + 1, sizeof *bufs);
-    int nb = 0;
-    p->alias_of = kiln_malloc((size_t)n * sizeof *p->alias_of);
-    p->offset = kiln_malloc((size_t)n * sizeof *p->offset);
-    p->n_ids = n;
-    p->guard = guard;
-    p->feed_ids = dup_ids(feeds, n_feeds); p->n_feeds = n_feeds;
-    p->fetch_ids = dup_ids(fetches, n_fetches); p->n_fetches = n_fetches;
-    p->target_ids = dup_ids(targets, n_targets); p->n_targets = n_targets;
-
-    /* what the fetches and targets need: ids are topological, so one backward sweep */
+void kiln_plan_needed(kiln_graph *g, kiln_node *const *fetches, int n_fetches, kiln_node *const *targets,
+                      int n_targets, bool *need) {
+    memset(need, 0, (size_t)g->n_nodes * sizeof *need);
     for (int i = 0; i < n_fetches; i++) need[fetches[i]->id] = true;
     for (int i = 0; i < n_targets; i++) need[targets[i]->id] = true;
-    for (int id = n - 1; id >= 0; id--)
+    for (int id = g->n_nodes - 1; id >= 0; id--)    /* ids are topological: one backward sweep */
         if (need[id]) for (int k = 0; k < g->nodes[id]->n_in; k++) need[g->nodes[id]->in[k]->id] = true;
+}
 
-    int n_steps = 0, n_views = 0, n_sources = 0;
+/* Builder state. Time is measured in node ids (the schedule is in id order; a copy runs just
+ * before its first consumer, at that consumer's time). val[space][id] = buffer index, -1 none,
+ * -2 bound at run time (a source), -3 alias of a source. */
+typedef struct builder {
+    kiln_plan *p;
+    int *val[KILN_SPACE_COUNT];
+    int *lastread[KILN_SPACE_COUNT];  /* time of the last read of the value, -1 never */
+    buf *bufs;
+    int nb, cap;
+} builder;
+
+static int new_buf(builder *b, int64_t bytes, int start, int end, int space) {
+    if (b->nb == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 256;
+        b->bufs = kiln_realloc(b->bufs, (size_t)b->cap * sizeof *b->bufs);
+    }
+    b->bufs[b->nb] = (buf){ bytes, start, end > start ? end : start, 0, space };
+    return b->nb++;
+}
+
+static int64_t value_bytes(const kiln_node *n) {
+    int64_t bytes = kiln_shape_numel(n->shape) * (int64_t)kiln_dtype_size(n->dtype);
+    return bytes ? bytes : 1;
+}
+
+/* A copy of src's value into dst_space, made at time `at`. */
+static void add_copy(builder *b, kiln_node *src, int dst_space, int at) {
+    kiln_plan *p = b->p;
+    p->steps[p->n_steps++] = (kiln_plan_step){ .kind = KILN_STEP_COPY, .node = src, .space = dst_space,
+                                               .backend = "copy", .view_base = -1, .ws_offset = -1 };
+    b->val[dst_space][src->id] = new_buf(b, value_bytes(src), at, b->lastread[dst_space][src->id], dst_space);
+}
+
+static bool is_source(const kiln_node *n) { return (kiln_op_get(n->op)->flags & KILN_OPF_SOURCE) != 0; }
+
+kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan **out) {
+    int n = g->n_nodes;
+    kiln_status st = KILN_OK;
+    kiln_plan *p = kiln_calloc(1, sizeof *p);
+    builder b = { p, { 0 }, { 0 }, NULL, 0, 0 };
+    bool *need = kiln_malloc((size_t)n * sizeof *need);
+    p->n_ids = n;
+    p->guard = r->guard;
+    p->home = kiln_malloc((size_t)n);
+    p->alias_of = kiln_malloc((size_t)n * sizeof *p->alias_of);
+    for (int s = 0; s < KILN_SPACE_COUNT; s++) {
+        p->offset[s] = kiln_malloc((size_t)n * sizeof *p->offset[s]);
+        b.val[s] = kiln_malloc((size_t)n * sizeof *b.val[s]);
+        b.lastread[s] = kiln_malloc((size_t)n * sizeof *b.lastread[s]);
+        for (int i = 0; i < n; i++) { p->offset[s][i] = -1; b.val[s][i] = -1; b.lastread[s][i] = -1; }
+    }
+    p->feed_ids = dup_ids(r->feeds, r->n_feeds); p->n_feeds = r->n_feeds;
+    p->fetch_ids = dup_ids(r->fetches, r->n_fetches); p->n_fetches = r->n_fetches;
+    p->target_ids = dup_ids(r->targets, r->n_targets); p->n_targets = r->n_targets;
+
+    kiln_plan_needed(g, r->fetches, r->n_fetches, r->targets, r->n_targets, need);
+    /* pass 1: where each value lives (aliases live with their input) */
+    int max_steps = 0, n_views = 0, n_sources = 0;
     for (int id = 0; id < n; id++) {
-        pos[id] = last[id] = -1; bufid[id] = -1; p->alias_of[id] = -1; p->offset[id] = -1;
+        p->home[id] = -1;
+        p->alias_of[id] = -1;
         if (!need[id]) continue;
         kiln_node *nd = g->nodes[id];
-        if (kiln_op_get(nd->op)->flags & KILN_OPF_SOURCE) { n_sources++; continue; }
-        pos[id] = n_steps++;
-        n_views += nd->n_in;
+        int space = r->device ? r->place[id] : KILN_SPACE_HOST;
+        if (is_source(nd)) n_sources++;
+        else {
+            max_steps += 1 + nd->n_in;        /* the kernel + at most one copy per input */
+            n_views += nd->n_in;
+            if ((kiln_op_get(nd->op)->flags & KILN_OPF_ALIAS0) && nd->n_in > 0) {
+                int root = nd->in[0]->id;
+                while (p->alias_of[root] >= 0) root = p->alias_of[root];
+                p->alias_of[id] = root;
+                space = p->home[nd->in[0]->id];
+            }
+        }
+        p->home[id] = (int8_t)space;
     }
-    p->steps = kiln_calloc((size_t)(n_steps ? n_steps : 1), sizeof *p->steps);
+    /* pass 2: last reads per (value, space); a copy reads its source when its first consumer runs;
+     * fetched values live to the end; reads of an alias keep its input alive */
+    for (int c = 0; c < n; c++) {
+        if (!need[c] || is_source(g->nodes[c])) continue;
+        for (int k = 0; k < g->nodes[c]->n_in; k++) {
+            int in = g->nodes[c]->in[k]->id, s = p->home[c];
+            if (b.lastread[s][in] < c) b.lastread[s][in] = c;
+            if (p->home[in] != s && b.lastread[p->home[in]][in] < c) b.lastread[p->home[in]][in] = c;
+        }
+    }
+    for (int i = 0; i < r->n_fetches; i++) b.lastread[p->home[r->fetches[i]->id]][r->fetches[i]->id] = n;
+    for (int id = n - 1; id >= 0; id--)
+        if (p->alias_of[id] >= 0) {
+            int in0 = g->nodes[id]->in[0]->id;
+            for (int s = 0; s < KILN_SPACE_COUNT; s++)
+                if (b.lastread[s][in0] < b.lastread[s][id]) b.lastread[s][in0] = b.lastread[s][id];
+        }
+    bool *fetched = kiln_calloc((size_t)n, sizeof *fetched);
+    for (int i = 0; i < r->n_fetches; i++) fetched[r->fetches[i]->id] = true;
+
+    p->steps = kiln_calloc((size_t)(max_steps ? max_steps : 1), sizeof *p->steps);
     p->views = kiln_calloc((size_t)(n_views ? n_views : 1), sizeof *p->views);
     p->sources = kiln_malloc((size_t)(n_sources ? n_sources : 1) * sizeof *p->sources);
-    p->n_steps = n_steps; p->n_views = n_views;
+    p->n_views = n_views;
+    for (int id = 0; id < n; id++)
+        if (need[id] && is_source(g->nodes[id])) {
+            p->sources[p->n_sources++] = id;
+            b.val[p->home[id]][id] = -2;
+        }
+    /* fed placeholders read on the device are copied first, so a captured step graph starts after */
+    for (int id = 0; id < n && r->device; id++)
+        if (need[id] && g->nodes[id]->op == KILN_OP_PLACEHOLDER && p->home[id] == KILN_SPACE_HOST &&
+            b.lastread[KILN_SPACE_DEVICE][id] >= 0)
+            add_copy(&b, g->nodes[id], KILN_SPACE_DEVICE, 0);
+    p->n_feed_copies = p->n_steps;
 
-    for (int id = 0; id < n; id++) {
-        if (pos[id] < 0) continue;
-        kiln_node *nd = g->nodes[id];
-        for (int k = 0; k < nd->n_in; k++) last[nd->in[k]->id] = pos[id];
-    }
-    for (int i = 0; i < n_fetches; i++) last[fetches[i]->id] = n_steps;   /* live to the end */
-
-    int s = 0, v = 0;
-    for (int id = 0; id < n; id++) {
-        if (!need[id]) continue;
+    /* pass 3: the schedule and the buffers */
+    int v = 0;
+    for (int id = 0; id < n && st == KILN_OK; id++) {
         kiln_node *nd = g->nodes[id];
         const kiln_op_def *d = kiln_op_get(nd->op);
-        if (d->flags & KILN_OPF_SOURCE) { p->sources[p->n_sources++] = id; continue; }
-        kiln_plan_step *st = &p->steps[s++];
-        st->node = nd;
-        st->kernel = be->kernel(nd);
-        st->backend = be->name;
-        if (!st->kernel) { st->kernel = d->ref; st->backend = "ref"; }
-        st->view_base = v;
-        v += nd->n_in;
-        st->ws_bytes = st->kernel == d->ref ? (d->ref_workspace ? d->ref_workspace(nd) : 0)
-                                            : (be->workspace ? be->workspace(nd) : 0);
-        st->ws_offset = -1;
-        st->out_offset = -1;
-        if (!st->kernel) {
-            kiln_plan_free(p);
-            p = NULL;
-            kiln_set_error(KILN_UNSUPPORTED, "%s (%s): no kernel on any backend", nd->name, d->name);
-            goto done;
+        if (!need[id] || is_source(nd)) continue;
+        if (nd->op == KILN_OP_DROPOUT || nd->op == KILN_OP_DROPOUT_GRAD) p->has_dropout = true;
+        int space = p->home[id];
+        for (int k = 0; k < nd->n_in; k++) {          /* inputs living elsewhere: copy once */
+            kiln_node *in = nd->in[k];
+            if (b.val[space][in->id] == -1) { add_copy(&b, in, space, id); p->host_steps_between = true; }
         }
-        int64_t bytes = kiln_shape_numel(nd->shape) * (int64_t)kiln_dtype_size(nd->dtype);
-        kiln_node *in0 = nd->n_in > 0 ? nd->in[0] : NULL;
-        if ((d->flags & KILN_OPF_ALIAS0) && in0) {
-            /* share input 0's storage; extend the shared buffer's life to ours */
-            int root = in0->id;
-            while (p->alias_of[root] >= 0) root = p->alias_of[root];
-            p->alias_of[id] = root;
-            if (bufid[root] >= 0) {
-                bufid[id] = bufid[root];
-                int64_t e = last[id] > pos[id] ? last[id] : pos[id];
-                if (bufs[bufid[id]].end < e) bufs[bufid[id]].end = e;
-            }
+        kiln_plan_step *stp = &p->steps[p->n_steps++];
+        const kiln_backend *be = space == KILN_SPACE_DEVICE ? r->device : r->host;
+        *stp = (kiln_plan_step){ .kind = KILN_STEP_KERNEL, .node = nd, .space = space, .view_base = v, .ws_offset = -1 };
+        v += nd->n_in;
+        stp->kernel = be->kernel(nd);
+        stp->backend = be->name;
+        if (!stp->kernel && space == KILN_SPACE_HOST) { stp->kernel = d->ref; stp->backend = "ref"; }
+        if (!stp->kernel) {
+            st = kiln_set_error(KILN_UNSUPPORTED, "%s (%s): no %s kernel", nd->name, d->name, be->name);
+            break;
+        }
+        if (space == KILN_SPACE_HOST) p->host_steps_between = true;
+        else p->uses_device = true;
+        stp->ws_bytes = stp->kernel == d->ref ? (d->ref_workspace ? d->ref_workspace(nd) : 0)
+                                               : (be->workspace ? be->workspace(nd) : 0);
+        if (p->alias_of[id] >= 0) {
+            int iv = b.val[space][nd->in[0]->id];
+            b.val[space][id] = iv >= 0 ? iv : -3;
+            if (iv >= 0 && b.bufs[iv].end < b.lastread[space][id]) b.bufs[iv].end = b.lastread[space][id];
             continue;
         }
-        if ((d->flags & KILN_OPF_INPLACE0) && in0 && bufid[in0->id] >= 0 && p->alias_of[in0->id] < 0 &&
-            bufs[bufid[in0->id]].end == pos[id] && bufs[bufid[in0->id]].bytes == (bytes ? bytes : 1) + (int64_t)guard &&
-            !contains(p->fetch_ids, n_fetches, in0->id)) {
-            bool shared = false;   /* another node aliasing the same buffer must not be clobbered */
-            for (int o = 0; o < id; o++) if (o != in0->id && bufid[o] == bufid[in0->id] && last[o] >= pos[id]) shared = true;
-            if (!shared) {
-                bufid[id] = bufid[in0->id];
-                bufs[bufid[id]].end = last[id] > pos[id] ? last[id] : pos[id];
-                continue;
-            }
+        int64_t bytes = value_bytes(nd) + (space == KILN_SPACE_HOST ? (int64_t)r->guard : 0);
+        kiln_node *in0 = nd->n_in > 0 ? nd->in[0] : NULL;
+        int iv = in0 ? b.val[space][in0->id] : -1;
+        if ((d->flags & KILN_OPF_INPLACE0) && iv >= 0 && b.lastread[space][in0->id] == id &&
+            b.bufs[iv].end <= id && b.bufs[iv].bytes == bytes && !fetched[in0->id]) {
+            b.val[space][id] = iv;                    /* write over input 0, which dies here */
+            int end = b.lastread[space][id];
+            b.bufs[iv].end = end > id ? end : id;
+            continue;
         }
-        bufs[nb] = (buf){ (bytes ? bytes : 1) + (int64_t)guard, pos[id], last[id] > pos[id] ? last[id] : pos[id], 0 };
-        bufid[id] = nb++;
-        if (st->ws_bytes) {
-            bufs[nb] = (buf){ (int64_t)st->ws_bytes, pos[id], pos[id], 0 };
-            st->ws_offset = nb++;     /* buffer index for now; offset below */
-        }
+        b.val[space][id] = new_buf(&b, bytes, id, b.lastread[space][id], space);
+        if (stp->ws_bytes) stp->ws_offset = new_buf(&b, (int64_t)stp->ws_bytes, id, id, space);   /* index for now */
     }
-    p->arena_bytes = (size_t)place_buffers(bufs, nb);
-    for (int id = 0; id < n; id++)
-        if (bufid[id] >= 0) p->offset[id] = bufs[bufid[id]].offset;
-    for (int i = 0; i < p->n_steps; i++) {
-        kiln_plan_step *st = &p->steps[i];
-        st->out_offset = p->offset[st->node->id];
-        if (st->ws_offset >= 0) st->ws_offset = bufs[st->ws_offset].offset;
+    if (st == KILN_OK) {
+        for (int s = 0; s < KILN_SPACE_COUNT; s++) p->arena_bytes[s] = (size_t)place_buffers(b.bufs, b.nb, s);
+        for (int s = 0; s < KILN_SPACE_COUNT; s++)
+            for (int id = 0; id < n; id++)
+                if (b.val[s][id] >= 0) p->offset[s][id] = b.bufs[b.val[s][id]].offset;
+        for (int i = 0; i < p->n_steps; i++)
+            if (p->steps[i].ws_offset >= 0) p->steps[i].ws_offset = b.bufs[p->steps[i].ws_offset].offset;
     }
-done:
-    kiln_free(need); kiln_free(pos); kiln_free(last); kiln_free(bufid); kiln_free(bufs);
+    kiln_free(need); kiln_free(fetched); kiln_free(b.bufs);
+    for (int s = 0; s < KILN_SPACE_COUNT; s++) { kiln_free(b.val[s]); kiln_free(b.lastread[s]); }
+    if (st != KILN_OK) { kiln_plan_free(p); p = NULL; }
     *out = p;
-    return p ? KILN_OK : KILN_UNSUPPORTED;
+    return st;
 }
 
 void kiln_plan_free(kiln_plan *p) {
     if (!p) return;
     kiln_free(p->feed_ids); kiln_free(p->fetch_ids); kiln_free(p->target_ids);
     kiln_free(p->steps); kiln_free(p->views); kiln_free(p->sources);
-    kiln_free(p->alias_of); kiln_free(p->offset);
+    kiln_free(p->home); kiln_free(p->alias_of);
+    for (int s = 0; s < KILN_SPACE_COUNT; s++) kiln_free(p->offset[s]);
     kiln_free(p);
 }

@@ -1,15 +1,20 @@
-/* Static memory plan: one arena per session, offsets from tensor lifetimes. */
+/* Execution plan: which nodes run, where, with which kernel, the copies between host and device,
+ * and a static memory plan (one arena per memory space, offsets from value lifetimes). */
 #ifndef KILN_PLAN_H
 #define KILN_PLAN_H
 #include "backend/backend.h"
 
+enum { KILN_SPACE_HOST = 0, KILN_SPACE_DEVICE = 1, KILN_SPACE_COUNT = 2 };
+typedef enum kiln_step_kind { KILN_STEP_KERNEL, KILN_STEP_COPY } kiln_step_kind;
+
 typedef struct kiln_plan_step {
-    kiln_node *node;
+    kiln_step_kind kind;
+    kiln_node *node;            /* kernel: the node run; copy: the node whose value is copied */
+    int space;                  /* kernel: where it runs; copy: the destination space */
     kiln_kernel_fn kernel;
-    const char *backend;        /* backend whose kernel runs this node ("cpu" or "ref") */
-    int view_base;              /* index of its first input view in plan->views */
-    int64_t out_offset;         /* arena offset, or -1: source / alias (see data binding) */
-    int64_t ws_offset;          /* arena offset of its workspace, or -1 */
+    const char *backend;        /* "cpu", "ref", "cuda", ... */
+    int view_base;              /* kernel: index of its first input view in plan->views */
+    int64_t ws_offset;          /* arena offset of its workspace (in `space`), or -1 */
     size_t ws_bytes;
 } kiln_plan_step;
 
@@ -21,21 +26,41 @@ typedef struct kiln_plan {
     /* schedule */
     kiln_plan_step *steps;
     int n_steps;
-    kiln_view *views;           /* inputs of every step, flattened */
+    int n_feed_copies;          /* the first n_feed_copies steps copy fed placeholders to the device */
+    kiln_view *views;
     int n_views;
     int *sources;               /* ids of source nodes the plan reads */
     int n_sources;
-    int *alias_of;              /* node id -> id whose data it shares (ALIAS0), or -1; graph-sized */
-    int64_t *offset;            /* node id -> arena offset or -1; graph-sized */
-    int n_ids;                  /* size of the id-indexed arrays */
-    size_t arena_bytes;
-    size_t guard;               /* bytes after each output kept free and checked (tests) */
+    /* id-indexed (n_ids entries) */
+    int n_ids;
+    int8_t *home;               /* space of each node's own value (-1: not in the plan) */
+    int *alias_of;              /* id whose storage it shares (ALIAS0 chains resolved), or -1 */
+    int64_t *offset[KILN_SPACE_COUNT];   /* arena offset of the node's value in that space, or -1 */
+    size_t arena_bytes[KILN_SPACE_COUNT];
+    size_t guard;               /* bytes after each host output kept free and checked (tests) */
+    bool uses_device;
+    bool host_steps_between;    /* some host kernel or mid-step copy: no whole-step graph capture */
+    bool has_dropout;           /* the step value changes per run: no graph capture */
+    /* whole-step CUDA graph (device-only plans) */
+    void *graph_exec;
+    uint64_t graph_arena_gen;
+    int warm_runs;
+    bool capture_failed;
 } kiln_plan;
 
-/* Builds a plan for the given nodes. The caller has validated feeds. guard > 0 leaves that many
- * bytes after every output buffer, for overrun checks. */
-kiln_status kiln_plan_build(kiln_graph *g, const kiln_backend *be, kiln_node *const *feeds, int n_feeds,
-                            kiln_node *const *fetches, int n_fetches, kiln_node *const *targets,
-                            int n_targets, size_t guard, kiln_plan **out);
+typedef struct kiln_plan_request {
+    kiln_node *const *feeds; int n_feeds;
+    kiln_node *const *fetches; int n_fetches;
+    kiln_node *const *targets; int n_targets;
+    const kiln_backend *host;   /* cpu or ref */
+    const kiln_backend *device; /* NULL: host only */
+    const int8_t *place;        /* id -> space, for every needed node (from the session) */
+    size_t guard;
+} kiln_plan_request;
+
+kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan **out);
 void kiln_plan_free(kiln_plan *p);
+/* Marks the nodes the fetches and targets need (need must hold g->n_nodes entries). */
+void kiln_plan_needed(kiln_graph *g, kiln_node *const *fetches, int n_fetches, kiln_node *const *targets,
+                      int n_targets, bool *need);
 #endif

@@ -1,67 +1,112 @@
-/* Sessions: variable storage, cached plans per (feeds, fetches, targets), and the executor loop. */
+/* Sessions: placement, variable storage per memory space, cached plans per (feeds, fetches,
+ * targets), and the executor loop (with whole-step CUDA graph replay on device-only plans). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "graph/plan.h"
+#include "graph/session_internal.h"
+#include "backend/registry.h"
+#include "backend/cuda/cuda_module.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #define KILN_MAX_PLANS 16
+#define GUARD_BYTE 0xA5
 
 struct kiln_session {
     kiln_graph *g;
-    const kiln_backend *be;
+    const kiln_backend *host, *dev;
+    const kiln_device_hooks *hooks;   /* graph capture etc. (NULL: none) */
     kiln_session_opts opts;
     int num_threads;
-    void **var_data;            /* node id -> variable storage (NULL if not yet created) */
-    bool *logged;               /* node id -> placement already logged */
     int n_ids;
+    void **var_data;            /* id -> variable storage, in var_home[id]'s space */
+    int8_t *var_home;
+    void **const_dev;           /* id -> device copy of a constant */
+    int8_t *place;              /* id -> space (-1: not decided yet) */
+    bool *logged;
     kiln_plan *plans[KILN_MAX_PLANS];
     int n_plans, next_evict;
-    void *arena;
-    size_t arena_bytes;
-    void **data;                /* node id -> bound data pointer for the current run */
+    void *arena[KILN_SPACE_COUNT];
+    size_t arena_bytes[KILN_SPACE_COUNT];
+    uint64_t arena_gen;         /* bumped when an arena moves (captured graphs then re-capture) */
+    void **data[KILN_SPACE_COUNT];   /* id -> bound pointer for the current run */
     uint64_t step;
     size_t planned_bytes;
-    size_t guard;               /* tests: guard bytes after each output, checked after each kernel */
+    size_t guard;
+    bool warned_soft, verbose;
 };
-
-#define GUARD_BYTE 0xA5
 
 void kiln_session_set_guard(kiln_session *s, size_t bytes) { s->guard = bytes; }
 
+static void *grow(void *p, int old_n, int n, size_t elem, int fill) {
+    char *q = kiln_realloc(p, (size_t)n * elem);
+    if (q) memset(q + (size_t)old_n * elem, fill, (size_t)(n - old_n) * elem);
+    return q;
+}
+
 static kiln_status grow_ids(kiln_session *s) {
-    int n = s->g->n_nodes;
-    if (n <= s->n_ids) return KILN_OK;
-    void **vd = kiln_realloc(s->var_data, (size_t)n * sizeof *vd);
-    if (!vd) return kiln_set_error(KILN_OUT_OF_MEMORY, "session: out of host memory");
-    s->var_data = vd;
-    bool *lg = kiln_realloc(s->logged, (size_t)n * sizeof *lg);
-    if (!lg) return kiln_set_error(KILN_OUT_OF_MEMORY, "session: out of host memory");
-    s->logged = lg;
-    void **d = kiln_realloc(s->data, (size_t)n * sizeof *d);
-    if (!d) return kiln_set_error(KILN_OUT_OF_MEMORY, "session: out of host memory");
-    s->data = d;
-    for (int i = s->n_ids; i < n; i++) { s->var_data[i] = NULL; s->logged[i] = false; s->data[i] = NULL; }
+    int n = s->g->n_nodes, o = s->n_ids;
+    if (n <= o) return KILN_OK;
+    if (!(s->var_data = grow(s->var_data, o, n, sizeof(void *), 0)) ||
+        !(s->var_home = grow(s->var_home, o, n, 1, 0)) ||
+        !(s->const_dev = grow(s->const_dev, o, n, sizeof(void *), 0)) ||
+        !(s->place = grow(s->place, o, n, 1, -1)) ||
+        !(s->logged = grow(s->logged, o, n, sizeof(bool), 0)) ||
+        !(s->data[0] = grow(s->data[0], o, n, sizeof(void *), 0)) ||
+        !(s->data[1] = grow(s->data[1], o, n, sizeof(void *), 0)))
+        return kiln_set_error(KILN_OUT_OF_MEMORY, "session: out of host memory");
     s->n_ids = n;
     return KILN_OK;
 }
 
-/* Creates and initialises a variable's storage the first time a plan needs it. */
-static kiln_status ensure_variable(kiln_session *s, kiln_node *v) {
-    if (s->var_data[v->id]) return KILN_OK;
-    kiln_tensor *t = kiln_tensor_new(v->dtype, v->shape);
-    if (!t) return kiln_set_error(KILN_OUT_OF_MEMORY, "variable %s: cannot allocate %s", v->name, kiln_last_error());
-    kiln_status st = kiln_init_fill(v->init, t);
-    if (st != KILN_OK) { kiln_tensor_free(t); return st; }
-    s->var_data[v->id] = t->data;     /* keep the data, drop the wrapper */
-    t->owns_data = false;
-    kiln_tensor_free(t);
+static const kiln_backend *space_be(kiln_session *s, int space) { return space == KILN_SPACE_DEVICE ? s->dev : s->host; }
+static size_t node_bytes(const kiln_node *n) { return (size_t)kiln_shape_numel(n->shape) * kiln_dtype_size(n->dtype); }
+
+/* ---- variables: created on first use, initialised on the host, moved to their space ---- */
+static kiln_status var_store(kiln_session *s, kiln_node *v, int space) {
+    if (s->var_data[v->id] && s->var_home[v->id] == space) return KILN_OK;
+    size_t bytes = node_bytes(v);
+    void *host = NULL;
+    if (!s->var_data[v->id]) {
+        kiln_tensor *t = kiln_tensor_new(v->dtype, v->shape);
+        if (!t) return kiln_set_error(KILN_OUT_OF_MEMORY, "variable %s: %s", v->name, kiln_last_error());
+        kiln_status st = kiln_init_fill(v->init, t);
+        if (st != KILN_OK) { kiln_tensor_free(t); return st; }
+        host = t->data;
+        t->owns_data = false;
+        kiln_tensor_free(t);
+        if (space == KILN_SPACE_HOST) { s->var_data[v->id] = host; s->var_home[v->id] = KILN_SPACE_HOST; return KILN_OK; }
+    } else {   /* migrate device -> host */
+        host = s->var_data[v->id];
+        if (space == KILN_SPACE_HOST) {
+            void *h = kiln_malloc_aligned(bytes);
+            kiln_status st = h ? s->dev->copy(h, host, bytes, KILN_COPY_D2H) : KILN_OUT_OF_MEMORY;
+            if (st == KILN_OK) st = s->dev->sync();
+            if (st != KILN_OK) { kiln_free_aligned(h); return kiln_set_error(st, "variable %s: cannot move it to the host: %s", v->name, kiln_last_error()); }
+            s->dev->free(host);
+            s->var_data[v->id] = h;
+            s->var_home[v->id] = KILN_SPACE_HOST;
+            return KILN_OK;
+        }
+    }
+    void *d = s->dev->alloc(bytes);
+    if (!d) {
+        if (host != s->var_data[v->id]) kiln_free_aligned(host);
+        return kiln_set_error(KILN_OUT_OF_MEMORY, "variable %s (%zu bytes) does not fit on the GPU: %s", v->name, bytes, kiln_last_error());
+    }
+    kiln_status st = s->dev->copy(d, host, bytes, KILN_COPY_H2D);
+    if (st == KILN_OK) st = s->dev->sync();
+    kiln_free_aligned(host);
+    if (st != KILN_OK) { s->dev->free(d); s->var_data[v->id] = NULL; return st; }
+    s->var_data[v->id] = d;
+    s->var_home[v->id] = KILN_SPACE_DEVICE;
     return KILN_OK;
 }
 
-kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
+static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *dev,
+                                 const kiln_device_hooks *hooks) {
     if (!g) { kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_new: NULL graph"); return NULL; }
     if (g->status != KILN_OK) {
         kiln_set_error(g->status, "kiln_session_new: the graph has a build error: %s", g->error);
@@ -71,39 +116,142 @@ kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
     if (!s) { kiln_set_error(KILN_OUT_OF_MEMORY, "session: out of host memory"); return NULL; }
     s->g = g;
     if (opts) s->opts = *opts;
-    switch (s->opts.backend) {
-    case KILN_BACKEND_REF: s->be = kiln_backend_ref(); break;
-    case KILN_BACKEND_CUDA:
-        kiln_set_error(KILN_UNSUPPORTED, "kiln_session_new: the CUDA backend is not available in this build; use KILN_BACKEND_AUTO or KILN_BACKEND_CPU");
-        kiln_free(s);
-        return NULL;
-    default: s->be = kiln_backend_cpu(); break;
-    }
+    s->host = s->opts.backend == KILN_BACKEND_REF ? kiln_backend_ref() : kiln_backend_cpu();
+    s->dev = dev;
+    s->hooks = hooks;
     s->num_threads = kiln_threads_resolve(s->opts.num_threads);
-    if (s->opts.log_device_placement == false) {
-        const char *e = getenv("KILN_LOG_DEVICE_PLACEMENT");
-        if (e && *e && strcmp(e, "0") != 0) s->opts.log_device_placement = true;
-    }
+    const char *e = getenv("KILN_LOG_DEVICE_PLACEMENT");
+    if (e && *e && strcmp(e, "0") != 0) s->opts.log_device_placement = true;
+    e = getenv("KILN_CUDA_GRAPHS");
+    if (e && strcmp(e, "0") == 0) s->opts.no_cuda_graphs = true;
+    e = getenv("KILN_VERBOSE");
+    s->verbose = e && *e && strcmp(e, "0") != 0;
     if (grow_ids(s) != KILN_OK) { kiln_session_free(s); return NULL; }
-    for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i]->op == KILN_OP_VARIABLE && ensure_variable(s, g->nodes[i]) != KILN_OK) {
-            kiln_session_free(s);
+    return s;
+}
+
+kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
+    kiln_backend_kind kind = opts ? opts->backend : KILN_BACKEND_AUTO;
+    const kiln_cuda_module *cu = NULL;
+    if (kind == KILN_BACKEND_AUTO || kind == KILN_BACKEND_CUDA) {
+        cu = kiln_cuda();
+        if (!cu && kind == KILN_BACKEND_CUDA) {
+            kiln_set_error(KILN_NOT_FOUND, "kiln_session_new: the CUDA backend was asked for, but %s", kiln_gpu_unavailable_reason());
             return NULL;
         }
-    return s;
+        if (!cu) kiln_note_cpu_fallback();
+    }
+    static kiln_device_hooks cuda_hooks;
+    if (cu) cuda_hooks = (kiln_device_hooks){ cu->capture_begin, cu->capture_end, cu->graph_launch, cu->graph_free };
+    return session_new(g, opts, cu ? cu->backend : NULL, cu ? &cuda_hooks : NULL);
+}
+
+kiln_session *kiln_session_new_with_device(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *dev,
+                                           const kiln_device_hooks *hooks) {
+    return session_new(g, opts, dev, hooks);
 }
 
 void kiln_session_free(kiln_session *s) {
     if (!s) return;
-    for (int i = 0; i < s->n_ids; i++) kiln_free_aligned(s->var_data[i]);
-    for (int i = 0; i < s->n_plans; i++) kiln_plan_free(s->plans[i]);
-    kiln_free(s->var_data);
-    kiln_free(s->logged);
-    kiln_free(s->data);
-    s->be->free(s->arena);
+    for (int i = 0; i < s->n_ids; i++) {
+        if (s->var_data[i]) {
+            if (s->var_home[i] == KILN_SPACE_DEVICE) s->dev->free(s->var_data[i]);
+            else kiln_free_aligned(s->var_data[i]);
+        }
+        if (s->const_dev[i]) s->dev->free(s->const_dev[i]);
+    }
+    for (int i = 0; i < s->n_plans; i++) {
+        if (s->plans[i]->graph_exec && s->hooks) s->hooks->graph_free(s->plans[i]->graph_exec);
+        kiln_plan_free(s->plans[i]);
+    }
+    for (int sp = 0; sp < KILN_SPACE_COUNT; sp++) {
+        if (s->arena[sp]) space_be(s, sp)->free(s->arena[sp]);
+        kiln_free(s->data[sp]);
+    }
+    kiln_free(s->var_data); kiln_free(s->var_home); kiln_free(s->const_dev);
+    kiln_free(s->place); kiln_free(s->logged);
     kiln_free(s);
 }
 
+/* ---- placement: explicit scope > where a variable is first used > the device when it has a
+ * kernel for the node > the CPU ---- */
+static kiln_status soft_place(kiln_session *s, kiln_node *n, const char *why) {
+    if (s->opts.strict_placement)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "%s (%s): placed on %s, but %s (soft placement is off)", n->name, kiln_op_get(n->op)->name, n->device, why);
+    if (!s->warned_soft) {
+        s->warned_soft = true;
+        fprintf(stderr, "kiln: warning: %s asks for %s, but %s; it and any like it run on /device:CPU:0 (soft placement)\n", n->name, n->device, why);
+    }
+    return KILN_OK;
+}
+
+static kiln_status place_nodes(kiln_session *s) {
+    kiln_graph *g = s->g;
+    kiln_status st;
+    for (int id = 0; id < g->n_nodes; id++) {      /* ops first */
+        kiln_node *n = g->nodes[id];
+        if (s->place[id] >= 0 || (kiln_op_get(n->op)->flags & KILN_OPF_SOURCE)) continue;
+        int sp = KILN_SPACE_HOST;
+        kiln_device_spec req = { KILN_DEVICE_CPU, 0 };
+        bool asked = n->device[0] && kiln_parse_device(n->device, &req) == KILN_OK;
+        if (asked && req.type == KILN_DEVICE_GPU) {
+            if (!s->dev) st = soft_place(s, n, kiln_gpu_unavailable_reason()[0] ? kiln_gpu_unavailable_reason() : "this session has no GPU backend");
+            else if (req.index > 0) st = soft_place(s, n, "that GPU does not exist");
+            else if (!s->dev->kernel(n)) st = soft_place(s, n, "the GPU backend has no kernel for this op");
+            else { st = KILN_OK; sp = KILN_SPACE_DEVICE; }
+            if (st != KILN_OK) return st;
+        } else if (!asked && s->dev && s->dev->kernel(n)) {
+            sp = KILN_SPACE_DEVICE;
+        }
+        s->place[id] = (int8_t)sp;
+    }
+    for (int id = 0; id < g->n_nodes; id++) {      /* then sources, from their consumers */
+        kiln_node *n = g->nodes[id];
+        if (s->place[id] >= 0 || !(kiln_op_get(n->op)->flags & KILN_OPF_SOURCE)) continue;
+        int sp = KILN_SPACE_HOST;
+        kiln_device_spec req;
+        if (!s->dev || n->op == KILN_OP_PLACEHOLDER) sp = KILN_SPACE_HOST;   /* feeds arrive on the host */
+        else if (n->device[0] && kiln_parse_device(n->device, &req) == KILN_OK && req.type == KILN_DEVICE_CPU) sp = KILN_SPACE_HOST;
+        else {
+            int first = -1, mut = -1;
+            for (int c = id + 1; c < g->nodes[id]->graph->n_nodes && mut < 0; c++) {
+                kiln_node *cn = g->nodes[c];
+                unsigned f = kiln_op_get(cn->op)->flags;
+                if (f & (KILN_OPF_SOURCE | KILN_OPF_ALIAS0)) continue;
+                for (int k = 0; k < cn->n_in; k++)
+                    if (cn->in[k] == n) { if (first < 0) first = c; if (f & KILN_OPF_MUTATES) mut = c; break; }
+            }
+            int who = mut >= 0 ? mut : first;
+            sp = who >= 0 ? s->place[who] : KILN_SPACE_HOST;
+        }
+        s->place[id] = (int8_t)sp;
+    }
+    return KILN_OK;
+}
+
+static const char *space_name(int sp) { return sp == KILN_SPACE_DEVICE ? "/device:GPU:0" : "/device:CPU:0"; }
+
+static void log_placement(kiln_session *s, kiln_plan *p) {
+    for (int i = 0; i < p->n_sources; i++) {
+        kiln_node *n = s->g->nodes[p->sources[i]];
+        if (s->logged[n->id]) continue;
+        s->logged[n->id] = true;
+        fprintf(stderr, "%s: (%s): %s\n", n->name, kiln_op_get(n->op)->name, space_name(p->home[n->id]));
+    }
+    for (int i = 0; i < p->n_steps; i++) {
+        kiln_plan_step *st = &p->steps[i];
+        kiln_node *n = st->node;
+        if (st->kind == KILN_STEP_COPY) {
+            fprintf(stderr, "%s/_copy_to_%s: (Copy): %s\n", n->name, st->space == KILN_SPACE_DEVICE ? "GPU_0" : "CPU_0", space_name(st->space));
+            continue;
+        }
+        if (s->logged[n->id]) continue;
+        s->logged[n->id] = true;
+        fprintf(stderr, "%s: (%s): %s\n", n->name, kiln_op_get(n->op)->name, space_name(st->space));
+    }
+}
+
+/* ---- plans ---- */
 static bool same_ids(const int *a, int na, kiln_node *const *b, int nb) {
     if (na != nb) return false;
     for (int i = 0; i < na; i++) if (a[i] != b[i]->id) return false;
@@ -123,19 +271,28 @@ static kiln_plan *find_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds
     return NULL;
 }
 
-static void log_placement(kiln_session *s, kiln_plan *p) {
-    for (int i = 0; i < p->n_sources; i++) {
-        kiln_node *n = s->g->nodes[p->sources[i]];
-        if (s->logged[n->id]) continue;
-        s->logged[n->id] = true;
-        fprintf(stderr, "%s: (%s): /device:CPU:0\n", n->name, kiln_op_get(n->op)->name);
+/* The message for a device arena that does not fit: sizes, the biggest tensors, what to do. */
+static kiln_status arena_oom(kiln_session *s, kiln_plan *p, int sp) {
+    char big[512] = "";
+    size_t k = 0;
+    bool *used = kiln_calloc((size_t)s->g->n_nodes, sizeof *used);
+    for (int r = 0; r < 3 && used; r++) {
+        int best = -1;
+        for (int id = 0; id < p->n_ids; id++)
+            if (!used[id] && p->offset[sp][id] >= 0 && (best < 0 || node_bytes(s->g->nodes[id]) > node_bytes(s->g->nodes[best]))) best = id;
+        if (best < 0) break;
+        used[best] = true;
+        char sh[96];
+        k += (size_t)snprintf(big + k, sizeof big - k, "%s%s %s (%.1f MiB)", r ? ", " : "", s->g->nodes[best]->name,
+                              kiln_shape_str(s->g->nodes[best]->shape, sh, sizeof sh), node_bytes(s->g->nodes[best]) / 1048576.0);
+        if (k >= sizeof big) break;
     }
-    for (int i = 0; i < p->n_steps; i++) {
-        kiln_node *n = p->steps[i].node;
-        if (s->logged[n->id]) continue;
-        s->logged[n->id] = true;
-        fprintf(stderr, "%s: (%s): /device:CPU:0 [%s kernel]\n", n->name, kiln_op_get(n->op)->name, p->steps[i].backend);
-    }
+    kiln_free(used);
+    return kiln_set_error(KILN_OUT_OF_MEMORY,
+        "out of memory on %s: the step's activations need %.1f MiB (variables hold %.1f MiB more); largest tensors: %s. "
+        "To fit: lower the batch size (memory grows with it roughly linearly), use gradient accumulation to keep the "
+        "effective batch, or mixed precision to halve activations",
+        space_name(sp), p->arena_bytes[sp] / 1048576.0, kiln_session_variable_bytes(s) / 1048576.0, big);
 }
 
 static kiln_status get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
@@ -143,37 +300,56 @@ static kiln_status get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds
     kiln_plan *p = find_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets);
     if (p) { *out = p; return KILN_OK; }
     kiln_status st = grow_ids(s);
-    if (st != KILN_OK) return st;
+    if (st != KILN_OK || (st = place_nodes(s)) != KILN_OK) return st;
     kiln_node **fn = kiln_malloc((size_t)(n_feeds ? n_feeds : 1) * sizeof *fn);
     for (int i = 0; i < n_feeds; i++) fn[i] = feeds[i].node;
-    st = kiln_plan_build(s->g, s->be, fn, n_feeds, fetches, n_fetches, targets, n_targets, s->guard, &p);
+    kiln_plan_request req = { fn, n_feeds, fetches, n_fetches, targets, n_targets, s->host, s->dev, s->place, s->guard };
+    st = kiln_plan_build(s->g, &req, &p);
     kiln_free(fn);
     if (st != KILN_OK) return st;
-    for (int i = 0; i < p->n_sources; i++) {
+    for (int i = 0; i < p->n_sources && st == KILN_OK; i++) {
         kiln_node *n = s->g->nodes[p->sources[i]];
-        if (n->op == KILN_OP_VARIABLE && (st = ensure_variable(s, n)) != KILN_OK) { kiln_plan_free(p); return st; }
-        if (n->op == KILN_OP_PLACEHOLDER) {
+        int sp = p->home[n->id];
+        if (n->op == KILN_OP_VARIABLE) st = var_store(s, n, sp);
+        else if (n->op == KILN_OP_CONSTANT && sp == KILN_SPACE_DEVICE && !s->const_dev[n->id]) {
+            void *d = s->dev->alloc(node_bytes(n));
+            if (!d) st = kiln_set_error(KILN_OUT_OF_MEMORY, "constant %s does not fit on the GPU", n->name);
+            else if ((st = s->dev->copy(d, n->value->data, node_bytes(n), KILN_COPY_H2D)) == KILN_OK) st = s->dev->sync();
+            if (d) s->const_dev[n->id] = d;
+        } else if (n->op == KILN_OP_PLACEHOLDER) {
             bool fed = false;
             for (int k = 0; k < n_feeds; k++) fed |= feeds[k].node == n;
-            if (!fed) {
-                kiln_plan_free(p);
-                return kiln_set_error(KILN_INVALID_ARGUMENT, "placeholder '%s' must be fed: a fetched or target node depends on it", n->name);
-            }
+            if (!fed) st = kiln_set_error(KILN_INVALID_ARGUMENT, "placeholder '%s' must be fed: a fetched or target node depends on it", n->name);
         }
     }
-    if (p->arena_bytes > s->arena_bytes) {       /* grows only while new plans appear */
-        void *a = s->be->alloc(p->arena_bytes);
-        if (!a) {
-            kiln_status e = kiln_set_error(KILN_OUT_OF_MEMORY, "session: cannot allocate the %zu-byte activation arena; try a smaller batch size", p->arena_bytes);
-            kiln_plan_free(p);
-            return e;
+    /* an op that updates a variable must run where the variable lives */
+    for (int i = 0; i < p->n_steps && st == KILN_OK; i++) {
+        kiln_plan_step *stp = &p->steps[i];
+        if (stp->kind != KILN_STEP_KERNEL || !(kiln_op_get(stp->node->op)->flags & KILN_OPF_MUTATES)) continue;
+        for (int k = 0; k < stp->node->n_in; k++) {
+            kiln_node *in = stp->node->in[k];
+            if (in->op == KILN_OP_VARIABLE && p->home[in->id] != stp->space)
+                st = kiln_set_error(KILN_INVALID_ARGUMENT, "%s updates variable %s, but runs on %s while the variable lives on %s; place them together",
+                                    stp->node->name, in->name, space_name(stp->space), space_name(p->home[in->id]));
         }
-        s->be->free(s->arena);
-        s->arena = a;
-        s->arena_bytes = p->arena_bytes;
     }
+    for (int sp = 0; sp < KILN_SPACE_COUNT && st == KILN_OK; sp++) {
+        if (p->arena_bytes[sp] <= s->arena_bytes[sp]) continue;    /* grows only while new plans appear */
+        if (s->opts.measure_only) continue;
+        const kiln_backend *be = space_be(s, sp);
+        if (s->arena[sp]) be->free(s->arena[sp]);
+        s->arena[sp] = NULL;
+        s->arena_bytes[sp] = 0;
+        s->arena_gen++;
+        void *a = be->alloc(p->arena_bytes[sp]);
+        if (!a) st = arena_oom(s, p, sp);
+        else { s->arena[sp] = a; s->arena_bytes[sp] = p->arena_bytes[sp]; }
+    }
+    if (st != KILN_OK) { kiln_plan_free(p); return st; }
     if (s->n_plans == KILN_MAX_PLANS) {            /* evict round-robin */
-        kiln_plan_free(s->plans[s->next_evict]);
+        kiln_plan *old = s->plans[s->next_evict];
+        if (old->graph_exec && s->hooks) s->hooks->graph_free(old->graph_exec);
+        kiln_plan_free(old);
         s->plans[s->next_evict] = p;
         s->next_evict = (s->next_evict + 1) % KILN_MAX_PLANS;
     } else {
@@ -184,6 +360,7 @@ static kiln_status get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds
     return KILN_OK;
 }
 
+/* ---- running ---- */
 static kiln_status check_feeds(const kiln_feed *feeds, int n_feeds) {
     for (int i = 0; i < n_feeds; i++) {
         const kiln_feed *f = &feeds[i];
@@ -212,15 +389,101 @@ static kiln_status check_nodes(kiln_session *s, kiln_node *const *nodes, int n, 
 static void bind(kiln_session *s, kiln_plan *p, const kiln_feed *feeds, int n_feeds) {
     for (int i = 0; i < p->n_sources; i++) {
         kiln_node *n = s->g->nodes[p->sources[i]];
-        if (n->op == KILN_OP_VARIABLE) s->data[n->id] = s->var_data[n->id];
-        else if (n->op == KILN_OP_CONSTANT) s->data[n->id] = n->value->data;
+        int sp = p->home[n->id];
+        if (n->op == KILN_OP_VARIABLE) s->data[sp][n->id] = s->var_data[n->id];
+        else if (n->op == KILN_OP_CONSTANT) s->data[sp][n->id] = sp == KILN_SPACE_DEVICE ? s->const_dev[n->id] : n->value->data;
     }
-    for (int i = 0; i < n_feeds; i++) s->data[feeds[i].node->id] = feeds[i].value->data;
-    for (int i = 0; i < p->n_steps; i++) {
-        kiln_node *n = p->steps[i].node;
-        if (p->alias_of[n->id] >= 0) s->data[n->id] = s->data[p->alias_of[n->id]];
-        else s->data[n->id] = (char *)s->arena + p->offset[n->id];
+    for (int i = 0; i < n_feeds; i++) s->data[KILN_SPACE_HOST][feeds[i].node->id] = feeds[i].value->data;
+    for (int sp = 0; sp < KILN_SPACE_COUNT; sp++)
+        for (int id = 0; id < p->n_ids; id++)
+            if (p->offset[sp][id] >= 0) s->data[sp][id] = (char *)s->arena[sp] + p->offset[sp][id];
+    for (int id = 0; id < p->n_ids; id++)
+        if (p->alias_of[id] >= 0 && p->home[id] >= 0) {
+            int sp = p->home[id];
+            if (p->offset[sp][id] < 0) s->data[sp][id] = s->data[sp][p->alias_of[id]];
+        }
+}
+
+static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) {
+    kiln_node *n = stp->node;
+    if (stp->kind == KILN_STEP_COPY) {
+        int from = p->home[n->id], to = stp->space;
+        kiln_status st = s->dev->copy(s->data[to][n->id], s->data[from][n->id], node_bytes(n),
+                                      to == KILN_SPACE_DEVICE ? KILN_COPY_H2D : KILN_COPY_D2H);
+        if (st == KILN_OK && to == KILN_SPACE_HOST) st = s->dev->sync();   /* the host reads it next */
+        return st;
     }
+    void **data = s->data[stp->space];
+    kiln_view *v = &p->views[stp->view_base];
+    for (int k = 0; k < n->n_in; k++) {
+        kiln_node *in = n->in[k];
+        v[k] = (kiln_view){ data[in->id], in->dtype, in->shape, kiln_shape_numel(in->shape) };
+    }
+    char *ws_base = s->arena[stp->space];
+    kiln_kctx c = {
+        .node = n, .n_in = n->n_in, .in = v,
+        .out = { data[n->id], n->dtype, n->shape, kiln_shape_numel(n->shape) },
+        .workspace = stp->ws_offset >= 0 ? ws_base + stp->ws_offset : NULL,
+        /* the session seed reseeds every dropout mask; (seed, step) gives the same masks on every backend */
+        .ws_bytes = stp->ws_bytes, .step = s->step ^ kiln_mix64(s->opts.seed), .num_threads = s->num_threads,
+    };
+    if (p->alias_of[n->id] >= 0 && c.out.data == v[0].data) return KILN_OK;   /* reshape: nothing to do */
+    bool guard = p->guard && stp->space == KILN_SPACE_HOST;
+    size_t out_bytes = node_bytes(n);
+    if (guard) memset((char *)c.out.data + out_bytes, GUARD_BYTE, p->guard);
+    kiln_status st = stp->kernel(&c);
+    for (size_t k = 0; guard && k < p->guard && st == KILN_OK; k++)
+        if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
+            st = kiln_set_error(KILN_INTERNAL, "%s (%s): the %s kernel wrote past the end of its output (guard byte %zu)", n->name, kiln_op_get(n->op)->name, stp->backend, k);
+    if (st != KILN_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        if (strncmp(msg, n->name, strlen(n->name)) == 0) return kiln_set_error(st, "%s", msg);
+        return kiln_set_error(st, "%s (%s): %s", n->name, kiln_op_get(n->op)->name, msg);
+    }
+    return KILN_OK;
+}
+
+static kiln_status run_steps(kiln_session *s, kiln_plan *p, int from, int to) {
+    for (int i = from; i < to; i++) {
+        kiln_status st = run_step(s, p, &p->steps[i]);
+        if (st != KILN_OK) return st;
+    }
+    return KILN_OK;
+}
+
+/* Device-only plans: after two warm-up runs the step's kernels are captured once as a CUDA graph
+ * and replayed (feeds are copied before it). If capture fails: plain launches, said when
+ * KILN_VERBOSE is set. *done tells whether this ran the plan. */
+static kiln_status run_captured(kiln_session *s, kiln_plan *p, bool *done) {
+    *done = false;
+    if (!p->uses_device || !s->hooks || s->opts.no_cuda_graphs || p->host_steps_between || p->has_dropout || p->capture_failed)
+        return KILN_OK;
+    if (p->graph_exec && p->graph_arena_gen != s->arena_gen) {   /* buffers moved: capture again */
+        s->hooks->graph_free(p->graph_exec);
+        p->graph_exec = NULL;
+        p->warm_runs = 0;
+    }
+    if (!p->graph_exec && p->warm_runs < 2) { p->warm_runs++; return KILN_OK; }
+    kiln_status st = run_steps(s, p, 0, p->n_feed_copies);
+    if (st != KILN_OK) return st;
+    *done = true;
+    if (!p->graph_exec) {
+        st = s->hooks->capture_begin();
+        if (st == KILN_OK) {
+            kiln_status rs = run_steps(s, p, p->n_feed_copies, p->n_steps);
+            void *ge = NULL;
+            st = s->hooks->capture_end(&ge);
+            if (rs != KILN_OK) { if (ge) s->hooks->graph_free(ge); return rs; }
+            if (st == KILN_OK) { p->graph_exec = ge; p->graph_arena_gen = s->arena_gen; }
+        }
+        if (st != KILN_OK) {
+            p->capture_failed = true;
+            if (s->verbose) fprintf(stderr, "kiln: CUDA graph capture failed (%s); using plain launches\n", kiln_last_error());
+            return run_steps(s, p, p->n_feed_copies, p->n_steps);
+        }
+    }
+    return s->hooks->graph_launch(p->graph_exec);
 }
 
 kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
@@ -241,90 +504,76 @@ kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feed
         }
     kiln_plan *p = NULL;
     if ((st = get_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &p)) != KILN_OK) return st;
-    s->planned_bytes = p->arena_bytes;
+    s->planned_bytes = p->arena_bytes[KILN_SPACE_HOST] + p->arena_bytes[KILN_SPACE_DEVICE];
     if (s->opts.measure_only) return KILN_OK;
 #ifdef _OPENMP
     if (omp_get_max_threads() != s->num_threads) omp_set_num_threads(s->num_threads);
 #endif
     bind(s, p, feeds, n_feeds);
-    for (int i = 0; i < p->n_steps; i++) {
-        kiln_plan_step *stp = &p->steps[i];
-        kiln_node *n = stp->node;
-        kiln_view *v = &p->views[stp->view_base];
-        for (int k = 0; k < n->n_in; k++) {
-            kiln_node *in = n->in[k];
-            v[k] = (kiln_view){ s->data[in->id], in->dtype, in->shape, kiln_shape_numel(in->shape) };
-        }
-        kiln_kctx c = {
-            .node = n, .n_in = n->n_in, .in = v,
-            .out = { s->data[n->id], n->dtype, n->shape, kiln_shape_numel(n->shape) },
-            .workspace = stp->ws_offset >= 0 ? (char *)s->arena + stp->ws_offset : NULL,
-            /* the session seed reseeds every dropout mask; (seed, step) gives the same masks on every backend */
-            .ws_bytes = stp->ws_bytes, .step = s->step ^ kiln_mix64(s->opts.seed), .num_threads = s->num_threads,
-        };
-        if (p->alias_of[n->id] >= 0 && c.out.data == v[0].data) continue;   /* reshape: nothing to do */
-        size_t out_bytes = (size_t)c.out.numel * kiln_dtype_size(n->dtype);
-        if (p->guard) memset((char *)c.out.data + out_bytes, GUARD_BYTE, p->guard);
-        st = stp->kernel(&c);
-        for (size_t k = 0; k < p->guard && st == KILN_OK; k++)
-            if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
-                st = kiln_set_error(KILN_INTERNAL, "%s (%s): the %s kernel wrote past the end of its output (guard byte %zu)", n->name, kiln_op_get(n->op)->name, stp->backend, k);
-        if (st != KILN_OK) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", kiln_last_error());
-            if (strncmp(msg, n->name, strlen(n->name)) == 0)
-                return kiln_set_error(st, "%s", msg);
-            return kiln_set_error(st, "%s (%s): %s", n->name, kiln_op_get(n->op)->name, msg);
-        }
-    }
-    for (int i = 0; i < n_fetches; i++) {
+    bool done;
+    st = run_captured(s, p, &done);
+    if (st == KILN_OK && !done) st = run_steps(s, p, 0, p->n_steps);
+    if (st == KILN_OK && p->uses_device) st = s->dev->sync();    /* device-side errors surface here */
+    for (int i = 0; i < n_fetches && st == KILN_OK; i++) {
         kiln_node *f = fetches[i];
-        if (!outs[i]) {
-            outs[i] = kiln_tensor_new(f->dtype, f->shape);
-            if (!outs[i]) return kiln_set_error(KILN_OUT_OF_MEMORY, "fetch '%s': %s", f->name, kiln_last_error());
+        if (!outs[i] && !(outs[i] = kiln_tensor_new(f->dtype, f->shape)))
+            return kiln_set_error(KILN_OUT_OF_MEMORY, "fetch '%s': %s", f->name, kiln_last_error());
+        int sp = p->home[f->id];
+        if (sp == KILN_SPACE_DEVICE) {
+            st = s->dev->copy(outs[i]->data, s->data[sp][f->id], kiln_tensor_nbytes(outs[i]), KILN_COPY_D2H);
+            if (st == KILN_OK) st = s->dev->sync();
+        } else {
+            memcpy(outs[i]->data, s->data[sp][f->id], kiln_tensor_nbytes(outs[i]));
         }
-        memcpy(outs[i]->data, s->data[f->id], kiln_tensor_nbytes(outs[i]));
     }
-    s->step++;
+    if (st == KILN_OK) s->step++;
+    return st;
+}
+
+static kiln_status check_var(kiln_node *var, const kiln_tensor *t, const char *what) {
+    if (!var || !t) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL argument", what);
+    if (var->op != KILN_OP_VARIABLE) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: '%s' is not a variable", what, var->name);
+    if (t->dtype != var->dtype || !kiln_shape_equal(t->shape, var->shape)) {
+        char a[96], b[96];
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s '%s': variable is %s %s, tensor is %s %s", what, var->name,
+                              kiln_dtype_name(var->dtype), kiln_shape_str(var->shape, a, sizeof a), kiln_dtype_name(t->dtype), kiln_shape_str(t->shape, b, sizeof b));
+    }
     return KILN_OK;
 }
 
 kiln_status kiln_session_read_variable(kiln_session *s, kiln_node *var, kiln_tensor *out) {
-    if (!s || !var || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "read_variable: NULL argument");
-    if (var->op != KILN_OP_VARIABLE) return kiln_set_error(KILN_INVALID_ARGUMENT, "read_variable: '%s' is not a variable", var->name);
-    if (out->dtype != var->dtype || !kiln_shape_equal(out->shape, var->shape)) {
-        char a[96], b[96];
-        return kiln_set_error(KILN_SHAPE_MISMATCH, "read_variable '%s': variable is %s %s, tensor is %s %s", var->name,
-                              kiln_dtype_name(var->dtype), kiln_shape_str(var->shape, a, sizeof a), kiln_dtype_name(out->dtype), kiln_shape_str(out->shape, b, sizeof b));
-    }
     kiln_status st;
-    if ((st = grow_ids(s)) || (st = ensure_variable(s, var))) return st;
-    memcpy(out->data, s->var_data[var->id], kiln_tensor_nbytes(out));
-    return KILN_OK;
+    if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "read_variable: NULL session");
+    if ((st = check_var(var, out, "read_variable")) || (st = grow_ids(s))) return st;
+    if (!s->var_data[var->id] && (st = var_store(s, var, KILN_SPACE_HOST))) return st;
+    if (s->var_home[var->id] == KILN_SPACE_HOST) { memcpy(out->data, s->var_data[var->id], kiln_tensor_nbytes(out)); return KILN_OK; }
+    st = s->dev->copy(out->data, s->var_data[var->id], kiln_tensor_nbytes(out), KILN_COPY_D2H);
+    return st ? st : s->dev->sync();
 }
 
 kiln_status kiln_session_assign_variable(kiln_session *s, kiln_node *var, const kiln_tensor *value) {
-    if (!s || !var || !value) return kiln_set_error(KILN_INVALID_ARGUMENT, "assign_variable: NULL argument");
-    if (var->op != KILN_OP_VARIABLE) return kiln_set_error(KILN_INVALID_ARGUMENT, "assign_variable: '%s' is not a variable", var->name);
-    if (value->dtype != var->dtype || !kiln_shape_equal(value->shape, var->shape)) {
-        char a[96], b[96];
-        return kiln_set_error(KILN_SHAPE_MISMATCH, "assign_variable '%s': variable is %s %s, value is %s %s", var->name,
-                              kiln_dtype_name(var->dtype), kiln_shape_str(var->shape, a, sizeof a), kiln_dtype_name(value->dtype), kiln_shape_str(value->shape, b, sizeof b));
-    }
     kiln_status st;
-    if ((st = grow_ids(s)) || (st = ensure_variable(s, var))) return st;
-    memcpy(s->var_data[var->id], value->data, kiln_tensor_nbytes(value));
-    return KILN_OK;
+    if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "assign_variable: NULL session");
+    if ((st = check_var(var, value, "assign_variable")) || (st = grow_ids(s))) return st;
+    if (!s->var_data[var->id] && (st = var_store(s, var, KILN_SPACE_HOST))) return st;
+    if (s->var_home[var->id] == KILN_SPACE_HOST) { memcpy(s->var_data[var->id], value->data, kiln_tensor_nbytes(value)); return KILN_OK; }
+    st = s->dev->copy(s->var_data[var->id], value->data, kiln_tensor_nbytes(value), KILN_COPY_H2D);
+    return st ? st : s->dev->sync();
 }
 
 uint64_t kiln_session_step(const kiln_session *s) { return s->step; }
 void kiln_session_set_step(kiln_session *s, uint64_t step) { s->step = step; }
 size_t kiln_session_planned_bytes(const kiln_session *s) { return s->planned_bytes; }
-const char *kiln_session_backend(const kiln_session *s) { return s->be->name; }
+const char *kiln_session_backend(const kiln_session *s) { return s->dev ? s->dev->name : s->host->name; }
 
 size_t kiln_session_variable_bytes(const kiln_session *s) {
     size_t b = 0;
     for (int i = 0; i < s->n_ids && i < s->g->n_nodes; i++)
-        if (s->var_data[i]) b += (size_t)kiln_shape_numel(s->g->nodes[i]->shape) * kiln_dtype_size(s->g->nodes[i]->dtype);
+        if (s->var_data[i]) b += node_bytes(s->g->nodes[i]);
     return b;
+}
+
+int kiln_session_node_space(kiln_session *s, const kiln_node *n) {
+    if (grow_ids(s) != KILN_OK || place_nodes(s) != KILN_OK) return -1;
+    return s->place[n->id];
 }

@@ -1,0 +1,157 @@
+/* Backend registry: the host backends, and the CUDA backend module opened at run time with
+ * dlopen, so a CUDA build still runs where the CUDA libraries, driver or device are missing. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/sysinfo.h>
+#include "backend/registry.h"
+#include "backend/cuda/cuda_module.h"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static const kiln_cuda_module *cuda;
+static char reason[512];
+static bool reason_printed;
+static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static kiln_status host_set_error(kiln_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    kiln_set_errorv(s, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static const kiln_cuda_host host_api = { KILN_CUDA_MODULE_ABI, host_set_error, kiln_op_get };
+
+/* Candidate module paths: $KILN_CUDA_MODULE, next to the executable, next to libkiln, then the
+ * loader's search path. */
+static void *open_module(char *err, size_t n) {
+    char cand[4][1024];
+    int nc = 0;
+    const char *env = getenv("KILN_CUDA_MODULE");
+    if (env && *env) snprintf(cand[nc++], sizeof cand[0], "%s", env);
+    char exe[900];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) { exe[len] = 0; snprintf(cand[nc++], sizeof cand[0], "%s/libkiln_cuda.so", dirname(exe)); }
+    Dl_info info;
+    if (dladdr((void *)open_module, &info) && info.dli_fname) {
+        char lib[900];
+        snprintf(lib, sizeof lib, "%s", info.dli_fname);
+        snprintf(cand[nc++], sizeof cand[0], "%s/libkiln_cuda.so", dirname(lib));
+    }
+    snprintf(cand[nc++], sizeof cand[0], "libkiln_cuda.so");
+    err[0] = 0;
+    for (int i = 0; i < nc; i++) {
+        if (cand[i][0] == '/' && access(cand[i], F_OK) != 0) continue;
+        void *h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+        snprintf(err, n, "%s", dlerror());       /* e.g. "libcudnn.so.9: cannot open shared object file" */
+        if (cand[i][0] == '/') return NULL;        /* the module exists but its libraries do not load */
+    }
+    if (!err[0] || strstr(err, "libkiln_cuda.so")) snprintf(err, n, "this Kiln was built without the CUDA backend (no libkiln_cuda.so)");
+    return NULL;
+}
+
+static void load_cuda(void) {
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (vis && !*vis) { snprintf(reason, sizeof reason, "CUDA_VISIBLE_DEVICES is empty, which hides every GPU"); return; }
+    char err[400];
+    void *h = open_module(err, sizeof err);
+    if (!h) { snprintf(reason, sizeof reason, "CUDA backend not loaded: %s", err); return; }
+    kiln_cuda_module_init_fn init = (kiln_cuda_module_init_fn)dlsym(h, KILN_CUDA_MODULE_SYMBOL);
+    if (!init) { snprintf(reason, sizeof reason, "libkiln_cuda.so lacks %s", KILN_CUDA_MODULE_SYMBOL); return; }
+    const kiln_cuda_module *m = init(&host_api, err, sizeof err);
+    if (!m) { snprintf(reason, sizeof reason, "%s", err[0] ? err : "CUDA initialisation failed"); return; }
+    if (m->abi != KILN_CUDA_MODULE_ABI) { snprintf(reason, sizeof reason, "libkiln_cuda.so ABI %d, expected %d (rebuild Kiln)", m->abi, KILN_CUDA_MODULE_ABI); return; }
+    if (m->device_count() <= 0) { snprintf(reason, sizeof reason, "no CUDA device found"); return; }
+    cuda = m;
+}
+
+const kiln_cuda_module *kiln_cuda(void) {
+    pthread_once(&once, load_cuda);
+    return cuda;
+}
+
+bool kiln_gpu_available(void) { return kiln_cuda() != NULL; }
+
+const char *kiln_gpu_unavailable_reason(void) {
+    kiln_cuda();
+    return cuda ? "" : reason;
+}
+
+void kiln_note_cpu_fallback(void) {
+    if (kiln_cuda()) return;
+    pthread_mutex_lock(&print_lock);
+    if (!reason_printed) {
+        reason_printed = true;
+        fprintf(stderr, "kiln: no GPU used (%s); running on the CPU\n", reason);
+    }
+    pthread_mutex_unlock(&print_lock);
+}
+
+static void cpu_info(kiln_device_info *d) {
+    memset(d, 0, sizeof *d);
+    d->kind = KILN_DEVICE_KIND_CPU;
+    snprintf(d->name, sizeof d->name, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "model name", 10)) {
+                char *c = strchr(line, ':');
+                if (c) { c += 2; c[strcspn(c, "\n")] = 0; snprintf(d->name, sizeof d->name, "%s", c); }
+                break;
+            }
+        fclose(f);
+    }
+    d->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    struct sysinfo si;
+    if (sysinfo(&si) == 0) {
+        d->total_memory = (size_t)si.totalram * si.mem_unit;
+        d->free_memory = (size_t)(si.freeram + si.bufferram) * si.mem_unit;
+    }
+}
+
+kiln_status kiln_device_list(kiln_device_info *out, int max, int *n) {
+    if (!n) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_device_list: n is NULL");
+    int count = 1 + (kiln_cuda() ? cuda->device_count() : 0);
+    *n = count;
+    if (!out) return KILN_OK;
+    if (max > 0) cpu_info(&out[0]);
+    for (int i = 1; i < count && i < max; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        kiln_status st = cuda->device_info(i - 1, &out[i]);
+        if (st != KILN_OK) return st;
+    }
+    return KILN_OK;
+}
+
+static kiln_status need_gpu(int index, const char *what) {
+    if (!kiln_cuda()) return kiln_set_error(KILN_NOT_FOUND, "%s: no GPU (%s)", what, reason);
+    if (index < 0 || index >= cuda->device_count())
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: GPU %d does not exist (%d visible)", what, index, cuda->device_count());
+    return KILN_OK;
+}
+
+kiln_status kiln_device_memory_stats(int gpu, kiln_memory_stats *out) {
+    if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_device_memory_stats: out is NULL");
+    kiln_status st = need_gpu(gpu, "kiln_device_memory_stats");
+    return st ? st : cuda->memory_stats(gpu, out);
+}
+
+kiln_status kiln_device_reset_peak(int gpu) {
+    kiln_status st = need_gpu(gpu, "kiln_device_reset_peak");
+    return st ? st : cuda->reset_peak(gpu);
+}
+
+kiln_status kiln_device_set_memory_options(int gpu, const kiln_memory_options *o) {
+    if (!o) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_device_set_memory_options: options are NULL");
+    kiln_status st = need_gpu(gpu, "kiln_device_set_memory_options");
+    return st ? st : cuda->set_memory_options(gpu, o);
+}

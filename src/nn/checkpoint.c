@@ -1,0 +1,158 @@
+/* Model checkpoints as safetensors: weights under their variable names, optionally the optimizer
+ * state, the epoch and the step, so training resumes where it stopped. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nn/nn_internal.h"
+
+static bool in_list(const char *list, const char *name) {
+    if (!list) return false;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && !strncmp(p, name, n)) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
+kiln_status kiln_model_save(kiln_model *m, const char *path, bool include_optimizer) {
+    kiln_status st = nn_check(m);
+    if (st) return st;
+    if (!path || !*path) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_save: no path");
+    if ((st = nn_ensure_session(m, m->last_fit_batch > 0 ? m->last_fit_batch : 32))) return st;
+    int cap = kiln_graph_node_count(m->g), n = 0;
+    kiln_named_tensor *nt = kiln_calloc((size_t)cap + 1, sizeof *nt);
+    size_t list_cap = 16, list_len = 0;
+    char *opt_list = kiln_malloc(list_cap);
+    if (!nt || !opt_list) { kiln_free(nt); kiln_free(opt_list); return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_model_save: out of host memory"); }
+    opt_list[0] = 0;
+    /* weights first, in layer order, then the optimizer state */
+    for (int pass = 0; pass < 2 && !st; pass++)
+        for (int i = 0; i < cap && !st; i++) {
+            kiln_node *v = kiln_graph_node(m->g, i);
+            if (!kiln_node_is_variable(v)) continue;
+            bool weight = nn_is_weight_name(m, kiln_node_name(v), NULL);
+            if ((pass == 0) != weight || (!weight && !include_optimizer)) continue;
+            kiln_tensor *t = kiln_tensor_new(kiln_node_dtype(v), kiln_node_shape(v));
+            if (!t) { st = KILN_OUT_OF_MEMORY; break; }
+            nt[n].name = kiln_node_name(v);
+            nt[n++].tensor = t;
+            if ((st = kiln_session_read_variable(m->s, v, t))) break;
+            if (!weight) {
+                size_t k = strlen(nt[n - 1].name);
+                if (list_len + k + 2 > list_cap) {
+                    while (list_len + k + 2 > list_cap) list_cap *= 2;
+                    char *nl = kiln_realloc(opt_list, list_cap);
+                    if (!nl) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_model_save: out of host memory"); break; }
+                    opt_list = nl;
+                }
+                if (list_len) opt_list[list_len++] = ',';
+                memcpy(opt_list + list_len, nt[n - 1].name, k + 1);
+                list_len += k;
+            }
+        }
+    if (!st) {
+        char epoch[32], step[32], shape[128];
+        snprintf(epoch, sizeof epoch, "%d", m->epoch);
+        snprintf(step, sizeof step, "%llu", (unsigned long long)kiln_session_step(m->s));
+        size_t k = 0;
+        shape[0] = 0;
+        for (int i = 0; i < m->input->out.rank && k < sizeof shape; i++)
+            k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", i ? "," : "", (long long)m->input->out.dim[i]);
+        const char *keys[] = { "kiln.model", "kiln.epoch", "kiln.input_shape", "kiln.optimizer", "kiln.optimizer_tensors", "kiln.step" };
+        const char *vals[] = { m->name, epoch, shape, m->compiled ? kiln_optimizer_name(m->copts.optimizer.kind) : "none", opt_list, step };
+        int n_meta = include_optimizer ? 6 : 3;
+        st = kiln_safetensors_save(path, nt, n, keys, vals, n_meta);
+        if (st) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", kiln_last_error());
+            kiln_set_error(st, "saving model '%s' to '%s': %s", m->name, path, msg);
+        }
+    }
+    for (int i = 0; i < n; i++) kiln_tensor_free((kiln_tensor *)nt[i].tensor);
+    kiln_free(nt);
+    kiln_free(opt_list);
+    return st;
+}
+
+static kiln_status mismatch(const kiln_model *m, const char *path, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static kiln_status mismatch(const kiln_model *m, const char *path, kiln_status s, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return kiln_set_error(s, "checkpoint '%s' does not match model '%s': %s", path, m->name, msg);
+}
+
+/* Checks every name, dtype and shape before changing anything. */
+static kiln_status validate(const kiln_model *m, const char *path, const kiln_safetensors *f) {
+    char a[96], b[96];
+    const char *opt = kiln_safetensors_meta(f, "kiln.optimizer_tensors");
+    for (int i = 0; i < m->n_layers; i++)
+        for (int j = 0; j < m->layers[i]->n_vars; j++) {
+            const nn_var *v = &m->layers[i]->vars[j];
+            const kiln_tensor *t = kiln_safetensors_find(f, v->name);
+            if (!t) {
+                const char *saved = kiln_safetensors_meta(f, "kiln.model");
+                return mismatch(m, path, KILN_NOT_FOUND, "tensor '%s' is missing from the file (saved from model '%s'; the file holds %d tensors)",
+                                v->name, saved ? saved : "?", kiln_safetensors_count(f));
+            }
+            if (t->dtype != KILN_F32)
+                return mismatch(m, path, KILN_DTYPE_MISMATCH, "tensor '%s' is %s in the file but f32 in the model", v->name, kiln_dtype_name(t->dtype));
+            if (!kiln_shape_equal(t->shape, v->shape))
+                return mismatch(m, path, KILN_SHAPE_MISMATCH, "tensor '%s' has shape %s in the file but %s in the model",
+                                v->name, kiln_shape_str(t->shape, a, sizeof a), kiln_shape_str(v->shape, b, sizeof b));
+        }
+    for (int i = 0; i < kiln_safetensors_count(f); i++) {
+        const char *name = kiln_safetensors_name(f, i);
+        if (!nn_is_weight_name(m, name, NULL) && !in_list(opt, name))
+            return mismatch(m, path, KILN_INVALID_ARGUMENT, "unexpected tensor '%s' in the file (model '%s' has no such variable; was the file saved from another model?)", name, m->name);
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln_model_load(kiln_model *m, const char *path) {
+    kiln_status st = nn_check(m);
+    if (st) return st;
+    if (!path || !*path) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_load: no path");
+    if (m->functional && !m->finalized)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_load: functional model '%s' has no outputs yet: call kiln_model_functional() first", m->name);
+    kiln_safetensors *f = NULL;
+    if ((st = kiln_safetensors_load(path, &f))) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        return kiln_set_error(st, "loading checkpoint '%s' into model '%s': %s", path, m->name, msg);
+    }
+    if ((st = validate(m, path, f))) { kiln_safetensors_free(f); return st; }
+    for (int i = 0; i < kiln_safetensors_count(f) && !st; i++) {
+        const char *name = kiln_safetensors_name(f, i);
+        const kiln_tensor *t = kiln_safetensors_tensor(f, i);
+        kiln_node *v = m->g ? kiln_graph_find(m->g, name) : NULL;
+        if (v && kiln_node_is_variable(v) && m->s) {
+            if (!kiln_shape_equal(kiln_node_shape(v), t->shape) || kiln_node_dtype(v) != t->dtype) {
+                char a[96], b[96];
+                st = mismatch(m, path, KILN_SHAPE_MISMATCH, "optimizer tensor '%s' has shape %s in the file but %s in the model",
+                              name, kiln_shape_str(t->shape, a, sizeof a), kiln_shape_str(kiln_node_shape(v), b, sizeof b));
+                break;
+            }
+            st = kiln_session_assign_variable(m->s, v, t);
+            if (v == m->lr_var) m->lr_current = NAN;
+        } else {
+            st = nn_carry_add(m, name, t);    /* assigned when the graph that has it is built */
+        }
+    }
+    if (!st) {
+        const char *e = kiln_safetensors_meta(f, "kiln.epoch");
+        if (e) m->epoch = atoi(e);
+        const char *s = kiln_safetensors_meta(f, "kiln.step");
+        if (s && m->s) kiln_session_set_step(m->s, strtoull(s, NULL, 10));
+        else if (s) { m->pending_step = strtoull(s, NULL, 10); m->has_pending_step = true; }
+    }
+    kiln_safetensors_free(f);
+    return st;
+}

@@ -1,0 +1,326 @@
+/* Losses, host-side metrics, and the training / evaluation / prediction loops. The step loop
+ * allocates nothing: batch tensors and fetch outputs are allocated once and reused. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "nn/nn_internal.h"
+
+#define PROB_EPS 1e-7
+
+static kiln_node *labels_f32(kiln_graph *g, kiln_node *y, int batch) {
+    return kiln_reshape(g, kiln_cast(g, y, KILN_F32), KILN_SHAPE(batch, 1));
+}
+
+static kiln_node *one_hot(kiln_graph *g, kiln_node *y, int batch, int64_t classes) {
+    kiln_tensor *iota = kiln_tensor_new(KILN_F32, KILN_SHAPE(1, classes));
+    if (!iota) return NULL;
+    for (int64_t i = 0; i < classes; i++) kiln_tensor_set(iota, i, (double)i);
+    kiln_node *c = kiln_constant(g, iota);
+    kiln_tensor_free(iota);
+    return kiln_cast(g, kiln_equal(g, labels_f32(g, y, batch), c), KILN_F32);
+}
+
+kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node *y, int batch) {
+    if (!out) return NULL;
+    int64_t classes = kiln_node_shape(out).dim[1];
+    bool logits = m->copts.from_logits;
+    kiln_node *loss = NULL;
+    kiln_graph_push_scope(g, "loss");
+    switch (m->copts.loss) {
+    case KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
+        /* probabilities p: softmax(log p) == p, so log p serves as logits */
+        loss = kiln_sparse_softmax_cross_entropy(g, logits ? out : kiln_log(g, kiln_maximum(g, out, kiln_scalar(g, KILN_F32, PROB_EPS))), y);
+        break;
+    case KILN_LOSS_CATEGORICAL_CROSSENTROPY:
+        loss = kiln_softmax_cross_entropy(g, logits ? out : kiln_log(g, kiln_maximum(g, out, kiln_scalar(g, KILN_F32, PROB_EPS))),
+                                          one_hot(g, y, batch, classes));
+        break;
+    case KILN_LOSS_BINARY_CROSSENTROPY: {
+        kiln_node *z = out;
+        if (!logits) {       /* logit(p) = log p - log(1 - p), p clipped away from 0 and 1 */
+            kiln_node *p = kiln_minimum(g, kiln_maximum(g, out, kiln_scalar(g, KILN_F32, PROB_EPS)), kiln_scalar(g, KILN_F32, 1 - PROB_EPS));
+            z = kiln_sub(g, kiln_log(g, p), kiln_log(g, kiln_sub(g, kiln_scalar(g, KILN_F32, 1), p)));
+        }
+        loss = kiln_sigmoid_cross_entropy(g, z, labels_f32(g, y, batch));
+        break;
+    }
+    case KILN_LOSS_MSE:
+        loss = kiln_mean_squared_error(g, out, classes == 1 ? labels_f32(g, y, batch) : one_hot(g, y, batch, classes));
+        break;
+    default: break;
+    }
+    kiln_graph_pop_scope(g);
+    if (!loss) nn_fail(m, kiln_graph_status(g) ? kiln_graph_status(g) : KILN_INTERNAL, "model '%s': building the loss on output %s: %s",
+                       m->name, m->output->name, kiln_graph_error(g));
+    return loss;
+}
+
+void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const int32_t *labels, int64_t n,
+                      double *correct, double *topk) {
+    const float *o = out->data;
+    int64_t c = out->shape.dim[1];
+    int k = m->copts.top_k;
+    double hit = 0, top = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *r = o + i * c;
+        int32_t lab = labels[i];
+        if (c == 1) {
+            double thr = (m->copts.loss == KILN_LOSS_BINARY_CROSSENTROPY && m->copts.from_logits) ? 0.0 : 0.5;
+            int pred = r[0] > thr;
+            hit += pred == lab;
+            top += pred == lab;
+            continue;
+        }
+        if (lab < 0 || lab >= c) continue;
+        int64_t best = 0, above = 0;
+        for (int64_t j = 1; j < c; j++) if (r[j] > r[best]) best = j;
+        for (int64_t j = 0; j < c; j++) if (r[j] > r[lab]) above++;
+        hit += best == lab;
+        top += above < k;
+    }
+    *correct = hit;
+    *topk = top;
+}
+
+static kiln_status check_data(kiln_model *m, const kiln_dataset *d, const char *what) {
+    if (!d) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL dataset", what);
+    kiln_shape es = kiln_dataset_example_shape(d), is = m->input->out;
+    char a[96], b[96];
+    if (!kiln_shape_equal(es, is))
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: the dataset's examples are %s but model '%s' takes %s (batch excluded)",
+                              what, kiln_shape_str(es, a, sizeof a), m->name, kiln_shape_str(is, b, sizeof b));
+    if (!kiln_dataset_y(d)) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the dataset has no labels", what);
+    int nc = kiln_dataset_num_classes(d);
+    int64_t units = m->output->out.dim[0];
+    if (units > 1 && nc > units)
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: the dataset has %d classes but model '%s' outputs %lld values (%s); give the last Dense %d units",
+                              what, nc, m->name, (long long)units, m->output->name, nc);
+    if (kiln_dataset_size(d) <= 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the dataset is empty", what);
+    return KILN_OK;
+}
+
+static kiln_tensor view_of(const kiln_tensor *t, int64_t rows) {
+    kiln_tensor v = *t;
+    v.shape.dim[0] = rows;
+    v.owns_data = false;
+    return v;
+}
+
+/* Evaluates examples order[start .. start+count) of d in batches of `batch` plus one remainder
+ * batch. bx/by hold `batch` rows. */
+static kiln_status eval_range(kiln_model *m, const kiln_dataset *d, const int64_t *order, int64_t start, int64_t count,
+                              int batch, kiln_tensor *bx, kiln_tensor *by, kiln_eval_result *r) {
+    double loss = 0, hit = 0, top = 0;
+    double t0 = nn_now();
+    for (int64_t done = 0; done < count;) {
+        int64_t n = count - done < batch ? count - done : batch;
+        nn_forward *f;
+        kiln_status st = nn_get_infer(m, (int)n, &f);
+        if (st) return st;
+        kiln_tensor vx = view_of(bx, n), vy = view_of(by, n);
+        if ((st = kiln_dataset_gather(d, order, start + done, n, &vx, &vy))) return st;
+        kiln_feed feeds[2] = { { f->x, &vx }, { f->y, &vy } };
+        kiln_node *fetch[2] = { f->out, f->loss };
+        kiln_tensor *outs[2] = { f->out_t, f->loss_t };
+        if ((st = kiln_session_run(m->s, feeds, 2, fetch, outs, 2, NULL, 0))) return st;
+        double l = kiln_tensor_get(f->loss_t, 0), c, k;
+        nn_batch_metrics(m, f->out_t, vy.data, n, &c, &k);
+        loss += l * (double)n;
+        hit += c;
+        top += k;
+        done += n;
+    }
+    r->count = count;
+    r->loss = count ? loss / (double)count : 0;
+    r->accuracy = count ? hit / (double)count : 0;
+    r->top_k = count ? top / (double)count : 0;
+    r->seconds = nn_now() - t0;
+    if (!isfinite(r->loss))
+        return kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the evaluation loss is %g (NaN/Inf): the weights diverged; train with a lower learning rate", m->name, r->loss);
+    return KILN_OK;
+}
+
+static kiln_status batch_buffers(kiln_model *m, int batch, kiln_tensor **bx, kiln_tensor **by) {
+    kiln_shape xs = { .rank = m->input->out.rank + 1 };
+    xs.dim[0] = batch;
+    for (int i = 0; i < m->input->out.rank; i++) xs.dim[i + 1] = m->input->out.dim[i];
+    *bx = kiln_tensor_new(KILN_F32, xs);
+    *by = kiln_tensor_new(KILN_I32, KILN_SHAPE(batch));
+    if (!*bx || !*by) { kiln_tensor_free(*bx); kiln_tensor_free(*by); *bx = *by = NULL; return kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory for batch %d", batch); }
+    return KILN_OK;
+}
+
+static int eval_batch(const kiln_model *m, const kiln_eval_opts *o) {
+    if (o && o->batch_size > 0) return o->batch_size;
+    if (m->last_fit_batch > 0) return m->last_fit_batch;
+    return 32;
+}
+
+kiln_status kiln_evaluate(kiln_model *m, const kiln_dataset *d, const kiln_eval_opts *o, kiln_eval_result *out) {
+    kiln_status st = nn_check(m);
+    if (st) return st;
+    if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_evaluate: NULL result");
+    if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_evaluate: model '%s' is not compiled: call kiln_compile() to choose the loss", m->name);
+    if ((st = check_data(m, d, "kiln_evaluate"))) return st;
+    int batch = eval_batch(m, o);
+    if ((st = nn_ensure_session(m, batch))) return st;
+    int64_t n = kiln_dataset_size(d);
+    int64_t *order = kiln_malloc((size_t)n * sizeof *order);
+    kiln_tensor *bx = NULL, *by = NULL;
+    if (!order) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_evaluate: out of host memory");
+    kiln_dataset_order(d, false, 0, 0, order);
+    if (!(st = batch_buffers(m, batch, &bx, &by))) st = eval_range(m, d, order, 0, n, batch, bx, by, out);
+    if (!st && o && o->verbose)
+        printf("%lld/%lld examples - %.1fs - loss: %.4f - accuracy: %.4f\n", (long long)n, (long long)n, out->seconds, out->loss, out->accuracy);
+    kiln_free(order);
+    kiln_tensor_free(bx);
+    kiln_tensor_free(by);
+    return st;
+}
+
+kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_opts *o, kiln_tensor **out) {
+    kiln_status st = nn_check(m);
+    if (st) return st;
+    if (!x || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_predict: NULL input or output");
+    *out = NULL;
+    kiln_shape is = m->input->out;
+    char a[96], b[96];
+    bool ok = x->dtype == KILN_F32 && x->shape.rank == is.rank + 1;
+    for (int i = 0; ok && i < is.rank; i++) ok = x->shape.dim[i + 1] == is.dim[i];
+    if (!ok) return kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_predict: x is %s %s but model '%s' takes f32 [N, %s]",
+                                   kiln_dtype_name(x->dtype), kiln_shape_str(x->shape, a, sizeof a), m->name, kiln_shape_str(is, b, sizeof b) + 1);
+    int batch = eval_batch(m, o);
+    if ((st = nn_ensure_session(m, batch))) return st;
+    int64_t n = x->shape.dim[0], row = kiln_shape_numel(is);
+    kiln_shape os = { .rank = m->output->out.rank + 1 };
+    os.dim[0] = n;
+    for (int i = 0; i < m->output->out.rank; i++) os.dim[i + 1] = m->output->out.dim[i];
+    int64_t orow = kiln_shape_numel(m->output->out);
+    kiln_tensor *res = kiln_tensor_new(KILN_F32, os), *bx = NULL, *by = NULL;
+    if (!res) return KILN_OUT_OF_MEMORY;
+    if ((st = batch_buffers(m, batch, &bx, &by))) { kiln_tensor_free(res); return st; }
+    for (int64_t done = 0; done < n && !st;) {
+        int64_t k = n - done < batch ? n - done : batch;
+        nn_forward *f;
+        if ((st = nn_get_infer(m, (int)k, &f))) break;
+        kiln_tensor vx = view_of(bx, k);
+        memcpy(vx.data, (const float *)x->data + done * row, (size_t)(k * row) * sizeof(float));
+        kiln_feed feed = { f->x, &vx };
+        kiln_node *fetch = f->out;
+        kiln_tensor *o1 = f->out_t;
+        if ((st = kiln_session_run(m->s, &feed, 1, &fetch, &o1, 1, NULL, 0))) break;
+        memcpy((float *)res->data + done * orow, f->out_t->data, (size_t)(k * orow) * sizeof(float));
+        done += k;
+    }
+    kiln_tensor_free(bx);
+    kiln_tensor_free(by);
+    if (st) { kiln_tensor_free(res); return st; }
+    *out = res;
+    return KILN_OK;
+}
+
+static kiln_status history_add(kiln_model *m, const kiln_logs *l) {
+    if (m->n_history == m->cap_history) {
+        int cap = m->cap_history ? m->cap_history * 2 : 16;
+        kiln_logs *h = kiln_realloc(m->history, (size_t)cap * sizeof *h);
+        if (!h) return kiln_set_error(KILN_OUT_OF_MEMORY, "history: out of host memory");
+        m->history = h;
+        m->cap_history = cap;
+    }
+    m->history[m->n_history++] = *l;
+    return KILN_OK;
+}
+
+kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_opts *o) {
+    kiln_status st = nn_check(m);
+    if (st) return st;
+    kiln_fit_opts dflt = { 0 };
+    if (!o) o = &dflt;
+    if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: model '%s' is not compiled: call kiln_compile() first", m->name);
+    if ((st = check_data(m, train, "kiln_fit"))) return st;
+    if (o->validation && (st = check_data(m, o->validation, "kiln_fit (validation)"))) return st;
+    int batch = o->batch_size > 0 ? o->batch_size : 32;
+    int epochs = o->epochs > 0 ? o->epochs : 1;
+    if (o->validation_split < 0 || o->validation_split >= 1) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: validation_split %g must be in [0, 1)", o->validation_split);
+    int64_t n = kiln_dataset_size(train);
+    int64_t n_val_split = o->validation ? 0 : (int64_t)((double)n * o->validation_split);
+    int64_t n_train = n - n_val_split;
+    int64_t steps = n_train / batch;
+    if (steps == 0)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: batch size %d is larger than the %lld training examples; use a smaller --batch-size", batch, (long long)n_train);
+    if ((st = nn_ensure_train(m, batch))) return st;
+    m->last_fit_batch = batch;
+    const kiln_dataset *val = o->validation ? o->validation : (n_val_split > 0 ? train : NULL);
+    int64_t val_start = o->validation ? 0 : n_train, val_count = o->validation ? kiln_dataset_size(o->validation) : n_val_split;
+    int64_t *order = kiln_malloc((size_t)n * sizeof *order);
+    int64_t *vorder = val ? kiln_malloc((size_t)(val_start + val_count) * sizeof *vorder) : NULL;
+    nn_cb_state *cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
+    kiln_tensor *bx = NULL, *by = NULL;
+    if (!order || (val && !vorder) || (o->n_callbacks > 0 && !cbs)) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory"); goto done; }
+    if ((st = batch_buffers(m, batch, &bx, &by))) goto done;
+    if (val) kiln_dataset_order(val, false, 0, 0, vorder);
+    if ((st = nn_callbacks_begin(m, o, cbs))) goto done;
+    m->stop = false;
+    nn_forward *f = &m->train;
+    kiln_feed feeds[2] = { { f->x, bx }, { f->y, by } };
+    kiln_node *fetch[2] = { f->loss, f->out };
+    kiln_tensor *outs[2] = { f->loss_t, f->out_t };
+    for (int epoch = o->initial_epoch + 1; epoch <= epochs && !m->stop; epoch++) {
+        if ((st = nn_callbacks_epoch_begin(m, o, epoch))) break;
+        kiln_dataset_order(train, !o->no_shuffle, o->shuffle_seed ^ m->seed, (uint64_t)epoch, order);
+        if (n_val_split > 0) {       /* keep only training indices, in shuffled order */
+            int64_t k = 0;
+            for (int64_t i = 0; i < n; i++) if (order[i] < n_train) order[k++] = order[i];
+        }
+        nn_progress prog;
+        nn_progress_begin(&prog, m, o->verbose, epoch, epochs, steps);
+        kiln_logs logs = { .epoch = epoch, .steps = steps };
+        double sum_loss = 0, sum_hit = 0, sum_top = 0, t0 = nn_now();
+        for (int64_t s = 0; s < steps; s++) {
+            double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)steps, (double)epochs);
+            if ((st = nn_set_lr(m, lr))) goto done;
+            if ((st = kiln_dataset_gather(train, order, s * batch, batch, bx, by))) goto done;
+            if ((st = kiln_session_run(m->s, feeds, 2, fetch, outs, 2, &f->step, 1))) goto done;
+            double l = kiln_tensor_get(f->loss_t, 0), c, k;
+            if (!isfinite(l)) {
+                if (prog.verbose) fputc('\n', stdout);
+                st = kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the loss became %s at epoch %d, step %lld (learning rate %g): training diverged; try a lower learning rate (e.g. --lr %g)",
+                                    m->name, isnan(l) ? "NaN" : "Inf", epoch, (long long)(s + 1), lr, lr / 10);
+                goto done;
+            }
+            nn_batch_metrics(m, f->out_t, by->data, batch, &c, &k);
+            sum_loss += l; sum_hit += c; sum_top += k;
+            logs.batch = s + 1;
+            logs.loss = sum_loss / (double)(s + 1);
+            logs.accuracy = sum_hit / (double)((s + 1) * batch);
+            logs.top_k = sum_top / (double)((s + 1) * batch);
+            logs.lr = lr;
+            logs.seconds = nn_now() - t0;
+            nn_progress_batch(&prog, s + 1, &logs);
+            if ((st = nn_callbacks_batch_end(m, o, &logs))) goto done;
+            if (m->stop) { logs.steps = s + 1; break; }
+        }
+        logs.seconds = nn_now() - t0;
+        logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch) / logs.seconds : 0;
+        if (val) {
+            kiln_eval_result r;
+            if ((st = eval_range(m, val, vorder, val_start, val_count, batch, bx, by, &r))) goto done;
+            logs.has_val = true;
+            logs.val_loss = r.loss;
+            logs.val_accuracy = r.accuracy;
+            logs.val_top_k = r.top_k;
+        }
+        m->epoch = epoch;
+        if ((st = history_add(m, &logs))) goto done;
+        nn_progress_end(&prog, &logs);
+        if ((st = nn_callbacks_epoch_end(m, o, cbs, &logs))) goto done;
+    }
+done:
+    nn_callbacks_end(o, cbs);
+    kiln_free(cbs);
+    kiln_free(order);
+    kiln_free(vorder);
+    kiln_tensor_free(bx);
+    kiln_tensor_free(by);
+    return st;
+}
