@@ -1,0 +1,233 @@
+/* Placement, copies at device borders, the placement log, soft placement and whole-step graph
+ * capture, exercised without a GPU through a fake device backend whose memory is scrambled (XOR):
+ * a host kernel that read device memory without a copy would compute garbage and fail these tests. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "check.h"
+#include "kiln/device.h"
+#include "graph/session_internal.h"
+
+/* ---- the fake device ---- */
+#define SCRAMBLE 0x5A
+static void scramble(void *dst, const void *src, size_t n) {
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    for (size_t i = 0; i < n; i++) d[i] = s[i] ^ SCRAMBLE;
+}
+static size_t dev_allocs;
+static void *fd_alloc(size_t n) { dev_allocs++; return malloc(n ? n : 1); }
+static void fd_free(void *p) { free(p); }
+static kiln_status fd_copy(void *d, const void *s, size_t n, kiln_copy_kind k) {
+    if (k == KILN_COPY_D2D) memcpy(d, s, n); else scramble(d, s, n);   /* H2D scrambles, D2H unscrambles */
+    return KILN_OK;
+}
+static kiln_status fd_sync(void) { return KILN_OK; }
+
+/* Capture: while capturing, launches are recorded instead of run; a launch replays them. */
+typedef struct { kiln_kctx ctx; } rec;
+static rec recorded[512];
+static int n_recorded, launches;
+static bool capturing;
+
+static size_t bytes_of(const kiln_view *v) { return (size_t)v->numel * kiln_dtype_size(v->dtype); }
+
+/* Runs the host kernel on unscrambled copies of the device buffers. */
+static kiln_status fd_execute(const kiln_kctx *c) {
+    kiln_view in[16];
+    kiln_kctx h = *c;
+    for (int i = 0; i < c->n_in; i++) {
+        in[i] = c->in[i];
+        in[i].data = malloc(bytes_of(&c->in[i]) + 1);
+        scramble(in[i].data, c->in[i].data, bytes_of(&c->in[i]));
+    }
+    h.in = in;
+    h.out.data = malloc(bytes_of(&c->out) + 1);
+    h.workspace = c->ws_bytes ? malloc(c->ws_bytes) : NULL;
+    kiln_kernel_fn k = kiln_cpu_kernel(c->node);
+    if (!k) k = kiln_op_get(c->node->op)->ref;
+    kiln_status st = k(&h);
+    scramble(c->out.data, h.out.data, bytes_of(&c->out));
+    if (kiln_op_get(c->node->op)->flags & KILN_OPF_MUTATES)
+        for (int i = 0; i < c->n_in; i++) scramble(c->in[i].data, in[i].data, bytes_of(&c->in[i]));
+    for (int i = 0; i < c->n_in; i++) free(in[i].data);
+    free(h.out.data);
+    free(h.workspace);
+    return st;
+}
+
+static kiln_status fd_kernel_fn(const kiln_kctx *c) {
+    if (capturing) { if (n_recorded < 512) recorded[n_recorded++].ctx = *c; return KILN_OK; }
+    return fd_execute(c);
+}
+/* Everything but Tanh and Accuracy runs on the fake device. */
+static kiln_kernel_fn fd_kernel(const kiln_node *n) {
+    return (n->op == KILN_OP_TANH || n->op == KILN_OP_ACCURACY) ? NULL : fd_kernel_fn;
+}
+static const kiln_backend fake = { "fakegpu", KILN_DEVICE_GPU, fd_alloc, fd_free, fd_copy, fd_sync, fd_kernel, kiln_cpu_workspace };
+
+static kiln_status h_begin(void) { capturing = true; n_recorded = 0; return KILN_OK; }
+static kiln_status h_end(void **ge) { capturing = false; *ge = recorded; return KILN_OK; }
+static kiln_status h_launch(void *ge) {
+    (void)ge;
+    launches++;
+    for (int i = 0; i < n_recorded; i++) { kiln_status st = fd_execute(&recorded[i].ctx); if (st) return st; }
+    return KILN_OK;
+}
+static void h_free(void *ge) { (void)ge; }
+static const kiln_device_hooks hooks = { h_begin, h_end, h_launch, h_free };
+
+/* ---- a tiny MLP ---- */
+typedef struct mlp { kiln_graph *g; kiln_node *x, *y, *loss, *acc, *step, *w1, *h; } mlp;
+enum { N = 16, D = 5, H = 8, C = 3 };
+
+static mlp build(bool tanh_layer) {
+    mlp m;
+    m.g = kiln_graph_new();
+    m.x = kiln_placeholder(m.g, "x", KILN_F32, KILN_SHAPE(N, D));
+    m.y = kiln_placeholder(m.g, "y", KILN_I32, KILN_SHAPE(N));
+    kiln_graph_push_scope(m.g, "dense");
+    m.w1 = kiln_variable(m.g, "kernel", KILN_F32, KILN_SHAPE(D, H), kiln_init_glorot_uniform(3));
+    kiln_node *b1 = kiln_variable(m.g, "bias", KILN_F32, KILN_SHAPE(H), kiln_init_zeros());
+    m.h = kiln_bias_add(m.g, kiln_matmul(m.g, m.x, m.w1, false, false), b1);
+    m.h = tanh_layer ? kiln_tanh(m.g, m.h) : kiln_relu(m.g, m.h);
+    kiln_graph_pop_scope(m.g);
+    kiln_graph_push_scope(m.g, "dense_1");
+    kiln_node *w2 = kiln_variable(m.g, "kernel", KILN_F32, KILN_SHAPE(H, C), kiln_init_glorot_uniform(4));
+    kiln_node *logits = kiln_matmul(m.g, m.h, w2, false, false);
+    kiln_graph_pop_scope(m.g);
+    m.loss = kiln_sparse_softmax_cross_entropy(m.g, logits, m.y);
+    m.acc = kiln_accuracy(m.g, logits, m.y);
+    kiln_node *vars[3] = { m.w1, b1, w2 }, *grads[3];
+    kiln_gradients(m.g, m.loss, vars, 3, grads);
+    m.step = kiln_apply_sgd(m.g, vars, grads, 3, &(kiln_sgd_opts){ .lr = 0.3, .momentum = 0.9 });
+    return m;
+}
+
+static void data(kiln_tensor **tx, kiln_tensor **ty) {
+    *tx = kiln_tensor_new(KILN_F32, KILN_SHAPE(N, D));
+    *ty = kiln_tensor_new(KILN_I32, KILN_SHAPE(N));
+    for (int i = 0; i < N; i++) {
+        ((int32_t *)(*ty)->data)[i] = i % C;
+        for (int j = 0; j < D; j++) kiln_tensor_set(*tx, i * D + j, (j == i % C) + 0.1 * ((i * 7 + j * 3) % 5));
+    }
+}
+
+/* Trains 20 steps; returns the loss after each in out[]. */
+static kiln_status train(kiln_session *s, mlp *m, double *out, bool fetch_acc) {
+    kiln_tensor *tx, *ty, *lv = kiln_tensor_new(KILN_F32, KILN_SCALAR), *av = kiln_tensor_new(KILN_F32, KILN_SCALAR);
+    data(&tx, &ty);
+    kiln_feed feeds[2] = { { m->x, tx }, { m->y, ty } };
+    kiln_node *f[2] = { m->loss, m->acc };
+    kiln_tensor *o[2] = { lv, av };
+    kiln_status st = KILN_OK;
+    for (int i = 0; i < 20 && st == KILN_OK; i++) {
+        st = kiln_session_run(s, feeds, 2, f, o, fetch_acc ? 2 : 1, &m->step, 1);
+        out[i] = kiln_tensor_get(lv, 0);
+    }
+    kiln_tensor_free(tx); kiln_tensor_free(ty); kiln_tensor_free(lv); kiln_tensor_free(av);
+    return st;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static int count(const char *s, const char *sub) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, sub)); p++) n++;
+    return n;
+}
+
+int main(void) {
+    /* no GPU here: the reason names the cause; CUDA_VISIBLE_DEVICES="" hides every GPU */
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    CHECK(!kiln_gpu_available());
+    CHECK_MSG(strstr(kiln_gpu_unavailable_reason(), "CUDA_VISIBLE_DEVICES") != NULL, "%s", kiln_gpu_unavailable_reason());
+    kiln_device_info devs[4];
+    int nd = 0;
+    CHECK_OK(kiln_device_list(devs, 4, &nd));
+    CHECK(nd == 1 && devs[0].kind == KILN_DEVICE_KIND_CPU && devs[0].cores > 0 && devs[0].total_memory > 0);
+    kiln_memory_stats ms;
+    CHECK(kiln_device_memory_stats(0, &ms) == KILN_NOT_FOUND);
+
+    /* reference: host only */
+    double ref[20], got[20];
+    mlp a = build(false);
+    kiln_session *s = kiln_session_new(a.g, &(kiln_session_opts){ .backend = KILN_BACKEND_CPU });
+    CHECK_OK(train(s, &a, ref, true));
+    kiln_session_free(s);
+    CHECK(ref[19] < ref[0] * 0.5);
+
+    /* the same on the fake device (with the host Accuracy op fed by a copy) and the placement log */
+    mlp b = build(false);
+    fflush(stderr);
+    int saved = dup(2);
+    char logpath[] = "/tmp/kiln_placement_XXXXXX";
+    int fd = mkstemp(logpath);
+    dup2(fd, 2);
+    s = kiln_session_new_with_device(b.g, &(kiln_session_opts){ .log_device_placement = true, .no_cuda_graphs = true }, &fake, &hooks);
+    CHECK_OK(train(s, &b, got, true));
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    for (int i = 0; i < 20; i++) CHECK_MSG(got[i] == ref[i], "step %d: fake device %.9g vs cpu %.9g", i, got[i], ref[i]);
+    CHECK(kiln_session_node_space(s, b.w1) == 1);                           /* variables live where used */
+    CHECK(kiln_session_node_space(s, b.x) == 0);                            /* feeds arrive on the host */
+    CHECK(kiln_session_node_space(s, b.acc) == 0);                          /* no device kernel */
+    CHECK(kiln_session_node_space(s, kiln_graph_find(b.g, "dense/MatMul")) == 1);
+    kiln_session_free(s);
+    char *log = read_file(logpath);
+    unlink(logpath);
+    CHECK(log != NULL);
+    if (log) {
+        CHECK_MSG(count(log, "dense/MatMul: (MatMul): /device:GPU:0\n") == 1, "log:\n%s", log);   /* once, not every step */
+        CHECK_MSG(count(log, "Accuracy: (Accuracy): /device:CPU:0\n") == 1, "log:\n%s", log);
+        CHECK_MSG(count(log, "dense/kernel: (VariableV2): /device:GPU:0\n") == 1, "log:\n%s", log);
+        CHECK_MSG(count(log, "(Copy): /device:CPU:0") >= 1 && count(log, "(Copy): /device:GPU:0") >= 1, "log:\n%s", log);
+    }
+
+    /* an explicit /cpu:0 scope wins; a /gpu:0 request for an op without a device kernel falls back
+     * (soft placement), or is an error when strict */
+    mlp c = build(true);
+    kiln_graph_push_device(c.g, "/cpu:0");
+    kiln_node *on_cpu = kiln_square(c.g, c.h);
+    kiln_graph_pop_device(c.g);
+    kiln_graph_push_device(c.g, "/GPU:0");
+    kiln_node *want_gpu = kiln_tanh(c.g, c.h);
+    kiln_graph_pop_device(c.g);
+    s = kiln_session_new_with_device(c.g, &(kiln_session_opts){ .no_cuda_graphs = true }, &fake, NULL);
+    CHECK(kiln_session_node_space(s, on_cpu) == 0);
+    CHECK(kiln_session_node_space(s, want_gpu) == 0);
+    CHECK_OK(train(s, &c, got, false));
+    CHECK(got[19] < got[0]);
+    kiln_session_free(s);
+    s = kiln_session_new_with_device(c.g, &(kiln_session_opts){ .strict_placement = true }, &fake, NULL);
+    CHECK(kiln_session_node_space(s, want_gpu) == -1);
+    CHECK_MSG(strstr(kiln_last_error(), "Tanh") && strstr(kiln_last_error(), "soft placement is off"), "%s", kiln_last_error());
+    kiln_session_free(s);
+    /* with no device at all, /gpu:0 requests run on the CPU (soft) or fail (strict) */
+    s = kiln_session_new(c.g, &(kiln_session_opts){ .backend = KILN_BACKEND_CPU, .strict_placement = true });
+    double tmp[20];
+    CHECK(train(s, &c, tmp, false) == KILN_INVALID_ARGUMENT);
+    kiln_session_free(s);
+
+    /* whole-step capture: device-only plan, two warm-up runs, then one capture and replays */
+    mlp d = build(false);
+    s = kiln_session_new_with_device(d.g, NULL, &fake, &hooks);
+    launches = 0;
+    CHECK_OK(train(s, &d, got, false));
+    for (int i = 0; i < 20; i++) CHECK_MSG(got[i] == ref[i], "captured step %d: %.9g vs %.9g", i, got[i], ref[i]);
+    CHECK_MSG(launches == 18, "graph launches: %d (20 runs - 2 warm-up runs)", launches);
+    kiln_session_free(s);
+
+    kiln_graph_free(a.g); kiln_graph_free(b.g); kiln_graph_free(c.g); kiln_graph_free(d.g);
+    return check_summary("test_placement");
+}
