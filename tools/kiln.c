@@ -8,6 +8,7 @@
 #include "kiln/nn.h"
 #include "kiln/data.h"
 #include "kiln/io.h"
+#include "tools/commands.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 
@@ -20,6 +21,8 @@ static void usage(FILE *f) {
         "  eval         measure a saved model's accuracy on the test set\n"
         "  predict      show a saved model's predictions for a few test images\n"
         "  summary      print a model's layers, output shapes and parameter counts\n"
+        "  devices      list the CPU and GPUs Kiln can use, with memory and versions\n"
+        "  bench        time training and inference on each device (CPU vs GPU table)\n"
         "  --help       show this help (kiln <command> --help for a command's options)\n"
         "  --version    show the version\n\n"
         "examples:\n"
@@ -375,6 +378,8 @@ int main(int argc, char **argv) {
         return argc < 2 ? 1 : 0;
     }
     if (!strcmp(argv[1], "--version")) { printf("kiln %s\n", KILN_VERSION); return 0; }
+    if (!strcmp(argv[1], "devices")) return cmd_devices(argc, argv);
+    if (!strcmp(argv[1], "bench")) return cmd_bench(argc, argv);
     args a = { .data = DEFAULT_DATA, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1 };
     const char *cmd = argv[1];
     int (*fn)(args *) = NULL;

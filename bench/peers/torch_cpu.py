@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""PyTorch peer for bench/compare_torch_cpu.sh: the same models, batch, optimizer and thread count
+as Kiln, on the CPU.
+
+  fashion_cnn: real Fashion-MNIST (IDX .gz), Adam 1e-3, batch 64, N epochs: training images/s
+               (training loop only), inference images/s (test set), test accuracy.
+  cifar_cnn:   synthetic 32x32x3, SGD momentum 0.9 lr 0.01, batch 128: training images/s over
+               --steps steps after 3 warm-up steps, inference images/s.
+Prints one line: RESULT key=value ...
+"""
+import argparse, gzip, os, struct, time
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    magic, = struct.unpack(">I", data[:4])
+    ndim = magic & 0xFF
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def fashion_cnn():
+    # Keras 'same' padding for 3x3 stride 1 = padding 1
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def cifar_cnn():
+    # TF tutorial CNN; MaxPool 3 stride 2 'same' on 32 -> 16 -> 8 (padding=1 gives the same sizes)
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1),
+        nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1),
+        nn.Flatten(), nn.Linear(64 * 8 * 8, 384), nn.ReLU(), nn.Linear(384, 192), nn.ReLU(),
+        nn.Linear(192, 10))
+
+
+def keras_init(model):
+    # Keras defaults (glorot_uniform kernels, zero biases) so both sides start alike
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.xavier_uniform_(m.weight)
+            nn.init.zeros_(m.bias)
+
+
+def infer_ips(model, x, batch):
+    model.eval()
+    with torch.no_grad():
+        model(x[:batch])
+        t = time.perf_counter()
+        for i in range(0, len(x), batch):
+            model(x[i:i + batch])
+        return len(x) / (time.perf_counter() - t)
+
+
+def run_fashion(a):
+    d = a.data
+    xtr = torch.from_numpy(read_idx(os.path.join(d, "train-images-idx3-ubyte.gz")).astype(np.float32) / 255.0).unsqueeze(1)
+    ytr = torch.from_numpy(read_idx(os.path.join(d, "train-labels-idx1-ubyte.gz")).astype(np.int64))
+    xte = torch.from_numpy(read_idx(os.path.join(d, "t10k-images-idx3-ubyte.gz")).astype(np.float32) / 255.0).unsqueeze(1)
+    yte = torch.from_numpy(read_idx(os.path.join(d, "t10k-labels-idx1-ubyte.gz")).astype(np.int64))
+    model = fashion_cnn()
+    keras_init(model)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    lossf = nn.CrossEntropyLoss()
+    g = torch.Generator().manual_seed(a.seed)
+    train_time, images = 0.0, 0
+    for epoch in range(a.epochs):
+        model.train()
+        perm = torch.randperm(len(xtr), generator=g)
+        n = len(xtr) // a.batch * a.batch          # full batches, as Kiln's fit
+        t = time.perf_counter()
+        for i in range(0, n, a.batch):
+            idx = perm[i:i + a.batch]
+            opt.zero_grad(set_to_none=True)
+            loss = lossf(model(xtr[idx]), ytr[idx])
+            loss.backward()
+            opt.step()
+        train_time += time.perf_counter() - t
+        images += n
+    model.eval()
+    with torch.no_grad():
+        correct = sum((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item() for i in range(0, len(xte), 1000))
+    print(f"RESULT peer=torch model=fashion_cnn train_ips={images / train_time:.1f} "
+          f"infer_ips={infer_ips(model, xte, a.batch):.1f} test_acc={100.0 * correct / len(xte):.2f}", flush=True)
+
+
+def run_cifar(a):
+    torch.manual_seed(a.seed)
+    model = cifar_cnn()
+    keras_init(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    lossf = nn.CrossEntropyLoss()
+    x = torch.rand(a.batch * 4, 3, 32, 32)
+    y = torch.randint(0, 10, (a.batch * 4,))
+    model.train()
+
+    def step(i):
+        j = (i % 4) * a.batch
+        opt.zero_grad(set_to_none=True)
+        lossf(model(x[j:j + a.batch]), y[j:j + a.batch]).backward()
+        opt.step()
+
+    for i in range(3):
+        step(i)
+    t = time.perf_counter()
+    for i in range(a.steps):
+        step(i)
+    ips = a.steps * a.batch / (time.perf_counter() - t)
+    print(f"RESULT peer=torch model=cifar_cnn train_ips={ips:.1f} infer_ips={infer_ips(model, x, a.batch):.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="fashion_cnn")
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    run_fashion(a) if a.model == "fashion_cnn" else run_cifar(a)

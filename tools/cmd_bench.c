@@ -1,0 +1,127 @@
+/* kiln bench: training and inference throughput of a model on synthetic data, on the CPU and on
+ * the GPU when there is one, as a table with the GPU's speedup. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "kiln/kiln.h"
+#include "kiln/nn.h"
+#include "kiln/device.h"
+#include "tools/commands.h"
+
+static void bench_usage(FILE *f) {
+    fprintf(f,
+        "usage: kiln bench [options]\n\n"
+        "Times training (forward, backward and update) and inference of a model on synthetic data\n"
+        "on each device and prints images/s, the time one epoch of 50,000 images would take, and the\n"
+        "GPU's speedup over the CPU. Warm-up steps are not timed.\n\n"
+        "options:\n"
+        "  --model NAME       cifar_cnn (default), fashion_cnn, mlp\n"
+        "  --batch-size N     default 128\n"
+        "  --steps N          timed training steps per device (default 40)\n"
+        "  --device D         all (default: cpu, and gpu when available), cpu, gpu\n"
+        "  --optimizer NAME   momentum (default: SGD momentum 0.9, lr 0.01) or adam (lr 0.001)\n"
+        "  --threads N        CPU threads (default: all cores)\n"
+        "  --seed N           default 1\n");
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct bench_result { double train_ips, infer_ips; } bench_result;
+
+static kiln_status bench_one(const char *model, const char *device, int batch, int steps, bool adam, int threads,
+                             uint64_t seed, bench_result *r) {
+    bool cifar = !strcmp(model, "cifar_cnn");
+    kiln_shape in = cifar ? KILN_SHAPE(32, 32, 3) : KILN_SHAPE(28, 28, 1);
+    kiln_status st = KILN_OK;
+    kiln_model *m = kiln_model_preset(model, in, 10);
+    if (!m) return KILN_INVALID_ARGUMENT;
+    kiln_model_set_seed(m, seed);
+    kiln_dataset *warm = kiln_dataset_synthetic(in, 10, 3 * (int64_t)batch, seed + 1);
+    kiln_dataset *timed = kiln_dataset_synthetic(in, 10, (int64_t)steps * batch, seed + 2);
+    kiln_tensor *pred = NULL;
+    if (!warm || !timed) { st = KILN_OUT_OF_MEMORY; goto out; }
+    kiln_compile_opts co = { .optimizer = adam ? kiln_adam(1e-3) : kiln_momentum(0.01, 0.9, false),
+                             .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = true,
+                             .metrics = KILN_METRIC_ACCURACY, .device = device, .num_threads = threads };
+    if ((st = kiln_compile(m, &co))) goto out;
+    if ((st = kiln_fit(m, warm, &(kiln_fit_opts){ .epochs = 1, .batch_size = batch, .verbose = 0 }))) goto out;
+    double t = now();
+    if ((st = kiln_fit(m, timed, &(kiln_fit_opts){ .epochs = 2, .initial_epoch = 1, .batch_size = batch, .verbose = 0 }))) goto out;
+    r->train_ips = (double)steps * batch / (now() - t);
+    /* inference: one warm-up call, then the timed one over the same examples */
+    const kiln_tensor *x = kiln_dataset_x(timed);
+    kiln_eval_opts eo = { .batch_size = batch };
+    if ((st = kiln_predict(m, x, &eo, &pred))) goto out;
+    kiln_tensor_free(pred);
+    pred = NULL;
+    t = now();
+    if ((st = kiln_predict(m, x, &eo, &pred))) goto out;
+    r->infer_ips = (double)kiln_shape_numel(x->shape) / kiln_shape_numel(in) / (now() - t);
+out:
+    kiln_tensor_free(pred);
+    kiln_dataset_free(warm);
+    kiln_dataset_free(timed);
+    kiln_model_free(m);
+    return st;
+}
+
+int cmd_bench(int argc, char **argv) {
+    const char *model = "cifar_cnn", *device = "all", *optimizer = "momentum";
+    int batch = 128, steps = 40, threads = 0;
+    uint64_t seed = 1;
+    for (int i = 2; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) { bench_usage(stdout); return 0; }
+        if (i + 1 >= argc) { fprintf(stderr, "kiln bench: option %s needs a value (see kiln bench --help)\n", o); return 2; }
+        const char *v = argv[++i];
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+        bool num_ok = end && !*end && n > 0;
+        if (!strcmp(o, "--model")) model = v;
+        else if (!strcmp(o, "--device")) device = v;
+        else if (!strcmp(o, "--optimizer")) optimizer = v;
+        else if (!strcmp(o, "--batch-size") && num_ok) batch = (int)n;
+        else if (!strcmp(o, "--steps") && num_ok) steps = (int)n;
+        else if (!strcmp(o, "--threads") && num_ok) threads = (int)n;
+        else if (!strcmp(o, "--seed") && num_ok) seed = (uint64_t)n;
+        else { fprintf(stderr, "kiln bench: bad option '%s %s' (see kiln bench --help)\n", o, v); return 2; }
+    }
+    if (strcmp(device, "all") && strcmp(device, "cpu") && strcmp(device, "gpu")) {
+        fprintf(stderr, "kiln bench: --device must be all, cpu or gpu\n");
+        return 2;
+    }
+    bool adam = !strcmp(optimizer, "adam");
+    bool want_gpu = strcmp(device, "cpu") != 0, want_cpu = strcmp(device, "gpu") != 0;
+    if (want_gpu && !kiln_gpu_available()) {
+        if (!strcmp(device, "gpu")) { fprintf(stderr, "kiln bench: no GPU: %s\n", kiln_gpu_unavailable_reason()); return 1; }
+        want_gpu = false;
+    }
+    printf("kiln bench: %s, batch %d, %d timed steps, synthetic data, %s, %d CPU threads\n", model, batch, steps,
+           adam ? "Adam 1e-3" : "SGD momentum 0.9 lr 0.01", threads > 0 ? threads : kiln_get_num_threads());
+    printf("%-7s %14s %22s %14s %10s\n", "device", "train img/s", "epoch of 50,000 img", "infer img/s", "speedup");
+    bench_result cpu = { 0, 0 }, gpu = { 0, 0 };
+    const char *names[2] = { "cpu", "cuda" };
+    bench_result *res[2] = { &cpu, &gpu };
+    bool want[2] = { want_cpu, want_gpu };
+    for (int k = 0; k < 2; k++) {
+        if (!want[k]) continue;
+        if (bench_one(model, names[k], batch, steps, adam, threads, seed, res[k]) != KILN_OK) {
+            fprintf(stderr, "kiln bench: %s: %s\n", names[k], kiln_last_error());
+            return 1;
+        }
+        char speed[32] = "-";
+        if (k == 1 && cpu.train_ips > 0) snprintf(speed, sizeof speed, "%.1fx", res[k]->train_ips / cpu.train_ips);
+        else if (k == 0) snprintf(speed, sizeof speed, "1.0x");
+        printf("%-7s %14.1f %20.1f s %14.1f %10s\n", k ? "gpu" : "cpu", res[k]->train_ips, 50000.0 / res[k]->train_ips,
+               res[k]->infer_ips, speed);
+        printf("RESULT peer=kiln model=%s device=%s train_ips=%.1f infer_ips=%.1f\n", model, k ? "gpu" : "cpu",
+               res[k]->train_ips, res[k]->infer_ips);
+        fflush(stdout);
+    }
+    if (!want_gpu && strcmp(device, "cpu")) printf("gpu: not measured (%s)\n", kiln_gpu_unavailable_reason());
+    return 0;
+}
