@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "graph/plan.h"
 #include "graph/session_internal.h"
 #include "backend/registry.h"
@@ -36,7 +37,30 @@ struct kiln_session {
     size_t planned_bytes;
     size_t guard;
     bool warned_soft, verbose;
+    double *prof;               /* KILN_PROFILE=1: seconds per op (indexed by kiln_op), printed at free */
+    int64_t *prof_n;
 };
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void print_profile(const kiln_session *s) {
+    double total = 0;
+    for (int i = 0; i < KILN_OP_COUNT; i++) total += s->prof[i];
+    fprintf(stderr, "kiln profile: %.3f s in kernels (host-timed%s)\n", total, s->dev ? "; device kernels are asynchronous" : "");
+    bool done[KILN_OP_COUNT] = { 0 };
+    for (;;) {
+        int best = -1;
+        for (int i = 0; i < KILN_OP_COUNT; i++) if (!done[i] && s->prof_n[i] && (best < 0 || s->prof[i] > s->prof[best])) best = i;
+        if (best < 0) break;
+        done[best] = true;
+        fprintf(stderr, "  %-30s %9.3f s %5.1f%% %9lld calls %9.1f us/call\n", kiln_op_get((kiln_op)best)->name, s->prof[best],
+                total > 0 ? 100 * s->prof[best] / total : 0, (long long)s->prof_n[best], 1e6 * s->prof[best] / (double)s->prof_n[best]);
+    }
+}
 
 void kiln_session_set_guard(kiln_session *s, size_t bytes) { s->guard = bytes; }
 
@@ -124,6 +148,11 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     if (e && *e && strcmp(e, "0") != 0) s->opts.log_device_placement = true;
     e = getenv("KILN_CUDA_GRAPHS");
     if (e && strcmp(e, "0") == 0) s->opts.no_cuda_graphs = true;
+    e = getenv("KILN_PROFILE");
+    if (e && *e && strcmp(e, "0") != 0) {
+        s->prof = kiln_calloc(KILN_OP_COUNT, sizeof *s->prof);
+        s->prof_n = kiln_calloc(KILN_OP_COUNT, sizeof *s->prof_n);
+    }
     e = getenv("KILN_VERBOSE");
     s->verbose = e && *e && strcmp(e, "0") != 0;
     if (grow_ids(s) != KILN_OK) { kiln_session_free(s); return NULL; }
@@ -153,6 +182,9 @@ kiln_session *kiln_session_new_with_device(kiln_graph *g, const kiln_session_opt
 
 void kiln_session_free(kiln_session *s) {
     if (!s) return;
+    if (s->prof) print_profile(s);
+    kiln_free(s->prof);
+    kiln_free(s->prof_n);
     for (int i = 0; i < s->n_ids; i++) {
         if (s->var_data[i]) {
             if (s->var_home[i] == KILN_SPACE_DEVICE) s->dev->free(s->var_data[i]);
@@ -431,7 +463,9 @@ static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) 
     bool guard = p->guard && stp->space == KILN_SPACE_HOST;
     size_t out_bytes = node_bytes(n);
     if (guard) memset((char *)c.out.data + out_bytes, GUARD_BYTE, p->guard);
+    double t0 = s->prof ? now_s() : 0;
     kiln_status st = stp->kernel(&c);
+    if (s->prof) { s->prof[n->op] += now_s() - t0; s->prof_n[n->op]++; }
     for (size_t k = 0; guard && k < p->guard && st == KILN_OK; k++)
         if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
             st = kiln_set_error(KILN_INTERNAL, "%s (%s): the %s kernel wrote past the end of its output (guard byte %zu)", n->name, kiln_op_get(n->op)->name, stp->backend, k);

@@ -1,5 +1,8 @@
 /* MatMul / BatchMatMul on OpenBLAS, and the sgemm wrappers the conv kernels share. */
 #include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "backend/cpu/cpu_internal.h"
 
 /* OpenBLAS (pthread build) keeps one global thread count: only touch it when it differs, since
@@ -22,10 +25,34 @@ static void sgemm_raw(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
                 (blasint)ldc);
 }
 
+/* Multi-threaded GEMM with OpenMP threads over blocks of C, each a single-threaded sgemm.
+ * OpenBLAS's own pthread pool stays at one thread: two thread pools spinning on the same cores
+ * (OpenBLAS's and OpenMP's, which the other kernels use) cost more than either saves. */
 void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, int nthreads) {
-    blas_threads(nthreads);
-    sgemm_raw(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    blas_threads(1);
+    int nt = nthreads;
+    if (nt < 2 || M * N * K < (int64_t)64 * 64 * 64) { sgemm_raw(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return; }
+    bool by_rows = M >= 32 * (int64_t)nt;       /* else split the columns */
+    int64_t len = by_rows ? M : N;
+    #pragma omp parallel num_threads(nt)
+    {
+#ifdef _OPENMP
+        int t = omp_get_thread_num(), T = omp_get_num_threads();
+#else
+        int t = 0, T = 1;
+#endif
+        int64_t chunk = (len + T - 1) / T;
+        if (by_rows) chunk = (chunk + 7) & ~(int64_t)7;             /* keep row blocks SIMD-friendly */
+        else chunk = (chunk + 15) & ~(int64_t)15;
+        int64_t lo = t * chunk, hi = lo + chunk < len ? lo + chunk : len;
+        if (lo < hi) {
+            if (by_rows)
+                sgemm_raw(ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + lo * lda, lda, B, ldb, beta, C + lo * ldc, ldc);
+            else
+                sgemm_raw(ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+        }
+    }
 }
 
 /* Callers set the BLAS thread count to 1 (cpu_sgemm1_begin) before entering their parallel region. */
