@@ -171,7 +171,7 @@ kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
         if (!cu) kiln_note_cpu_fallback();
     }
     static kiln_device_hooks cuda_hooks;
-    if (cu) cuda_hooks = (kiln_device_hooks){ cu->capture_begin, cu->capture_end, cu->graph_launch, cu->graph_free };
+    if (cu) cuda_hooks = (kiln_device_hooks){ cu->capture_begin, cu->capture_end, cu->graph_launch, cu->graph_free, cu->set_step };
     return session_new(g, opts, cu ? cu->backend : NULL, cu ? &cuda_hooks : NULL);
 }
 
@@ -491,7 +491,8 @@ static kiln_status run_steps(kiln_session *s, kiln_plan *p, int from, int to) {
  * KILN_VERBOSE is set. *done tells whether this ran the plan. */
 static kiln_status run_captured(kiln_session *s, kiln_plan *p, bool *done) {
     *done = false;
-    if (!p->uses_device || !s->hooks || s->opts.no_cuda_graphs || p->host_steps_between || p->has_dropout || p->capture_failed)
+    if (!p->uses_device || !s->hooks || s->opts.no_cuda_graphs || p->host_steps_between || p->capture_failed ||
+        (p->has_dropout && !s->hooks->set_step))
         return KILN_OK;
     if (p->graph_exec && p->graph_arena_gen != s->arena_gen) {   /* buffers moved: capture again */
         s->hooks->graph_free(p->graph_exec);
@@ -517,6 +518,7 @@ static kiln_status run_captured(kiln_session *s, kiln_plan *p, bool *done) {
             return run_steps(s, p, p->n_feed_copies, p->n_steps);
         }
     }
+    if (s->hooks->set_step && (st = s->hooks->set_step(s->step ^ kiln_mix64(s->opts.seed))) != KILN_OK) return st;
     return s->hooks->graph_launch(p->graph_exec);
 }
 

@@ -14,6 +14,7 @@ typedef struct kiln_device_hooks {
     kiln_status (*capture_end)(void **graph_exec);
     kiln_status (*graph_launch)(void *graph_exec);
     void (*graph_free)(void *graph_exec);
+    kiln_status (*set_step)(uint64_t step);   /* the step captured dropout kernels read; may be NULL */
 } kiln_device_hooks;
 
 /* A session with an explicit device backend (tests use a fake device to exercise placement and

@@ -40,6 +40,9 @@ typedef struct kiln_cuda_module {
     kiln_status (*capture_end)(void **graph_exec);
     kiln_status (*graph_launch)(void *graph_exec);
     void (*graph_free)(void *graph_exec);
+    /* Captured Dropout kernels read the session step from a device word (a replayed graph keeps
+     * its launch arguments): set it, outside capture, before each graph_launch. */
+    kiln_status (*set_step)(uint64_t step);
 } kiln_cuda_module;
 
 /* Exported by the module. On failure returns NULL and writes a one-line reason into why

@@ -1,0 +1,221 @@
+/* Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter through cuDNN (legacy convolution API),
+ * NHWC activations. Kiln's filters are HWIO [kh, kw, Cin/g, Cout]; cuDNN's NHWC filter layout is
+ * KRSC [Cout, kh, kw, Cin/g], i.e. the transpose of the [kh*kw*Cin/g, Cout] matrix: the filter is
+ * transposed into the workspace (and the filter gradient back out of it) with our own kernel.
+ * cuDNN's legacy API takes symmetric padding only; for asymmetric pads (SAME with an even
+ * window/stride) x is zero-padded into the workspace and the convolution runs unpadded (the
+ * input gradient is computed padded and cropped).
+ * Algorithms: chosen once per shape (cache keyed by op, dtype, geometry) with cudnnFind* at plan
+ * time (workspace()), limited to KILN_CUDNN_WORKSPACE_MB (default 256) of cuDNN workspace, or
+ * cudnnGet*_v7 heuristics when benchmarking is impossible (during graph capture). KILN_DETERMINISTIC=1
+ * keeps only deterministic algorithms. f32 uses CUDNN_FMA_MATH (no TF32) unless KILN_CUDA_TF32=1. */
+#include <stdlib.h>
+#include "backend/cuda/cuda_internal.cuh"
+
+typedef struct conv_key {
+    int op, dtype, groups;
+    int64_t N, H, W, C, OH, OW, CO;
+    int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
+} conv_key;
+
+typedef struct conv_entry {
+    conv_key k;
+    bool prepad, found;
+    int64_t Hp, Wp;                           /* x's size as cuDNN sees it */
+    cudnnTensorDescriptor_t xd, yd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    int algo;
+    cudnnMathType_t math;
+    size_t ws;                                /* cuDNN's workspace for algo */
+} conv_entry;
+
+#define CONV_CACHE 256
+static conv_entry *cache[CONV_CACHE];
+static int n_cache;
+
+static bool key_of(const kiln_node *n, conv_key *k) {
+    kiln_shape x, w, y;
+    if (n->op == KILN_OP_CONV2D) { x = n->in[0]->shape; w = n->in[1]->shape; y = n->shape; }
+    else if (n->op == KILN_OP_CONV2D_BWD_INPUT) { x = n->shape; w = n->in[0]->shape; y = n->in[1]->shape; }
+    else if (n->op == KILN_OP_CONV2D_BWD_FILTER) { x = n->in[0]->shape; w = n->shape; y = n->in[1]->shape; }
+    else return false;
+    if (x.rank != 4 || w.rank != 4 || y.rank != 4) return false;
+    const kiln_attrs *a = &n->attrs;
+    memset(k, 0, sizeof *k);
+    k->op = n->op; k->dtype = n->dtype; k->groups = a->groups > 0 ? a->groups : 1;
+    k->N = x.dim[0]; k->H = x.dim[1]; k->W = x.dim[2]; k->C = x.dim[3];
+    k->OH = y.dim[1]; k->OW = y.dim[2]; k->CO = y.dim[3];
+    k->kh = (int)w.dim[0]; k->kw = (int)w.dim[1];
+    k->sh = a->sh; k->sw = a->sw; k->dh = a->dh > 0 ? a->dh : 1; k->dw = a->dw > 0 ? a->dw : 1;
+    k->pt = a->pt; k->pb = a->pb; k->pl = a->pl; k->pr = a->pr;
+    if (w.dim[2] * k->groups != k->C || w.dim[3] != k->CO) return false;
+    const int64_t dims[7] = { k->N, k->H, k->W, k->C, k->OH, k->OW, k->CO };
+    for (int i = 0; i < 7; i++)
+        if (dims[i] <= 0 || dims[i] > (1 << 30)) return false;
+    return k->sh > 0 && k->sw > 0;
+}
+
+static size_t es_of(int dt) { return dt == KILN_F32 ? 4 : 2; }
+static cudnnDataType_t dnn_type(int dt) { return dt == KILN_F32 ? CUDNN_DATA_FLOAT : dt == KILN_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
+static size_t filter_bytes(const conv_key *k) { return cu_align((size_t)(k->kh * k->kw * (k->C / k->groups) * k->CO) * es_of(k->dtype)); }
+static size_t prepad_bytes(const conv_entry *e) {
+    return e->prepad ? cu_align((size_t)(e->k.N * e->Hp * e->Wp * e->k.C) * es_of(e->k.dtype)) : 0;
+}
+
+static void entry_free(conv_entry *e) {
+    if (!e) return;
+    if (e->xd) cudnnDestroyTensorDescriptor(e->xd);
+    if (e->yd) cudnnDestroyTensorDescriptor(e->yd);
+    if (e->wd) cudnnDestroyFilterDescriptor(e->wd);
+    if (e->cd) cudnnDestroyConvolutionDescriptor(e->cd);
+    free(e);
+}
+
+void cu_dnn_release(void) {
+    for (int i = 0; i < n_cache; i++) entry_free(cache[i]);
+    n_cache = 0;
+}
+
+static bool env_on(const char *name) { const char *v = getenv(name); return v && *v && *v != '0'; }
+
+/* Picks an algorithm with cuDNN's benchmark (find) or heuristics, within budget bytes. */
+static bool choose_algo(conv_entry *e, bool find, size_t budget) {
+    cu_device *d = cu_dev();
+    if (!d) return false;
+    bool det = env_on("KILN_DETERMINISTIC");
+    int got = 0;
+    cudnnStatus_t st;
+#define PICK(perf, cnt) \
+    for (int i = 0; i < (cnt); i++) { \
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > budget) continue; \
+        if (det && perf[i].determinism != CUDNN_DETERMINISTIC) continue; \
+        e->algo = (int)perf[i].algo; e->ws = perf[i].memory; e->math = perf[i].mathType; return true; \
+    }
+    if (e->k.op == KILN_OP_CONV2D) {
+        cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        st = find ? cudnnFindConvolutionForwardAlgorithm(d->dnn, e->xd, e->wd, e->cd, e->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, p)
+                  : cudnnGetConvolutionForwardAlgorithm_v7(d->dnn, e->xd, e->wd, e->cd, e->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, p);
+        if (st == CUDNN_STATUS_SUCCESS) PICK(p, got)
+    } else if (e->k.op == KILN_OP_CONV2D_BWD_INPUT) {
+        cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        st = find ? cudnnFindConvolutionBackwardDataAlgorithm(d->dnn, e->wd, e->yd, e->cd, e->xd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, p)
+                  : cudnnGetConvolutionBackwardDataAlgorithm_v7(d->dnn, e->wd, e->yd, e->cd, e->xd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, p);
+        if (st == CUDNN_STATUS_SUCCESS) PICK(p, got)
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        st = find ? cudnnFindConvolutionBackwardFilterAlgorithm(d->dnn, e->xd, e->yd, e->cd, e->wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, p)
+                  : cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->dnn, e->xd, e->yd, e->cd, e->wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, p);
+        if (st == CUDNN_STATUS_SUCCESS) PICK(p, got)
+    }
+#undef PICK
+    cudaGetLastError();
+    return false;
+}
+
+/* The cached entry for this node's convolution (created with heuristics on first sight); NULL
+ * when cuDNN cannot run it. */
+static conv_entry *entry_for(const kiln_node *n) {
+    conv_key k;
+    if (!key_of(n, &k)) return NULL;
+    for (int i = 0; i < n_cache; i++)
+        if (!memcmp(&cache[i]->k, &k, sizeof k)) return cache[i]->algo >= 0 ? cache[i] : NULL;
+    if (n_cache == CONV_CACHE || !cu_dev()) return NULL;
+    conv_entry *e = (conv_entry *)calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->k = k;
+    e->algo = -1;
+    e->prepad = k.pt != k.pb || k.pl != k.pr;
+    e->Hp = e->prepad ? k.H + k.pt + k.pb : k.H;
+    e->Wp = e->prepad ? k.W + k.pl + k.pr : k.W;
+    int ph = e->prepad ? 0 : k.pt, pw = e->prepad ? 0 : k.pl;
+    cudnnDataType_t t = dnn_type(k.dtype);
+    bool ok = cudnnCreateTensorDescriptor(&e->xd) == CUDNN_STATUS_SUCCESS &&
+              cudnnCreateTensorDescriptor(&e->yd) == CUDNN_STATUS_SUCCESS &&
+              cudnnCreateFilterDescriptor(&e->wd) == CUDNN_STATUS_SUCCESS &&
+              cudnnCreateConvolutionDescriptor(&e->cd) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetTensor4dDescriptor(e->xd, CUDNN_TENSOR_NHWC, t, (int)k.N, (int)k.C, (int)e->Hp, (int)e->Wp) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetTensor4dDescriptor(e->yd, CUDNN_TENSOR_NHWC, t, (int)k.N, (int)k.CO, (int)k.OH, (int)k.OW) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetFilter4dDescriptor(e->wd, t, CUDNN_TENSOR_NHWC, (int)k.CO, (int)(k.C / k.groups), k.kh, k.kw) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetConvolution2dDescriptor(e->cd, ph, pw, k.sh, k.sw, k.dh, k.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetConvolutionGroupCount(e->cd, k.groups) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetConvolutionMathType(e->cd, k.dtype == KILN_F32 && !cu.tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH) == CUDNN_STATUS_SUCCESS;
+    /* cuDNN's output size must be ours */
+    if (ok) {
+        int on, oc, oh, ow;
+        ok = cudnnGetConvolution2dForwardOutputDim(e->cd, e->xd, e->wd, &on, &oc, &oh, &ow) == CUDNN_STATUS_SUCCESS &&
+             on == k.N && oc == k.CO && oh == k.OH && ow == k.OW;
+    }
+    if (ok) ok = choose_algo(e, false, cu.conv_ws_limit);
+    cache[n_cache++] = e;     /* kept even when unsupported, so the answer is not recomputed */
+    if (!ok) { e->algo = -1; return NULL; }
+    return e;
+}
+
+size_t cu_dnn_workspace(const kiln_node *n) {
+    conv_entry *e = entry_for(n);
+    if (!e) return 0;
+    cu_device *d = cu_dev();
+    if (!e->found && d && !d->capturing) {
+        conv_entry keep = *e;
+        if (!choose_algo(e, true, cu.conv_ws_limit)) { e->algo = keep.algo; e->ws = keep.ws; e->math = keep.math; }
+        e->found = true;
+    }
+    return filter_bytes(&e->k) + prepad_bytes(e) + cu_align(e->ws);
+}
+
+static kiln_status k_conv(const kiln_kctx *c) {
+    const kiln_node *n = c->node;
+    conv_entry *e = entry_for(n);
+    if (!e) return cu_fail(KILN_INTERNAL, "%s: no cuDNN algorithm for this convolution", n->name);
+    cu_device *d = cu_dev();
+    if (!d) return KILN_DEVICE_ERROR;
+    const conv_key *k = &e->k;
+    size_t es = es_of(k->dtype), fb = filter_bytes(k), pb = prepad_bytes(e);
+    if (c->ws_bytes < fb + pb || !c->workspace)
+        return cu_fail(KILN_INTERNAL, "%s: convolution workspace is %zu bytes, needs at least %zu", n->name, c->ws_bytes, fb + pb);
+    char *ws = (char *)c->workspace;
+    void *wt = ws, *xp = ws + fb, *dws = ws + fb + pb;
+    size_t avail = c->ws_bytes - fb - pb;
+    if (e->ws > avail && !choose_algo(e, false, avail))
+        return cu_fail(KILN_INTERNAL, "%s: no cuDNN algorithm fits in %zu bytes of workspace", n->name, avail);
+    cudnnSetConvolutionMathType(e->cd, e->math);
+    int64_t R = (int64_t)k->kh * k->kw * (k->C / k->groups);
+    int64_t xdim[4] = { k->N, k->H, k->W, k->C }, pdim[4] = { k->N, e->Hp, e->Wp, k->C }, before[4] = { 0, k->pt, k->pl, 0 };
+    float one = 1.0f, zero = 0.0f;
+    kiln_status s = KILN_OK;
+    cudnnStatus_t st;
+    if (k->op == KILN_OP_CONV2D) {
+        if ((s = cu_transpose2d(c->in[1].data, wt, es, R, k->CO))) return s;
+        const void *x = c->in[0].data;
+        if (e->prepad) { if ((s = cu_pad4(x, xp, es, xdim, before, pdim))) return s; x = xp; }
+        st = cudnnConvolutionForward(d->dnn, &one, e->xd, x, e->wd, wt, e->cd, (cudnnConvolutionFwdAlgo_t)e->algo, dws, e->ws,
+                                     &zero, e->yd, c->out.data);
+    } else if (k->op == KILN_OP_CONV2D_BWD_INPUT) {
+        if ((s = cu_transpose2d(c->in[0].data, wt, es, R, k->CO))) return s;
+        void *dx = e->prepad ? xp : c->out.data;
+        st = cudnnConvolutionBackwardData(d->dnn, &one, e->wd, wt, e->yd, c->in[1].data, e->cd, (cudnnConvolutionBwdDataAlgo_t)e->algo,
+                                          dws, e->ws, &zero, e->xd, dx);
+        if (st == CUDNN_STATUS_SUCCESS && e->prepad) s = cu_crop4(xp, c->out.data, es, pdim, before, xdim);
+    } else {
+        const void *x = c->in[0].data;
+        if (e->prepad) { if ((s = cu_pad4(x, xp, es, xdim, before, pdim))) return s; x = xp; }
+        st = cudnnConvolutionBackwardFilter(d->dnn, &one, e->xd, x, e->yd, c->in[1].data, e->cd, (cudnnConvolutionBwdFilterAlgo_t)e->algo,
+                                            dws, e->ws, &zero, e->wd, wt);
+        if (st == CUDNN_STATUS_SUCCESS) s = cu_transpose2d(wt, c->out.data, es, k->CO, R);
+    }
+    if (st != CUDNN_STATUS_SUCCESS) {
+        char what[200];
+        snprintf(what, sizeof what, "%s (%s, algo %d)", n->name,
+                 k->op == KILN_OP_CONV2D ? "cudnnConvolutionForward" : k->op == KILN_OP_CONV2D_BWD_INPUT ? "cudnnConvolutionBackwardData"
+                                                                       : "cudnnConvolutionBackwardFilter", e->algo);
+        return cu_dnn_check(st, what);
+    }
+    return s;
+}
+
+kiln_kernel_fn cu_dnn_kernel(const kiln_node *n) {
+    if (n->op != KILN_OP_CONV2D && n->op != KILN_OP_CONV2D_BWD_INPUT && n->op != KILN_OP_CONV2D_BWD_FILTER) return NULL;
+    if (!cu_is_fhb(n->dtype) || !cu_all_dtype(n, n->dtype)) return NULL;
+    return entry_for(n) ? k_conv : NULL;
+}

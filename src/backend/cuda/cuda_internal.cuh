@@ -1,0 +1,191 @@
+/* Shared state and helpers of the CUDA backend module (libkiln_cuda.so). CUDA C++ kept C-like:
+ * templates only for the element type of a kernel. */
+#ifndef KILN_CUDA_INTERNAL_CUH
+#define KILN_CUDA_INTERNAL_CUH
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cublas_v2.h>
+#include <cudnn.h>
+#include "backend/backend.h"
+#include "backend/cuda/cuda_module.h"
+#include "backend/cuda/cuda_alloc_pool.h"
+
+#define CU_MAX_DEVICES 16
+#define CU_THREADS 256
+
+/* A data error found on the device (e.g. a label outside [0, C)): the first one is kept in mapped
+ * pinned host memory and reported by sync(), since kernels cannot fail synchronously. */
+typedef struct cu_dev_error {
+    int set;
+    int op;                 /* kiln_op */
+    long long a, b, c;      /* op-specific values (label, row, classes) */
+    unsigned long long node;   /* the const kiln_node * of the kernel that found it */
+} cu_dev_error;
+
+typedef struct cu_device {
+    bool ready;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+    void *blas_ws;                 /* cuBLAS workspace (graph capture safe) */
+    kiln_pool pool;
+    cu_dev_error *err_host;        /* mapped pinned */
+    cu_dev_error *err_dev;         /* its device alias */
+    bool capturing;
+    unsigned long long *step_dev;  /* the session step for kernels replayed from a CUDA graph */
+} cu_device;
+
+typedef struct cu_state {
+    const kiln_cuda_host *host;
+    int count;
+    int cur;
+    bool tf32;                     /* KILN_CUDA_TF32=1: TF32 tensor cores for f32 matmul/conv */
+    size_t conv_ws_limit;          /* cuDNN workspace budget per conv (KILN_CUDNN_WORKSPACE_MB) */
+    cu_device dev[CU_MAX_DEVICES];
+} cu_state;
+
+extern cu_state cu;
+
+/* The current device, initialised lazily (stream, handles, error flag). NULL after reporting. */
+cu_device *cu_dev(void);
+static inline cudaStream_t cu_stream(void) { return cu.dev[cu.cur].stream; }
+
+/* Device word holding the step that captured Dropout kernels read (set by kiln_cuda_set_step). */
+const unsigned long long *cu_step_ptr(void);
+
+/* Errors: report through libkiln and return the status. */
+kiln_status cu_fail(kiln_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+kiln_status cu_check(cudaError_t e, const char *what);
+kiln_status cu_launch_check(const kiln_kctx *c);   /* after a launch: cudaGetLastError */
+kiln_status cu_blas_check(cublasStatus_t s, const char *what);
+kiln_status cu_dnn_check(cudnnStatus_t s, const char *what);
+
+/* Grid size for n elements with grid-stride loops. */
+static inline unsigned cu_blocks(int64_t n) {
+    int64_t b = (n + CU_THREADS - 1) / CU_THREADS;
+    if (b < 1) b = 1;
+    if (b > 65535LL * 8) b = 65535LL * 8;
+    return (unsigned)b;
+}
+
+#define CU_LOOP(i, n) for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)blockDim.x * gridDim.x)
+
+/* ---- element access: every float dtype computes in float (f64 in double) ---- */
+template <typename T> struct cu_acc { typedef float type; };
+template <> struct cu_acc<double> { typedef double type; };
+
+__device__ __forceinline__ float cu_ld(const float *p, int64_t i) { return p[i]; }
+__device__ __forceinline__ double cu_ld(const double *p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float cu_ld(const __half *p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float cu_ld(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void cu_st(float *p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void cu_st(double *p, int64_t i, double v) { p[i] = v; }
+__device__ __forceinline__ void cu_st(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void cu_st(__nv_bfloat16 *p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+/* Any dtype as double (labels, scalars of a run-time dtype). */
+__device__ __forceinline__ double cu_ld_any(const void *p, int dt, int64_t i) {
+    switch (dt) {
+    case KILN_F32: return ((const float *)p)[i];
+    case KILN_F64: return ((const double *)p)[i];
+    case KILN_F16: return __half2float(((const __half *)p)[i]);
+    case KILN_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case KILN_I32: return ((const int32_t *)p)[i];
+    case KILN_I64: return (double)((const int64_t *)p)[i];
+    case KILN_U8: return ((const uint8_t *)p)[i];
+    case KILN_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
+    default: return 0.0;
+    }
+}
+/* Integer labels read exactly. */
+__device__ __forceinline__ long long cu_ld_label(const void *p, int dt, int64_t i) {
+    if (dt == KILN_I64) return ((const long long *)p)[i];
+    if (dt == KILN_I32) return ((const int32_t *)p)[i];
+    return (long long)cu_ld_any(p, dt, i);
+}
+/* First error wins. */
+__device__ __forceinline__ void cu_report(cu_dev_error *e, int op, long long a, long long b, long long c,
+                                          unsigned long long node) {
+    if (atomicCAS(&e->set, 0, -1) == 0) {
+        e->op = op; e->a = a; e->b = b; e->c = c; e->node = node;
+        __threadfence_system();
+        atomicExch(&e->set, 1);
+    }
+}
+
+/* Float dtypes the elementwise templates cover. */
+static inline bool cu_is_float(kiln_dtype t) { return t == KILN_F32 || t == KILN_F64 || t == KILN_F16 || t == KILN_BF16; }
+/* f32 plus the cheap half types (f64 where noted per family). */
+static inline bool cu_is_fhb(kiln_dtype t) { return t == KILN_F32 || t == KILN_F16 || t == KILN_BF16; }
+static inline bool cu_all_dtype(const kiln_node *n, kiln_dtype t) {
+    if (n->dtype != t) return false;
+    for (int i = 0; i < n->n_in; i++) if (n->in[i]->dtype != t) return false;
+    return true;
+}
+
+/* Dispatches a statement on a float dtype: T is the element type. */
+#define CU_FLOAT_SWITCH(dt, T, ...) \
+    switch (dt) { \
+    case KILN_F32: { typedef float T; __VA_ARGS__; } break; \
+    case KILN_F64: { typedef double T; __VA_ARGS__; } break; \
+    case KILN_F16: { typedef __half T; __VA_ARGS__; } break; \
+    case KILN_BF16: { typedef __nv_bfloat16 T; __VA_ARGS__; } break; \
+    default: return cu_fail(KILN_UNSUPPORTED, "cuda: dtype %d not handled", (int)(dt)); \
+    }
+
+/* Rank/stride description passed by value to kernels. */
+typedef struct cu_shape { int rank; int64_t dim[KILN_MAX_DIMS]; } cu_shape;
+static inline cu_shape cu_shape_of(kiln_shape s) { cu_shape r; r.rank = s.rank; for (int d = 0; d < KILN_MAX_DIMS; d++) r.dim[d] = d < s.rank ? s.dim[d] : 1; return r; }
+typedef struct cu_strides { int64_t s[KILN_MAX_DIMS]; } cu_strides;
+static inline void cu_row_strides(kiln_shape s, int64_t *st) {
+    int64_t k = 1;
+    for (int d = s.rank - 1; d >= 0; d--) { st[d] = k; k *= s.dim[d]; }
+}
+/* Offset of element i (row-major over dim[0..n)) in a buffer with strides str. */
+__device__ __forceinline__ int64_t cu_offset(int64_t i, const int64_t *dim, const int64_t *str, int n) {
+    int64_t off = 0;
+    for (int d = n - 1; d >= 0; d--) { off += (i % dim[d]) * str[d]; i /= dim[d]; }
+    return off;
+}
+
+static inline size_t kiln_dtype_size_cu(kiln_dtype t) {
+    switch (t) {
+    case KILN_F64: case KILN_I64: return 8;
+    case KILN_F32: case KILN_I32: return 4;
+    case KILN_F16: case KILN_BF16: return 2;
+    default: return 1;
+    }
+}
+static inline int64_t cu_numel(kiln_shape s) { int64_t n = 1; for (int d = 0; d < s.rank; d++) n *= s.dim[d]; return n; }
+static inline size_t cu_align(size_t b) { return (b + 255) / 256 * 256; }
+
+/* Per-family lookups: NULL when unsupported (op, dtype, shape). */
+kiln_kernel_fn cu_blas_kernel(const kiln_node *n);
+kiln_kernel_fn cu_dnn_kernel(const kiln_node *n);
+size_t cu_dnn_workspace(const kiln_node *n);
+void cu_dnn_release(void);
+kiln_kernel_fn cu_pool_kernel(const kiln_node *n);
+kiln_kernel_fn cu_elementwise_kernel(const kiln_node *n);
+kiln_kernel_fn cu_reduce_kernel(const kiln_node *n);
+size_t cu_reduce_workspace(const kiln_node *n);
+kiln_kernel_fn cu_shape_kernel(const kiln_node *n);
+kiln_kernel_fn cu_loss_optim_kernel(const kiln_node *n);
+size_t cu_loss_optim_workspace(const kiln_node *n);
+kiln_kernel_fn cu_norm_kernel(const kiln_node *n);
+size_t cu_norm_workspace(const kiln_node *n);
+
+/* Shared device helpers (cuda_shape.cu): pad a NHWC tensor into dst (for asymmetric conv pads),
+ * slice it back, and 2-D transposes [R, C] -> [C, R] of 2- or 4-byte elements. */
+kiln_status cu_pad4(const void *src, void *dst, size_t es, const int64_t *sdim, const int64_t *before,
+                    const int64_t *ddim);
+kiln_status cu_crop4(const void *src, void *dst, size_t es, const int64_t *sdim, const int64_t *before,
+                     const int64_t *ddim);
+kiln_status cu_transpose2d(const void *src, void *dst, size_t es, int64_t R, int64_t C);
+
+/* Two-pass sum of squares, partials in double; used by GlobalNorm (cuda_loss_optim.cu). */
+#define CU_RED_BLOCKS 240
+#endif

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The GPU machine's one script (H200, sm_90; nvcc, cuBLAS, cuDNN as Python wheels, PyTorch; no apt,
+# no network). Run from the repository root:
+#     tests/gpu/run.sh
+# 1. reports what the machine has (GPU, driver, nvcc, cuDNN wheel, OpenBLAS, zlib, torch)
+# 2. configures and builds Kiln with the CUDA backend for sm_90 in build-gpu
+# 3. runs the op conformance test (cuda vs ref): build-gpu/test_ops
+# 4. trains fashion_cnn 2 epochs with seed 1 on the GPU and on the CPU; test accuracies must agree
+#    within 0.5 points
+# 5. runs `kiln bench` and the PyTorch peer (eager + torch.compile), prints a short table
+# Everything under a global deadline (default 470 s; KILN_GPU_DEADLINE=seconds); each step gets a
+# timeout from what is left. Output goes to $OUT/gpu_results.txt when $OUT is set (else
+# build-gpu/gpu_results.txt). Exit status: 0 when every check that ran passed.
+# Environment knobs: KILN_FASHION_DIR (Fashion-MNIST .gz folder), KILN_GPU_CMAKE_ARGS (extra
+# cmake arguments, e.g. -DOPENBLAS_LIBRARY=... for a carried OpenBLAS), KILN_GPU_SKIP_BUILD=1.
+set -u
+START=$(date +%s)
+DEADLINE=$((START + ${KILN_GPU_DEADLINE:-470}))
+ROOT=$(pwd)
+BUILD=$ROOT/build-gpu
+mkdir -p "$BUILD"
+RESULTS=${OUT:+$OUT/gpu_results.txt}
+RESULTS=${RESULTS:-$BUILD/gpu_results.txt}
+: > "$RESULTS"
+LOGDIR=${OUT:-$BUILD}
+
+say() { echo "$*" | tee -a "$RESULTS"; }
+left() { echo $((DEADLINE - $(date +%s))); }
+# tmo SECONDS: min(SECONDS, time left - 5), at least 1
+tmo() { local l; l=$(( $(left) - 5 )); [ "$l" -lt 1 ] && l=1; [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+
+declare -A ROW
+FAILS=0
+status() { ROW[$1]="$2"; case "$2" in FAIL*|TIMEOUT*) FAILS=$((FAILS + 1));; esac; }
+
+say "== Kiln GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) =="
+# ---- 1. the machine ----
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$RESULTS"
+else
+  say "gpu: nvidia-smi not found"
+fi
+NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
+say "nvcc: ${NVCC:-not found} $( [ -n "$NVCC" ] && "$NVCC" --version | tail -1)"
+PY=$(command -v python3 || true)
+say "python3: ${PY:-not found}"
+CUDNN_LIBDIR=""
+WHEEL_LIBDIRS=""
+if [ -n "$PY" ]; then
+  say "torch: $("$PY" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1 | tail -1)"
+  # nvidia wheels' lib dirs (cudnn, cublas, nccl, ...)
+  WHEEL_LIBDIRS=$("$PY" - <<'EOF' 2>/dev/null
+import site, sys, os, glob
+seen = []
+for s in site.getsitepackages() + sys.path:
+    for d in glob.glob(os.path.join(s, "nvidia", "*", "lib")) + glob.glob(os.path.join(s, "nvidia", "cu13", "lib")):
+        if os.path.isdir(d) and d not in seen:
+            seen.append(d)
+print(":".join(seen))
+EOF
+)
+  CUDNN_LIBDIR=$(echo "$WHEEL_LIBDIRS" | tr ':' '\n' | grep -m1 cudnn || true)
+fi
+say "cuDNN wheel lib: ${CUDNN_LIBDIR:-not found} $( [ -n "$CUDNN_LIBDIR" ] && cd "$CUDNN_LIBDIR" 2>/dev/null && echo libcudnn.so* )"
+for lib in openblas z; do
+  if ldconfig -p 2>/dev/null | grep -q "lib$lib\.so"; then say "lib$lib: $(ldconfig -p | grep -m1 "lib$lib\.so" | awk '{print $NF}')"; else say "lib$lib: NOT FOUND (pass its location in KILN_GPU_CMAKE_ARGS)"; fi
+done
+[ -f /usr/include/cblas.h ] || ls /usr/include/*/cblas.h >/dev/null 2>&1 || say "cblas.h: NOT FOUND in /usr/include"
+[ -f /usr/include/zlib.h ] || say "zlib.h: NOT FOUND in /usr/include"
+export LD_LIBRARY_PATH="${WHEEL_LIBDIRS:+$WHEEL_LIBDIRS:}${LD_LIBRARY_PATH:-}"
+JOBS=$(nproc 2>/dev/null || echo 8)
+
+# ---- 2. build ----
+if [ "${KILN_GPU_SKIP_BUILD:-0}" != 1 ]; then
+  GEN=""
+  command -v ninja >/dev/null && GEN="-G Ninja"
+  [ -f "$BUILD/CMakeCache.txt" ] && GEN=""
+  say "-- configure (build-gpu)"
+  # shellcheck disable=SC2086
+  timeout "$(tmo 90)" cmake -S "$ROOT" -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DKILN_CUDA_ARCHS="90-real;90-virtual" \
+      ${PY:+-DKILN_PYTHON=$PY} ${KILN_GPU_CMAKE_ARGS:-} > "$LOGDIR/gpu_configure.log" 2>&1
+  rc=$?
+  grep -E "CUDA|cuDNN|NCCL|OpenBLAS|Error|error" "$LOGDIR/gpu_configure.log" | head -20 | tee -a "$RESULTS"
+  if [ $rc -ne 0 ]; then status build "FAIL (configure rc $rc; see gpu_configure.log)"; fi
+  if [ $rc -eq 0 ]; then
+    say "-- build (-j$JOBS)"
+    timeout "$(tmo 240)" cmake --build "$BUILD" -j "$JOBS" > "$LOGDIR/gpu_build.log" 2>&1
+    rc=$?
+    grep -iE "warning|error" "$LOGDIR/gpu_build.log" | head -20 | tee -a "$RESULTS"
+    if [ $rc -eq 0 ]; then status build "ok ($(( $(date +%s) - START )) s)"
+    elif [ $rc -eq 124 ]; then status build "TIMEOUT"
+    else status build "FAIL (rc $rc; see gpu_build.log)"; tail -20 "$LOGDIR/gpu_build.log" | tee -a "$RESULTS"; fi
+  fi
+else
+  status build "skipped (KILN_GPU_SKIP_BUILD=1)"
+fi
+[ -f "$BUILD/libkiln_cuda.so" ] && say "module: $BUILD/libkiln_cuda.so ($(nm -D --defined-only "$BUILD/libkiln_cuda.so" | grep -c kiln_cuda) exported kiln_cuda symbols)" \
+  || say "module: libkiln_cuda.so NOT BUILT"
+KILN=$BUILD/kiln
+[ -x "$KILN" ] && { say "-- kiln devices"; timeout "$(tmo 30)" "$KILN" devices 2>&1 | tee -a "$RESULTS"; }
+
+# ---- 3. op conformance (cuda vs ref) ----
+if [ -x "$BUILD/test_ops" ]; then
+  say "-- test_ops"
+  timeout "$(tmo 120)" "$BUILD/test_ops" > "$LOGDIR/gpu_test_ops.log" 2>&1
+  rc=$?
+  grep -E "^FAIL|cuda|passed|failed|skipped" "$LOGDIR/gpu_test_ops.log" | head -40 | tee -a "$RESULTS"
+  tail -3 "$LOGDIR/gpu_test_ops.log" | tee -a "$RESULTS"
+  if [ $rc -eq 0 ]; then status test_ops "ok"; elif [ $rc -eq 124 ]; then status test_ops "TIMEOUT"; else status test_ops "FAIL (rc $rc, $(grep -c '^FAIL' "$LOGDIR/gpu_test_ops.log") failures)"; fi
+else
+  status test_ops "FAIL (not built)"
+fi
+
+# ---- 4. fashion_cnn GPU vs CPU ----
+DATA=""
+for d in "${KILN_FASHION_DIR:-}" "$ROOT/data/fashion-mnist" "$ROOT/data/fashion" "$ROOT/data/fashion_mnist" /usr/share/datasets/fashion-mnist; do
+  [ -n "$d" ] && [ -f "$d/train-images-idx3-ubyte.gz" ] && { DATA=$d; break; }
+done
+acc_of() { grep -oE "Test accuracy: [0-9.]+" "$1" | tail -1 | awk '{print $3}'; }
+if [ -z "$DATA" ] || [ ! -x "$KILN" ]; then
+  status accuracy "FAIL (no Fashion-MNIST folder: set KILN_FASHION_DIR)"
+  [ -x "$KILN" ] || status accuracy "FAIL (kiln not built)"
+else
+  say "-- kiln train fashion_cnn, 2 epochs, seed 1, data $DATA"
+  T0=$(date +%s)
+  timeout "$(tmo 120)" "$KILN" train --device gpu --data "$DATA" --epochs 2 --seed 1 > "$LOGDIR/gpu_train_gpu.log" 2>&1
+  rg=$?; TG=$(( $(date +%s) - T0 ))
+  tail -4 "$LOGDIR/gpu_train_gpu.log" | tee -a "$RESULTS"
+  T0=$(date +%s)
+  timeout "$(tmo 180)" "$KILN" train --device cpu --data "$DATA" --epochs 2 --seed 1 > "$LOGDIR/gpu_train_cpu.log" 2>&1
+  rc=$?; TC=$(( $(date +%s) - T0 ))
+  tail -4 "$LOGDIR/gpu_train_cpu.log" | tee -a "$RESULTS"
+  AG=$(acc_of "$LOGDIR/gpu_train_gpu.log"); AC=$(acc_of "$LOGDIR/gpu_train_cpu.log")
+  if [ $rg -ne 0 ] || [ -z "$AG" ]; then status accuracy "FAIL (gpu run rc $rg)"
+  elif [ $rc -ne 0 ] || [ -z "$AC" ]; then status accuracy "FAIL (cpu run rc $rc; gpu ${AG}%)"
+  else
+    if awk -v a="$AG" -v b="$AC" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.5) }'; then
+      status accuracy "ok (gpu ${AG}% in ${TG} s, cpu ${AC}% in ${TC} s)"
+    else
+      status accuracy "FAIL (gpu ${AG}% vs cpu ${AC}%: more than 0.5 points apart)"
+    fi
+  fi
+fi
+
+# ---- 5. benchmarks ----
+if [ -x "$KILN" ]; then
+  say "-- kiln bench"
+  timeout "$(tmo 150)" "$KILN" bench > "$LOGDIR/gpu_bench.log" 2>&1
+  rc=$?
+  tail -15 "$LOGDIR/gpu_bench.log" | tee -a "$RESULTS"
+  if [ $rc -eq 0 ]; then status kiln_bench "ok"; elif [ $rc -eq 124 ]; then status kiln_bench "TIMEOUT"; else status kiln_bench "FAIL (rc $rc)"; fi
+fi
+if [ -n "$PY" ] && [ "$(left)" -gt 30 ]; then
+  say "-- PyTorch peer (cifar_cnn batch 128, eager + torch.compile)"
+  PYTHONUNBUFFERED=1 timeout "$(tmo 150)" "$PY" "$ROOT/bench/peers/cifar_cnn_torch_gpu.py" --device cuda > "$LOGDIR/gpu_torch.log" 2>&1
+  rc=$?
+  grep -E "^torch|^RESULT" "$LOGDIR/gpu_torch.log" | tee -a "$RESULTS"
+  E=$(grep -oE "mode=eager device=cuda images_per_s=[0-9]+" "$LOGDIR/gpu_torch.log" | grep -oE "[0-9]+$")
+  C=$(grep -oE "mode=compile device=cuda images_per_s=[0-9]+" "$LOGDIR/gpu_torch.log" | grep -oE "[0-9]+$")
+  if [ -n "$E" ]; then status torch_peer "eager $E img/s${C:+, compile $C img/s}"; else status torch_peer "FAIL (rc $rc)"; fi
+else
+  status torch_peer "skipped (no python3 or no time left)"
+fi
+
+# ---- table ----
+say ""
+say "== summary ($(( $(date +%s) - START )) s) =="
+for k in build test_ops accuracy kiln_bench torch_peer; do
+  printf "%-12s %s\n" "$k" "${ROW[$k]:-not run}" | tee -a "$RESULTS"
+done
+say "results: $RESULTS"
+[ $FAILS -eq 0 ]
