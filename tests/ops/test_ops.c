@@ -10,6 +10,7 @@
 #include <time.h>
 #include "op_case.h"
 #include "graph/session_internal.h"
+#include "kiln/device.h"
 
 static int n_ran, n_skipped, n_failed;
 static uint64_t seed;
@@ -97,7 +98,11 @@ static double compare(const kiln_tensor *a, const kiln_tensor *r, const char **w
 
 static void free_all(kiln_tensor **t, int n) { for (int i = 0; i < n; i++) kiln_tensor_free(t[i]); }
 
-/* cpu vs ref, plus the same with a NaN and an Inf planted in the first float input. */
+static bool gpu;                            /* run the cuda column (a GPU answered) */
+static double gpu_err[KILN_OP_COUNT];
+
+/* Each backend vs ref (cpu; cuda when a GPU is present), plus the same with a NaN and an Inf
+ * planted in the first float input. */
 static void check_backend(const op_case *c, kiln_dtype ft) {
     built b;
     if (!build_case(c, ft, &b)) return;
@@ -107,6 +112,9 @@ static void check_backend(const op_case *c, kiln_dtype ft) {
         fill_random(in[i], c->lo[i], c->hi[i]);
     }
     double tol = c->tol > 0 ? c->tol : default_tol(ft);
+    const kiln_backend_kind kinds[2] = { KILN_BACKEND_CPU, KILN_BACKEND_CUDA };
+    const char *names[2] = { "cpu", "cuda" };
+    double *errs[2] = { family_err, gpu_err };
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {    /* NaN/Inf parity */
             int fi = -1;
@@ -116,23 +124,29 @@ static void check_backend(const op_case *c, kiln_dtype ft) {
             kiln_tensor_set(in[fi], 0, NAN);
             if (n > 2) kiln_tensor_set(in[fi], n - 1, INFINITY);
         }
-        kiln_tensor *ref[CASE_MAX_EXTRA + 1], *cpu[CASE_MAX_EXTRA + 1];
-        n_ran += 2;
-        kiln_status s1 = run_on(&b, KILN_BACKEND_REF, in, c->n_in, ref);
-        if (s1 != KILN_OK) { FAIL("%s [%s] ref run: %s", c->label, kiln_dtype_name(ft), kiln_last_error()); break; }
-        kiln_status s2 = run_on(&b, KILN_BACKEND_CPU, in, c->n_in, cpu);
-        if (s2 != KILN_OK) { FAIL("%s [%s] cpu run: %s", c->label, kiln_dtype_name(ft), kiln_last_error()); free_all(ref, b.n_extra + 1); break; }
-        for (int k = 0; k <= b.n_extra; k++) {
-            const char *why;
-            double e = compare(cpu[k], ref[k], &why);
-            if (pass == 0 && e > family_err[c->op] && ft == KILN_F32) family_err[c->op] = e;
-            if (why) FAIL("%s [%s]%s output %d: cpu vs ref %s", c->label, kiln_dtype_name(ft), pass ? " (NaN/Inf input)" : "", k, why);
-            else if (pass == 0 && e > tol) FAIL("%s [%s] output %d: cpu vs ref error %.3g > %.3g", c->label, kiln_dtype_name(ft), k, e, tol);
+        kiln_tensor *ref[CASE_MAX_EXTRA + 1], *got[CASE_MAX_EXTRA + 1];
+        if (run_on(&b, KILN_BACKEND_REF, in, c->n_in, ref) != KILN_OK) {
+            FAIL("%s [%s] ref run: %s", c->label, kiln_dtype_name(ft), kiln_last_error());
+            break;
+        }
+        for (int be = 0; be < 2; be++) {
+            if (be == 1 && !gpu) { n_skipped++; continue; }
+            n_ran++;
+            if (run_on(&b, kinds[be], in, c->n_in, got) != KILN_OK) {
+                FAIL("%s [%s] %s run: %s", c->label, kiln_dtype_name(ft), names[be], kiln_last_error());
+                continue;
+            }
+            for (int k = 0; k <= b.n_extra; k++) {
+                const char *why;
+                double e = compare(got[k], ref[k], &why);
+                if (pass == 0 && e > errs[be][c->op] && ft == KILN_F32) errs[be][c->op] = e;
+                if (why) FAIL("%s [%s]%s output %d: %s vs ref %s", c->label, kiln_dtype_name(ft), pass ? " (NaN/Inf input)" : "", k, names[be], why);
+                else if (pass == 0 && e > tol) FAIL("%s [%s] output %d: %s vs ref error %.3g > %.3g", c->label, kiln_dtype_name(ft), k, names[be], e, tol);
+            }
+            free_all(got, b.n_extra + 1);
         }
         free_all(ref, b.n_extra + 1);
-        free_all(cpu, b.n_extra + 1);
     }
-    n_skipped++;   /* the cuda column: no GPU in this build */
     free_all(in, c->n_in);
     kiln_graph_free(b.g);
 }
@@ -207,6 +221,7 @@ int main(void) {
     seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
     printf("test_ops: seed %llu (KILN_TEST_SEED=%llu reproduces)\n", (unsigned long long)seed, (unsigned long long)seed);
     rng = kiln_rng_new(seed);
+    gpu = kiln_gpu_available();
     /* every op needs a ref kernel, a case, and a gradient check unless it is NO_GRAD */
     for (int op = 0; op < KILN_OP_COUNT; op++) {
         const kiln_op_def *d = kiln_op_get((kiln_op)op);
@@ -230,10 +245,15 @@ int main(void) {
                 if (c->grad && fd_dtype) check_grad(c, (kiln_dtype)dt);
             }
         }
-    printf("largest cpu-vs-ref error (f32, normalised) per op:\n");
+    printf("largest error vs ref (f32, normalised) per op:%s\n", gpu ? "  cpu / cuda" : "  cpu");
     for (int op = 0; op < KILN_OP_COUNT; op++)
-        if (family_err[op] > 0) printf("  %-32s %.2e\n", kiln_op_get((kiln_op)op)->name, family_err[op]);
-    printf("test_ops: %d op/dtype/backend cases ran, %d skipped (cuda: no GPU backend in this run), %d failed\n", n_ran, n_skipped, n_failed);
+        if (family_err[op] > 0 || gpu_err[op] > 0) {
+            if (gpu) printf("  %-32s %.2e / %.2e\n", kiln_op_get((kiln_op)op)->name, family_err[op], gpu_err[op]);
+            else printf("  %-32s %.2e\n", kiln_op_get((kiln_op)op)->name, family_err[op]);
+        }
+    if (gpu) printf("test_ops: %d op/dtype/backend cases ran (cpu and cuda), %d failed\n", n_ran, n_failed);
+    else printf("test_ops: %d op/dtype/backend cases ran, %d skipped (cuda: no GPU: %s), %d failed\n", n_ran, n_skipped,
+                kiln_gpu_unavailable_reason(), n_failed);
     printf("%d passed, %d failed\n", n_ran - n_failed, n_failed);
     return n_failed ? 1 : 0;
 }
