@@ -204,6 +204,7 @@ typedef struct kiln_session_opts {
      * instead of falling back to the CPU with a warning (soft placement, the default). */
     bool strict_placement;
     bool no_cuda_graphs;           /* never capture the step as a CUDA graph (also KILN_CUDA_GRAPHS=0) */
+    bool no_fusion;                /* never fuse BiasAdd/Relu into the producing conv/matmul (also KILN_FUSION=0) */
     bool measure_only;             /* plan only; report bytes, run nothing */
     uint64_t seed;                 /* seeds dropout (with each node's own seed) */
 } kiln_session_opts;

@@ -17,6 +17,9 @@ typedef struct kiln_backend {
     kiln_kernel_fn (*kernel)(const kiln_node *n);
     /* Scratch bytes the kernel needs (planned once). NULL: none. */
     size_t (*workspace)(const kiln_node *n);
+    /* True when kernel(n) applies the kctx epilogue (bias + relu), so the planner may fuse a
+     * following BiasAdd / Relu into n. NULL: never. */
+    bool (*fuses)(const kiln_node *n);
 } kiln_backend;
 
 const kiln_backend *kiln_backend_ref(void);
@@ -26,4 +29,5 @@ const kiln_backend *kiln_backend_cpu(void);
  * (op or dtype), in which case ref runs it. */
 kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n);
 size_t kiln_cpu_workspace(const kiln_node *n);
+bool kiln_cpu_fuses(const kiln_node *n);
 #endif

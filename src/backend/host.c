@@ -13,8 +13,8 @@ static size_t ref_workspace(const kiln_node *n) {
     return d->ref_workspace ? d->ref_workspace(n) : 0;
 }
 
-static const kiln_backend ref_backend = { "ref", KILN_DEVICE_CPU, host_alloc, host_free, host_copy, host_sync, ref_kernel, ref_workspace };
-static const kiln_backend cpu_backend = { "cpu", KILN_DEVICE_CPU, host_alloc, host_free, host_copy, host_sync, kiln_cpu_kernel, kiln_cpu_workspace };
+static const kiln_backend ref_backend = { "ref", KILN_DEVICE_CPU, host_alloc, host_free, host_copy, host_sync, ref_kernel, ref_workspace, NULL };
+static const kiln_backend cpu_backend = { "cpu", KILN_DEVICE_CPU, host_alloc, host_free, host_copy, host_sync, kiln_cpu_kernel, kiln_cpu_workspace, kiln_cpu_fuses };
 
 const kiln_backend *kiln_backend_ref(void) { return &ref_backend; }
 const kiln_backend *kiln_backend_cpu(void) { return &cpu_backend; }

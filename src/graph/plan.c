@@ -135,11 +135,16 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
         p->home[id] = (int8_t)space;
     }
     /* pass 2: last reads per (value, space); a copy reads its source when its first consumer runs;
-     * fetched values live to the end; reads of an alias keep its input alive */
+     * fetched values live to the end; reads of an alias keep its input alive. Also each value's
+     * readers (count, and the reader when there is one) for epilogue fusion. */
+    int *n_cons = kiln_calloc((size_t)n, sizeof *n_cons), *cons = kiln_malloc((size_t)n * sizeof *cons);
+    bool *fused = kiln_calloc((size_t)n, sizeof *fused);
     for (int c = 0; c < n; c++) {
         if (!need[c] || is_source(g->nodes[c])) continue;
         for (int k = 0; k < g->nodes[c]->n_in; k++) {
             int in = g->nodes[c]->in[k]->id, s = p->home[c];
+            n_cons[in]++;
+            cons[in] = c;
             if (b.lastread[s][in] < c) b.lastread[s][in] = c;
             if (p->home[in] != s && b.lastread[p->home[in]][in] < c) b.lastread[p->home[in]][in] = c;
         }
@@ -175,7 +180,7 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
     for (int id = 0; id < n && st == KILN_OK; id++) {
         kiln_node *nd = g->nodes[id];
         const kiln_op_def *d = kiln_op_get(nd->op);
-        if (!need[id] || is_source(nd)) continue;
+        if (!need[id] || is_source(nd) || fused[id]) continue;
         if (nd->op == KILN_OP_DROPOUT || nd->op == KILN_OP_DROPOUT_GRAD) p->has_dropout = true;
         int space = p->home[id];
         for (int k = 0; k < nd->n_in; k++) {          /* inputs living elsewhere: copy once */
@@ -184,7 +189,8 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
         }
         kiln_plan_step *stp = &p->steps[p->n_steps++];
         const kiln_backend *be = space == KILN_SPACE_DEVICE ? r->device : r->host;
-        *stp = (kiln_plan_step){ .kind = KILN_STEP_KERNEL, .node = nd, .space = space, .view_base = v, .ws_offset = -1 };
+        *stp = (kiln_plan_step){ .kind = KILN_STEP_KERNEL, .node = nd, .space = space, .view_base = v, .ws_offset = -1,
+                                 .out_id = id, .bias_id = -1 };
         v += nd->n_in;
         stp->kernel = be->kernel(nd);
         stp->backend = be->name;
@@ -202,6 +208,32 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
             b.val[space][id] = iv >= 0 ? iv : -3;
             if (iv >= 0 && b.bufs[iv].end < b.lastread[space][id]) b.bufs[iv].end = b.lastread[space][id];
             continue;
+        }
+        /* epilogue fusion: producer -> [BiasAdd] -> [Relu], each link its input's only reader */
+        if (!r->no_fusion && be->fuses && be->fuses(nd) && stp->kernel != d->ref) {
+            int tail = id;
+            kiln_node *c = n_cons[id] == 1 && !fetched[id] ? g->nodes[cons[id]] : NULL;
+            if (c && c->op == KILN_OP_BIAS_ADD && c->in[0] == nd && c->in[1] != nd && p->home[c->id] == space &&
+                c->dtype == nd->dtype && c->in[1]->id < id && b.val[space][c->in[1]->id] != -1) {
+                /* the bias is made before the producer runs and read by the BiasAdd after it, so
+                 * its buffer already covers the producer's time */
+                stp->bias_id = c->in[1]->id;
+                fused[c->id] = true;
+                tail = c->id;
+                c = n_cons[tail] == 1 && !fetched[tail] ? g->nodes[cons[tail]] : NULL;
+            }
+            if (c && c->op == KILN_OP_RELU && c->in[0] == g->nodes[tail] && p->home[c->id] == space) {
+                stp->relu = true;
+                fused[c->id] = true;
+                tail = c->id;
+            }
+            if (tail != id) {
+                stp->out_id = tail;
+                int64_t tb = value_bytes(g->nodes[tail]) + (space == KILN_SPACE_HOST ? (int64_t)r->guard : 0);
+                b.val[space][tail] = new_buf(&b, tb, id, b.lastread[space][tail], space);
+                if (stp->ws_bytes) stp->ws_offset = new_buf(&b, (int64_t)stp->ws_bytes, id, id, space);
+                continue;
+            }
         }
         int64_t bytes = value_bytes(nd) + (space == KILN_SPACE_HOST ? (int64_t)r->guard : 0);
         kiln_node *in0 = nd->n_in > 0 ? nd->in[0] : NULL;
@@ -225,6 +257,7 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
             if (p->steps[i].ws_offset >= 0) p->steps[i].ws_offset = b.bufs[p->steps[i].ws_offset].offset;
     }
     kiln_free(need); kiln_free(fetched); kiln_free(b.bufs);
+    kiln_free(n_cons); kiln_free(cons); kiln_free(fused);
     for (int s = 0; s < KILN_SPACE_COUNT; s++) { kiln_free(b.val[s]); kiln_free(b.lastread[s]); }
     if (st != KILN_OK) { kiln_plan_free(p); p = NULL; }
     *out = p;

@@ -16,6 +16,9 @@ typedef struct kiln_plan_step {
     int view_base;              /* kernel: index of its first input view in plan->views */
     int64_t ws_offset;          /* arena offset of its workspace (in `space`), or -1 */
     size_t ws_bytes;
+    int out_id;                 /* node whose buffer the kernel writes: itself, or the last node fused into it */
+    int bias_id;                /* fused BiasAdd's bias, or -1 */
+    bool relu;                  /* fused Relu */
 } kiln_plan_step;
 
 typedef struct kiln_plan {
@@ -56,6 +59,7 @@ typedef struct kiln_plan_request {
     const kiln_backend *device; /* NULL: host only */
     const int8_t *place;        /* id -> space, for every needed node (from the session) */
     size_t guard;
+    bool no_fusion;
 } kiln_plan_request;
 
 kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan **out);

@@ -146,6 +146,8 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     s->num_threads = kiln_threads_resolve(s->opts.num_threads);
     const char *e = getenv("KILN_LOG_DEVICE_PLACEMENT");
     if (e && *e && strcmp(e, "0") != 0) s->opts.log_device_placement = true;
+    e = getenv("KILN_FUSION");
+    if (e && strcmp(e, "0") == 0) s->opts.no_fusion = true;
     e = getenv("KILN_CUDA_GRAPHS");
     if (e && strcmp(e, "0") == 0) s->opts.no_cuda_graphs = true;
     e = getenv("KILN_PROFILE");
@@ -335,7 +337,7 @@ static kiln_status get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds
     if (st != KILN_OK || (st = place_nodes(s)) != KILN_OK) return st;
     kiln_node **fn = kiln_malloc((size_t)(n_feeds ? n_feeds : 1) * sizeof *fn);
     for (int i = 0; i < n_feeds; i++) fn[i] = feeds[i].node;
-    kiln_plan_request req = { fn, n_feeds, fetches, n_fetches, targets, n_targets, s->host, s->dev, s->place, s->guard };
+    kiln_plan_request req = { fn, n_feeds, fetches, n_fetches, targets, n_targets, s->host, s->dev, s->place, s->guard, s->opts.no_fusion };
     st = kiln_plan_build(s->g, &req, &p);
     kiln_free(fn);
     if (st != KILN_OK) return st;
@@ -452,16 +454,22 @@ static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) 
         v[k] = (kiln_view){ data[in->id], in->dtype, in->shape, kiln_shape_numel(in->shape) };
     }
     char *ws_base = s->arena[stp->space];
+    kiln_view bias;
+    if (stp->bias_id >= 0) {
+        kiln_node *bn = s->g->nodes[stp->bias_id];
+        bias = (kiln_view){ data[bn->id], bn->dtype, bn->shape, kiln_shape_numel(bn->shape) };
+    }
     kiln_kctx c = {
         .node = n, .n_in = n->n_in, .in = v,
-        .out = { data[n->id], n->dtype, n->shape, kiln_shape_numel(n->shape) },
+        .out = { data[stp->out_id], n->dtype, n->shape, kiln_shape_numel(n->shape) },
+        .epi_bias = stp->bias_id >= 0 ? &bias : NULL, .epi_relu = stp->relu,
         .workspace = stp->ws_offset >= 0 ? ws_base + stp->ws_offset : NULL,
         /* the session seed reseeds every dropout mask; (seed, step) gives the same masks on every backend */
         .ws_bytes = stp->ws_bytes, .step = s->step ^ kiln_mix64(s->opts.seed), .num_threads = s->num_threads,
     };
     if (p->alias_of[n->id] >= 0 && c.out.data == v[0].data) return KILN_OK;   /* reshape: nothing to do */
     bool guard = p->guard && stp->space == KILN_SPACE_HOST;
-    size_t out_bytes = node_bytes(n);
+    size_t out_bytes = node_bytes(n);   /* fused nodes keep the producer's shape */
     if (guard) memset((char *)c.out.data + out_bytes, GUARD_BYTE, p->guard);
     double t0 = s->prof ? now_s() : 0;
     kiln_status st = stp->kernel(&c);

@@ -222,7 +222,9 @@ static kiln_status grad_unary(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_n
         else dx[0] = kiln_mul(g, dy, kiln_mul(g, kiln_pow(g, x, alpha - 1), scal(g, x, alpha)));
         break;
     case KILN_OP_ABS: dx[0] = kiln_mul(g, dy, unary(g, KILN_OP_SIGN, x, 0)); break;
-    case KILN_OP_RELU: dx[0] = act_grad(g, KILN_OP_RELU_GRAD, x, dy, 0); break;
+    /* through y: relu(x) > 0 exactly when x > 0, and the pre-activation can then die at the relu
+     * (written over in place, or never stored when fused into the producing conv/matmul) */
+    case KILN_OP_RELU: dx[0] = act_grad(g, KILN_OP_RELU_GRAD, y, dy, 0); break;
     case KILN_OP_LEAKY_RELU: dx[0] = act_grad(g, KILN_OP_LEAKY_RELU_GRAD, x, dy, alpha); break;
     case KILN_OP_ELU: dx[0] = act_grad(g, KILN_OP_ELU_GRAD, x, dy, alpha); break;
     case KILN_OP_GELU: dx[0] = act_grad(g, KILN_OP_GELU_GRAD, x, dy, 0); break;

@@ -73,6 +73,10 @@ typedef struct kiln_kctx {
     size_t ws_bytes;
     uint64_t step;                   /* session step (dropout) */
     int num_threads;
+    /* Fused epilogue (only for kernels whose backend says it fuses, see kiln_backend.fuses):
+     * out = act(out + epi_bias) with epi_bias [C] on the last dim (NULL: none), epi_relu. */
+    const kiln_view *epi_bias;
+    bool epi_relu;
 } kiln_kctx;
 
 typedef kiln_status (*kiln_kernel_fn)(const kiln_kctx *ctx);

@@ -171,6 +171,7 @@ static kiln_status k_conv2d(const kiln_kctx *c) {
             cpu_sgemm(false, false, r1 - r0, p.COg, p.K, 1.0f, A, lda, w + (int64_t)g * p.COg, p.CO, 0.0f,
                       y + r0 * p.CO + (int64_t)g * p.COg, p.CO, bt);
         }
+        cpu_epilogue(c, y + r0 * p.CO, r1 - r0, p.CO);   /* bias + relu while the rows are in cache */
     }
     return KILN_OK;
 }

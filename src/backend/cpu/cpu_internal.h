@@ -43,6 +43,20 @@ void cpu_sgemm1(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* Kernel lookups per family: NULL when the node's shape/attrs are not handled here. */
+/* The fused epilogue on rows [rows, C] of an output: y = relu(y + bias) (NaN passes relu, as
+ * the Relu kernel does); nothing when the step has none. */
+static inline void cpu_epilogue(const kiln_kctx *c, float *y, int64_t rows, int64_t C) {
+    const float *b = c->epi_bias ? (const float *)c->epi_bias->data : NULL;
+    bool relu = c->epi_relu;
+    if (!b && !relu) return;
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = y + r * C;
+        if (b && relu) for (int64_t k = 0; k < C; k++) { float v = row[k] + b[k]; row[k] = v <= 0.0f ? 0.0f : v; }
+        else if (b) for (int64_t k = 0; k < C; k++) row[k] += b[k];
+        else for (int64_t k = 0; k < C; k++) row[k] = row[k] <= 0.0f ? 0.0f : row[k];
+    }
+}
+
 kiln_kernel_fn cpu_matmul_kernel(const kiln_node *n);
 kiln_kernel_fn cpu_conv_kernel(const kiln_node *n);
 size_t cpu_conv_workspace(const kiln_node *n);

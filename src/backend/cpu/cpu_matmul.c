@@ -68,8 +68,13 @@ static kiln_status k_matmul(const kiln_kctx *c) {
     const kiln_view *a = &c->in[0], *b = &c->in[1];
     int64_t M = c->out.shape.dim[0], N = c->out.shape.dim[1];
     int64_t K = at->trans_a ? a->shape.dim[0] : a->shape.dim[1];
+    float *y = cpu_f(&c->out);
     cpu_sgemm(at->trans_a, at->trans_b, M, N, K, 1.0f, cpu_f(a), a->shape.dim[1], cpu_f(b),
-              b->shape.dim[1], 0.0f, cpu_f(&c->out), N, cpu_threads(c));
+              b->shape.dim[1], 0.0f, y, N, cpu_threads(c));
+    if (c->epi_bias || c->epi_relu) {
+        #pragma omp parallel for schedule(static) num_threads(cpu_par(c, M * N))
+        for (int64_t r = 0; r < M; r++) cpu_epilogue(c, y + r * N, 1, N);
+    }
     return KILN_OK;
 }
 
