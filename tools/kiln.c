@@ -4,9 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include "kiln/kiln.h"
 #include "kiln/nn.h"
 #include "kiln/data.h"
+#include "kiln/pipeline.h"
+#include "kiln/device.h"
 #include "kiln/io.h"
 #include "tools/commands.h"
 
@@ -29,48 +32,91 @@ static void usage(FILE *f) {
         "  kiln train                                  # fashion_cnn, 5 epochs, prints test accuracy\n"
         "  kiln train --epochs 2 --save model.safetensors --history history.csv\n"
         "  kiln eval --load model.safetensors\n"
-        "  kiln train --model cifar_cnn --data synthetic --epochs 1   # throughput run\n", KILN_VERSION);
+        "  kiln train --model cifar_cnn --data synthetic --epochs 1   # throughput run\n"
+        "  kiln train --model cifar_cnn --data cifar10:DIR --augment flip,crop   # CIFAR-10 binary batches\n", KILN_VERSION);
 }
+
+#define DATA_HELP \
+    "  --data SPEC         where the examples come from (default " DEFAULT_DATA "):\n" \
+    "                        mnist:DIR      MNIST-layout IDX files (train-images-idx3-ubyte[.gz], ...;\n" \
+    "                                       Fashion-MNIST too), 28x28x1, 10 classes\n" \
+    "                        cifar10:DIR    CIFAR-10 binary batches: data_batch_1..5.bin + test_batch.bin\n" \
+    "                                       (in DIR or DIR/cifar-10-batches-bin), 32x32x3, 10 classes\n" \
+    "                        cifar100:DIR   CIFAR-100 train.bin + test.bin, 100 fine classes\n" \
+    "                                       (cifar100-coarse:DIR for the 20 coarse ones)\n" \
+    "                        images:DIR     an image folder DIR/CLASS_NAME/*.png|*.jpg, classes sorted by\n" \
+    "                                       name, all images one size; DIR/train + DIR/test (or\n" \
+    "                                       DIR/val) sub-folders are used as the two splits when present,\n" \
+    "                                       else 10%% of the images are held out (see --validation-split)\n" \
+    "                        synthetic      random data shaped like the model's input (throughput runs)\n" \
+    "                        DIR            any of the above, recognised from the files present\n" \
+    "                      The test split of the same source gives val_* and the final accuracy.\n" \
+    "                      The examples must have the model's input shape: fashion_cnn and mlp take\n" \
+    "                      28x28x1 (grey), cifar_cnn 32x32x3 (colour); the number of classes comes\n" \
+    "                      from the data.\n"
 
 static void train_usage(FILE *f) {
     fprintf(f,
         "usage: kiln train [options]\n\n"
         "Trains a model and prints its accuracy on the test set and the time it took.\n"
         "With no options: model fashion_cnn, Adam lr 0.001, batch 64, 5 epochs, on the\n"
-        "Fashion-MNIST files in " DEFAULT_DATA ".\n\n"
+        "Fashion-MNIST files in " DEFAULT_DATA ".\n"
+        "The examples are shuffled each epoch, optionally augmented, batched and prepared on\n"
+        "worker threads a few batches ahead of the training step (--prefetch, --workers).\n\n"
         "options:\n"
-        "  --data DIR          folder with the MNIST-layout files (train-images-idx3-ubyte.gz, ...)\n"
-        "                      or 'synthetic' for random data of the model's input shape\n"
-        "                      (default " DEFAULT_DATA ")\n"
+        DATA_HELP
         "  --model NAME        fashion_cnn (default), mlp, cifar_cnn (see: kiln summary --model NAME)\n"
         "  --epochs N          total number of epochs (default 5); with --load, training continues\n"
         "                      from the saved epoch up to N\n"
-        "  --batch-size N      examples per training step (default 64)\n"
+        "  --batch-size N      examples per training step (default 64); a last smaller batch of an\n"
+        "                      epoch is skipped in training (the test set is evaluated whole)\n"
         "  --optimizer NAME    sgd, momentum (0.9), adam (default), adamw, rmsprop, adagrad\n"
         "  --lr X              learning rate (default 0.001 for adam/adamw/rmsprop, 0.01 otherwise)\n"
         "  --schedule NAME     learning-rate schedule: constant (default), step, exponential,\n"
         "                      cosine, one-cycle\n"
-        "  --seed N            seed for weights, shuffling and dropout (default 1)\n"
-        "  --threads N         CPU threads (default: all cores)\n"
+        "  --seed N            seed for weights, shuffling, augmentation and dropout (default 1)\n"
+        "  --augment LIST      random augmentation of the training images, comma-separated:\n"
+        "                        flip    mirror left-right with probability 1/2\n"
+        "                        crop    pad 4 pixels on each side (zeros), crop back to the original\n"
+        "                                size at a random offset (the usual CIFAR recipe)\n"
+        "                        cutout  blank a random square of a quarter of the image side\n"
+        "                      e.g. --augment flip,crop (default: none; the test set is never augmented)\n"
+        "  --prefetch N        batches prepared ahead of the training step (default 2; 0 prepares\n"
+        "                      each batch on the training thread when it is needed)\n"
+        "  --workers N         threads preparing batches when prefetching (default 1)\n"
+        "  --validation-split F  hold out the fraction F of the training data (every 1/F-th example,\n"
+        "                      so every class) for val_* and the final accuracy, instead of the test\n"
+        "                      split (default: 0.1 for an image folder without a test split, else off)\n"
+        "  --data-on-device    keep the whole data set in GPU memory (needs a GPU; without one it is\n"
+        "                      ignored with a message)\n"
+        "  --threads N         CPU threads for the model (default: all cores)\n"
         "  --device D          auto (default), cpu, ref, cuda\n"
         "  --save PATH         save a checkpoint (safetensors, with optimizer state) after each epoch\n"
         "  --load PATH         start from a checkpoint: weights, optimizer state and epoch (resume)\n"
         "  --history FILE.csv  write one row per epoch: epoch,loss,accuracy,val_loss,val_accuracy,\n"
-        "                      lr,seconds,images_per_sec (val_* on the test set)\n"
+        "                      lr,seconds,images_per_sec (val_* on the test set; images_per_sec:\n"
+        "                      training images per second of the training loop)\n"
         "  --limit N           train on the first N training examples only (quick tries)\n"
         "  --verbose N         0 quiet, 1 progress bar (default; one line per epoch when the output\n"
-        "                      is not a terminal), 2 one line per epoch\n");
+        "                      is not a terminal), 2 one line per epoch\n\n"
+        "examples:\n"
+        "  kiln train\n"
+        "  kiln train --model cifar_cnn --data cifar10:/data/cifar-10-batches-bin --augment flip,crop \\\n"
+        "             --optimizer momentum --lr 0.01 --batch-size 128 --epochs 30 --workers 2\n"
+        "  kiln train --model cifar_cnn --data images:photos/ --validation-split 0.2\n");
 }
 
 static void eval_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln eval --load PATH [--data DIR] [--batch-size N] [--threads N]\n\n"
+        "usage: kiln eval --load PATH [--data SPEC] [--batch-size N] [--threads N]\n\n"
         "Loads a checkpoint saved by 'kiln train --save PATH' and prints the loss and accuracy on\n"
         "every example of the test set. The model is the one named in the checkpoint\n"
         "(override with --model NAME).\n\n"
         "options:\n"
         "  --load PATH         the checkpoint (required)\n"
-        "  --data DIR          test data folder, or 'synthetic' (default " DEFAULT_DATA ")\n"
+        DATA_HELP
+        "  --validation-split F  evaluate on the held-out fraction F of the training data instead\n"
+        "                      (as kiln train --validation-split F held it out)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
         "  --batch-size N      examples per step (default 64)\n"
         "  --threads N         CPU threads (default: all cores)\n"
@@ -79,12 +125,12 @@ static void eval_usage(FILE *f) {
 
 static void predict_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln predict --load PATH [--data DIR] [--count N]\n\n"
+        "usage: kiln predict --load PATH [--data SPEC] [--count N]\n\n"
         "Loads a checkpoint and prints the predicted class, the true label and the confidence for\n"
         "the first N test images.\n\n"
         "options:\n"
         "  --load PATH         the checkpoint (required)\n"
-        "  --data DIR          test data folder, or 'synthetic' (default " DEFAULT_DATA ")\n"
+        DATA_HELP
         "  --count N           how many test images (default 10)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
         "  --threads N         CPU threads (default: all cores)\n");
@@ -98,12 +144,12 @@ static void summary_usage(FILE *f) {
 }
 
 typedef struct args {
-    const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule;
-    int epochs, batch, threads, verbose, count;
+    const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule, *augment;
+    int epochs, batch, threads, verbose, count, prefetch, workers;
     long long limit;
-    double lr;
+    double lr, val_split;      /* val_split < 0: not given */
     uint64_t seed;
-    bool help;
+    bool help, data_on_device;
 } args;
 
 static int parse(int argc, char **argv, args *a, const char *cmd) {
@@ -111,6 +157,7 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
         char *opt = argv[i], *val = NULL;
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) { a->help = true; continue; }
         if (strncmp(opt, "--", 2)) { fprintf(stderr, "kiln %s: unexpected argument '%s' (see kiln %s --help)\n", cmd, opt, cmd); return 2; }
+        if (!strcmp(opt, "--data-on-device")) { a->data_on_device = true; continue; }
         char *eq = strchr(opt, '=');
         char name[64];
         if (eq) { snprintf(name, sizeof name, "%.*s", (int)(eq - opt), opt); val = eq + 1; }
@@ -130,11 +177,15 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
         else if (!strcmp(name, "--history")) a->history = val;
         else if (!strcmp(name, "--device")) a->device = val;
         else if (!strcmp(name, "--schedule")) a->schedule = val;
+        else if (!strcmp(name, "--augment")) a->augment = val;
         INT_OPT("--epochs", epochs)
         INT_OPT("--batch-size", batch)
         INT_OPT("--threads", threads)
         INT_OPT("--verbose", verbose)
         INT_OPT("--count", count)
+        INT_OPT("--prefetch", prefetch)
+        INT_OPT("--workers", workers)
+        else if (!strcmp(name, "--validation-split")) { a->val_split = strtod(val, &end); if (*end || !(a->val_split > 0 && a->val_split < 1)) { fprintf(stderr, "kiln %s: --validation-split wants a fraction between 0 and 1 (e.g. 0.1), got '%s'\n", cmd, val); return 2; } }
         else if (!strcmp(name, "--limit")) { a->limit = strtoll(val, &end, 10); if (*end || a->limit <= 0) { fprintf(stderr, "kiln %s: --limit wants a positive number, got '%s'\n", cmd, val); return 2; } }
         else if (!strcmp(name, "--seed")) { a->seed = strtoull(val, &end, 10); if (*end) { fprintf(stderr, "kiln %s: --seed wants a number, got '%s'\n", cmd, val); return 2; } }
         else if (!strcmp(name, "--lr")) { a->lr = strtod(val, &end); if (*end || !(a->lr > 0)) { fprintf(stderr, "kiln %s: --lr wants a positive number, got '%s'\n", cmd, val); return 2; } }
@@ -144,35 +195,158 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
     return 0;
 }
 
-static kiln_shape preset_input(const char *model) {
-    return !strcmp(model, "cifar_cnn") ? KILN_SHAPE(32, 32, 3) : KILN_SHAPE(28, 28, 1);
+static int fail(const char *cmd, int rc) { fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error()); return rc; }
+
+static bool is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Loads train/test (either may be NULL) from a folder or makes synthetic data. */
-static int load_data(const char *dir, const char *model, kiln_dataset **train, kiln_dataset **test, uint64_t seed) {
-    if (!strcmp(dir, "synthetic")) {
-        bool cifar = !strcmp(model, "cifar_cnn");
-        kiln_shape s = preset_input(model);
-        if (train) *train = kiln_dataset_synthetic(s, 10, cifar ? 50000 : 60000, seed + 1);
-        if (test) *test = kiln_dataset_synthetic(s, 10, 10000, seed + 2);
-        if ((train && !*train) || (test && !*test)) { fprintf(stderr, "kiln: cannot make synthetic data: %s\n", kiln_last_error()); return 1; }
-        return 0;
+/* True when dir holds files of a CIFAR / MNIST data set (so train/ and test/ are not image splits). */
+static bool known_files(const char *dir) {
+    static const char *const names[] = { "data_batch_1.bin", "test_batch.bin", "train.bin", "test.bin", "cifar-10-batches-bin",
+                                         "cifar-100-binary", "train-images-idx3-ubyte", "train-images-idx3-ubyte.gz",
+                                         "t10k-images-idx3-ubyte", "t10k-images-idx3-ubyte.gz" };
+    char p[4400];
+    struct stat st;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        if (stat(p, &st) == 0) return true;
     }
-    if (kiln_mnist_load(dir, train, test) != KILN_OK) { fprintf(stderr, "kiln: %s\n", kiln_last_error()); return 1; }
+    return false;
+}
+
+/* The examples of the two splits (bare sources) and how to name the evaluation split. */
+typedef struct data_src {
+    kiln_data *train, *test;
+    bool images;             /* an image folder: decoded pixels are cached */
+    bool held_out;           /* test = a held-out part of the training data */
+    double fraction;
+} data_src;
+
+static void data_src_free(data_src *d) {
+    kiln_data_free(d->train);
+    kiln_data_free(d->test);
+    d->train = d->test = NULL;
+}
+
+/* The input shape of a built-in model ([28, 28, 1] for fashion_cnn and mlp, [32, 32, 3] for
+ * cifar_cnn); rank 0 for an unknown name. */
+static kiln_shape preset_input(const char *model) {
+    kiln_model *m = kiln_model_preset(model, KILN_SCALAR, 10);
+    kiln_shape s = m ? kiln_model_input_shape(m) : KILN_SCALAR;
+    kiln_model_free(m);
+    return s;
+}
+
+/* Opens --data for `cmd`: both splits for train, the evaluation split alone otherwise (want_train
+ * false). The evaluation split is the source's test split, or a held-out part of the training
+ * split (--validation-split, or 10% of an image folder without train/test sub-folders). */
+static int open_data(const args *a, const char *cmd, bool want_train, data_src *ds) {
+    memset(ds, 0, sizeof *ds);
+    char spec[4096], test_spec[4096], tr[4200], te[4200];
+    snprintf(spec, sizeof spec, "%s", a->data);
+    snprintf(test_spec, sizeof test_spec, "%s", a->data);
+    if (!strcmp(a->data, "synthetic")) {      /* 50,000 (CIFAR-shaped) or 60,000 training, 10,000 test examples */
+        kiln_shape s = preset_input(a->model);
+        if (s.rank != 3) { kiln_model_preset(a->model, KILN_SCALAR, 10); return fail(cmd, 2); }
+        snprintf(spec, sizeof spec, "synthetic:%lldx%lldx%lld:%d", (long long)s.dim[0], (long long)s.dim[1],
+                 (long long)s.dim[2], s.dim[2] == 3 ? 50000 : 60000);
+        snprintf(test_spec, sizeof test_spec, "synthetic:%lldx%lldx%lld:40000", (long long)s.dim[0], (long long)s.dim[1],
+                 (long long)s.dim[2]);     /* the test split of synthetic:...:N has N/4 examples */
+    }
+    /* an image folder with train / test (or val) sub-folders */
+    const char *dir = !strncmp(spec, "images:", 7) ? spec + 7 : (!strchr(spec, ':') && is_dir(spec) ? spec : NULL);
+    kiln_status st = KILN_OK;
+    bool split_dirs = false;
+    if (dir && (!strncmp(spec, "images:", 7) || !known_files(dir))) {
+        snprintf(tr, sizeof tr, "%s/train", dir);
+        const char *names[3] = { "test", "val", "validation" };
+        for (int i = 0; i < 3 && !split_dirs && is_dir(tr); i++) {
+            snprintf(te, sizeof te, "%s/%s", dir, names[i]);
+            split_dirs = is_dir(te);
+        }
+    }
+    if (split_dirs) {
+        ds->images = true;
+        if ((want_train || a->val_split > 0) && (st = kiln_data_from_images(tr, &ds->train))) return fail(cmd, 1);
+        if (a->val_split <= 0 && (st = kiln_data_from_images(te, &ds->test))) { data_src_free(ds); return fail(cmd, 1); }
+    } else {
+        if ((st = kiln_data_open(spec, true, &ds->train))) {
+            if (st == KILN_NOT_FOUND && !strchr(spec, ':') && !is_dir(spec) && !strstr(kiln_last_error(), "apt-get"))
+                fprintf(stderr, "kiln %s: %s; for Fashion-MNIST (the default data) install the Debian package with: "
+                        "sudo apt-get install dataset-fashion-mnist (files in " DEFAULT_DATA ")\n", cmd, kiln_last_error());
+            else fail(cmd, 1);
+            return 1;
+        }
+        ds->images = kiln_data_class_name(ds->train, 0) != NULL;
+        if (!ds->images && a->val_split <= 0 && (st = kiln_data_open(test_spec, false, &ds->test))) { data_src_free(ds); return fail(cmd, 1); }
+    }
+    if (!ds->test) {         /* hold out part of the training split */
+        ds->held_out = true;
+        ds->fraction = a->val_split > 0 ? a->val_split : 0.1;
+        kiln_data *src = ds->train;
+        ds->train = NULL;
+        if (kiln_data_split_source(src, ds->fraction, &ds->train, &ds->test)) return fail(cmd, 1);
+    }
+    if (!want_train) { kiln_data_free(ds->train); ds->train = NULL; }
     return 0;
 }
 
-static kiln_dataset *take_first(kiln_dataset *d, long long n) {
-    if (n <= 0 || n >= kiln_dataset_size(d)) return d;
-    const kiln_tensor *x = kiln_dataset_x(d), *y = kiln_dataset_y(d);
-    kiln_tensor vx = *x, vy = *y;
-    vx.shape.dim[0] = n;
-    vy.shape.dim[0] = n;
-    vx.owns_data = vy.owns_data = false;
-    kiln_dataset *s = kiln_dataset_from_tensors(&vx, &vy, kiln_dataset_num_classes(d));
-    if (!s) return d;
-    kiln_dataset_free(d);
-    return s;
+/* The model must take the data's examples as they are. */
+static int check_shapes(const args *a, const char *cmd, const char *model, kiln_shape data) {
+    kiln_shape want = preset_input(model);
+    if (want.rank == 0) { kiln_model_preset(model, KILN_SCALAR, 10); return fail(cmd, 2); }
+    if (kiln_shape_equal(want, data)) return 0;
+    char w[64], d[64];
+    fprintf(stderr, "kiln %s: model %s takes %s examples but --data %s has %s examples; pick a model for this data "
+            "(fashion_cnn and mlp take [28, 28, 1], cifar_cnn takes [32, 32, 3])\n", cmd, model,
+            kiln_shape_str(want, w, sizeof w), a->data, kiln_shape_str(data, d, sizeof d));
+    return 2;
+}
+
+/* Cache decoded image-folder pixels when they fit in 2 GiB (decoding every epoch is slow). */
+static kiln_data *maybe_cache(kiln_data *d, bool images) {
+    if (!d || !images) return d;
+    double bytes = (double)kiln_data_source_size(d) * (double)kiln_shape_numel(kiln_data_example_shape(d)) * 4.0;
+    return bytes <= 2.0 * 1024 * 1024 * 1024 ? kiln_data_cache(d) : d;
+}
+
+static int parse_augment(const char *list, kiln_augment_opts *o, kiln_shape shape, uint64_t seed) {
+    memset(o, 0, sizeof *o);
+    o->seed = seed * 0x9E3779B97F4A7C15ull + 17;
+    if (!list || !*list || !strcmp(list, "none")) return 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "flip")) o->flip = true;
+        else if (!strcmp(t, "crop")) o->crop_pad = 4;
+        else if (!strcmp(t, "cutout")) o->cutout_size = shape.rank == 3 && shape.dim[0] >= 8 ? (int)(shape.dim[0] / 4) : 2;
+        else { fprintf(stderr, "kiln train: unknown augmentation '%s' in --augment %s: use flip, crop, cutout (comma-separated)\n", t, list); return 2; }
+    }
+    return 0;
+}
+
+static bool augmenting(const kiln_augment_opts *o) { return o->flip || o->crop_pad > 0 || o->cutout_size > 0; }
+
+/* source -> [take limit] -> [cache] -> shuffle -> [augment] -> batch (full batches) -> [prefetch] */
+static kiln_data *train_pipeline(const args *a, kiln_data *src, bool images, const kiln_augment_opts *aug) {
+    int64_t n = kiln_data_source_size(src);
+    kiln_data *d = src;
+    if (a->limit > 0 && a->limit < n) { d = kiln_data_take(d, a->limit); n = a->limit; }
+    d = maybe_cache(d, images);
+    d = kiln_data_shuffle(d, n, a->seed);
+    if (augmenting(aug)) d = kiln_data_augment(d, aug);
+    d = kiln_data_batch(d, a->batch, true);
+    if (a->prefetch > 0) d = kiln_data_prefetch(d, a->prefetch, a->workers > 0 ? a->workers : 1);
+    return d;
+}
+
+/* source -> [cache] -> batch (the last partial batch kept) -> [prefetch] */
+static kiln_data *eval_pipeline(const args *a, kiln_data *src, bool images) {
+    kiln_data *d = kiln_data_batch(maybe_cache(src, images), a->batch > 0 ? a->batch : 64, false);
+    if (a->prefetch > 0) d = kiln_data_prefetch(d, a->prefetch, a->workers > 0 ? a->workers : 1);
+    return d;
 }
 
 static int parse_optimizer(const char *name, double lr, kiln_optimizer *o) {
@@ -203,19 +377,39 @@ static kiln_compile_opts compile_opts(const args *a, kiln_optimizer opt, kiln_lr
                                 .num_threads = a->threads };
 }
 
-static int fail(const char *cmd, int rc) { fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error()); return rc; }
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void split_name(const data_src *ds, char *buf, size_t n) {
+    if (ds->held_out) snprintf(buf, n, "held-out (%g of the training data)", ds->fraction);
+    else snprintf(buf, n, "test");
+}
 
 static int cmd_train(args *a) {
     if (a->help) { train_usage(stdout); return 0; }
     kiln_optimizer opt;
     kiln_lr_schedule sched;
     if (parse_optimizer(a->optimizer, a->lr, &opt) || parse_schedule(a->schedule, &sched)) return 2;
+    if (a->batch < 1) { fprintf(stderr, "kiln train: --batch-size must be at least 1\n"); return 2; }
+    if (a->data_on_device) {
+        if (!kiln_gpu_available()) fprintf(stderr, "kiln train: --data-on-device needs a GPU (%s): ignored, the data stays in host memory\n", kiln_gpu_unavailable_reason());
+        else fprintf(stderr, "kiln train: --data-on-device is not available in this version yet: ignored, the data goes through the host pipeline\n");
+    }
     if (a->threads) kiln_set_num_threads(a->threads);
-    kiln_dataset *train = NULL, *test = NULL;
-    if (load_data(a->data, a->model, &train, &test, a->seed)) return 1;
-    train = take_first(train, a->limit);
+    data_src ds;
+    if (open_data(a, "train", true, &ds)) return 1;
     int rc = 0;
-    kiln_model *m = kiln_model_preset(a->model, kiln_dataset_example_shape(train), kiln_dataset_num_classes(train));
+    kiln_model *m = NULL;
+    kiln_data *tp = NULL, *vp = NULL;
+    kiln_shape shape = kiln_data_example_shape(ds.train);
+    kiln_augment_opts aug;
+    if ((rc = check_shapes(a, "train", a->model, shape)) || (rc = parse_augment(a->augment, &aug, shape, a->seed))) goto out;
+    int64_t n_train = kiln_data_source_size(ds.train), n_test = kiln_data_source_size(ds.test);
+    if (a->limit > 0 && a->limit < n_train) n_train = a->limit;
+    m = kiln_model_preset(a->model, shape, kiln_data_num_classes(ds.train));
     if (!m) { rc = fail("train", 2); goto out; }
     kiln_model_set_seed(m, a->seed);
     kiln_compile_opts co = compile_opts(a, opt, sched);
@@ -226,26 +420,33 @@ static int cmd_train(args *a) {
         initial = kiln_model_epoch(m);
         printf("Resuming from %s at epoch %d\n", a->load, initial);
     }
+    tp = train_pipeline(a, ds.train, ds.images, &aug);
+    ds.train = NULL;                         /* owned by tp now */
+    vp = eval_pipeline(a, ds.test, ds.images);
+    ds.test = NULL;
+    if (!tp || !vp) { rc = fail("train", 1); goto out; }
     kiln_callback cbs[2];
     int n_cb = 0;
     if (a->save) cbs[n_cb++] = kiln_callback_model_checkpoint(a->save, "loss", false);
     if (a->history) cbs[n_cb++] = kiln_callback_csv_logger(a->history);
-    printf("Training %s on %s: %lld training / %lld test examples, %s lr %g, batch %d, %d epoch%s\n",
-           a->model, a->data, (long long)kiln_dataset_size(train), (long long)kiln_dataset_size(test),
+    printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
+           a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
            a->optimizer, opt.lr, a->batch, a->epochs, a->epochs == 1 ? "" : "s");
+    char aug_desc[64] = "";
+    if (augmenting(&aug))
+        snprintf(aug_desc, sizeof aug_desc, ", augment%s%s%s", aug.flip ? " flip" : "", aug.crop_pad ? " crop" : "", aug.cutout_size ? " cutout" : "");
+    if (a->prefetch > 0)
+        printf("Input: shuffle%s, %d batch%s prefetched by %d worker thread%s\n", aug_desc, a->prefetch, a->prefetch == 1 ? "" : "es",
+               a->workers > 0 ? a->workers : 1, a->workers > 1 ? "s" : "");
+    else printf("Input: shuffle%s, no prefetch (batches made on the training thread)\n", aug_desc);
     fflush(stdout);
-    double t0 = 0;
-    {
-        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); t0 = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-    }
+    double t0 = now_s();
     kiln_status st = KILN_OK;
     if (initial < a->epochs)
-        st = kiln_fit(m, train, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .batch_size = a->batch,
-                                                  .shuffle_seed = a->seed, .validation = test, .verbose = a->verbose,
-                                                  .callbacks = cbs, .n_callbacks = n_cb });
+        st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
+                                                    .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb });
     else printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
-    struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
-    double secs = (double)ts.tv_sec + ts.tv_nsec * 1e-9 - t0;
+    double secs = now_s() - t0;
     if (st != KILN_OK) { rc = fail("train", 1); goto out; }
     int n_hist;
     const kiln_logs *h = kiln_model_history(m, &n_hist);
@@ -253,20 +454,21 @@ static int cmd_train(args *a) {
     double acc, loss;
     if (n_hist > 0 && h[n_hist - 1].has_val && h[n_hist - 1].epoch == a->epochs) { acc = h[n_hist - 1].val_accuracy; loss = h[n_hist - 1].val_loss; }
     else {
-        if (kiln_evaluate(m, test, &(kiln_eval_opts){ .batch_size = a->batch }, &r) != KILN_OK) { rc = fail("train", 1); goto out; }
+        if (kiln_evaluate_data(m, vp, NULL, &r) != KILN_OK) { rc = fail("train", 1); goto out; }
         acc = r.accuracy; loss = r.loss;
     }
     double ips = 0, train_secs = 0;
     for (int i = 0; i < n_hist; i++) train_secs += h[i].seconds;
     if (n_hist > 0 && train_secs > 0) { for (int i = 0; i < n_hist; i++) ips += h[i].images_per_sec * h[i].seconds; ips /= train_secs; }
-    printf("Test accuracy: %.2f%% (loss %.4f, %lld examples)\n", acc * 100, loss, (long long)kiln_dataset_size(test));
+    printf("%s accuracy: %.2f%% (loss %.4f, %lld examples)\n", ds.held_out ? "Validation" : "Test", acc * 100, loss, (long long)n_test);
     printf("Time: %.1f s for %d epoch%s (training loop %.1f s, %.0f images/s)\n", secs, n_hist, n_hist == 1 ? "" : "s", train_secs, ips);
     if (a->save) printf("Saved: %s\n", a->save);
     if (a->history) printf("History: %s\n", a->history);
 out:
     kiln_model_free(m);
-    kiln_dataset_free(train);
-    kiln_dataset_free(test);
+    kiln_data_free(tp);
+    kiln_data_free(vp);
+    data_src_free(&ds);
     return rc;
 }
 
@@ -303,17 +505,27 @@ static int cmd_eval(args *a) {
     if (a->threads) kiln_set_num_threads(a->threads);
     char mname[96];
     if (peek_model(a, "eval", mname, sizeof mname)) return 1;
-    kiln_dataset *test = NULL;
-    if (load_data(a->data, a->model, NULL, &test, a->seed)) return 1;
-    int rc = 0;
-    kiln_model *m = model_from_checkpoint(a, "eval", kiln_dataset_example_shape(test), kiln_dataset_num_classes(test));
+    data_src ds;
+    if (open_data(a, "eval", false, &ds)) return 1;
+    int rc = check_shapes(a, "eval", a->model, kiln_data_example_shape(ds.test));
+    kiln_model *m = NULL;
+    kiln_data *vp = NULL;
     kiln_eval_result r;
-    if (!m) rc = 1;
-    else if (kiln_evaluate(m, test, &(kiln_eval_opts){ .batch_size = a->batch }, &r) != KILN_OK) rc = fail("eval", 1);
-    else printf("%s (epoch %d) on %s: test accuracy %.2f%%, loss %.4f, %lld examples, %.1f s\n", kiln_model_name(m), kiln_model_epoch(m),
-                a->data, r.accuracy * 100, r.loss, (long long)r.count, r.seconds);
+    char split[96];
+    split_name(&ds, split, sizeof split);
+    if (rc) goto out;
+    m = model_from_checkpoint(a, "eval", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
+    if (!m) { rc = 1; goto out; }
+    vp = eval_pipeline(a, ds.test, ds.images);
+    ds.test = NULL;
+    if (!vp) rc = fail("eval", 1);
+    else if (kiln_evaluate_data(m, vp, NULL, &r) != KILN_OK) rc = fail("eval", 1);
+    else printf("%s (epoch %d) on %s: %s accuracy %.2f%%, loss %.4f, %lld examples, %.1f s\n", kiln_model_name(m), kiln_model_epoch(m),
+                a->data, split, r.accuracy * 100, r.loss, (long long)r.count, r.seconds);
+out:
     kiln_model_free(m);
-    kiln_dataset_free(test);
+    kiln_data_free(vp);
+    data_src_free(&ds);
     return rc;
 }
 
@@ -325,19 +537,22 @@ static int cmd_predict(args *a) {
     if (a->threads) kiln_set_num_threads(a->threads);
     char mname[96];
     if (peek_model(a, "predict", mname, sizeof mname)) return 1;
-    kiln_dataset *test = NULL;
-    if (load_data(a->data, a->model, NULL, &test, a->seed)) return 1;
+    data_src ds;
+    if (open_data(a, "predict", false, &ds)) return 1;
     int count = a->count > 0 ? a->count : 10, rc = 0;
-    if (count > kiln_dataset_size(test)) count = (int)kiln_dataset_size(test);
-    bool names = strstr(a->data, "fashion") != NULL && kiln_dataset_num_classes(test) == 10;
-    kiln_model *m = model_from_checkpoint(a, "predict", kiln_dataset_example_shape(test), kiln_dataset_num_classes(test));
-    kiln_tensor *out = NULL;
+    if (count > kiln_data_source_size(ds.test)) count = (int)kiln_data_source_size(ds.test);
+    bool fashion = strstr(a->data, "fashion") != NULL && kiln_data_num_classes(ds.test) == 10;
+    kiln_model *m = NULL;
+    kiln_tensor *out = NULL, *x = NULL, *y = NULL;
+    kiln_data *d = NULL;
+    kiln_data_iter *it = NULL;
+    if ((rc = check_shapes(a, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
+    m = model_from_checkpoint(a, "predict", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
     if (!m) { rc = 1; goto done; }
-    const kiln_tensor *x = kiln_dataset_x(test), *y = kiln_dataset_y(test);
-    kiln_tensor vx = *x;
-    vx.shape.dim[0] = count;
-    vx.owns_data = false;
-    if (kiln_predict(m, &vx, &(kiln_eval_opts){ .batch_size = a->batch }, &out) != KILN_OK) { rc = fail("predict", 1); goto done; }
+    d = kiln_data_batch(ds.test, count, false);       /* the first `count` test examples */
+    ds.test = NULL;
+    if (!d || kiln_data_iter_new(d, 0, &it) != KILN_OK || kiln_data_iter_next(it, &x, &y) != KILN_OK || !x) { rc = fail("predict", 1); goto done; }
+    if (kiln_predict(m, x, &(kiln_eval_opts){ .batch_size = a->batch }, &out) != KILN_OK) { rc = fail("predict", 1); goto done; }
     int64_t c = out->shape.dim[1];
     int right = 0;
     printf("%6s  %-14s %-14s %s\n", "image", "predicted", "label", "confidence");
@@ -348,18 +563,22 @@ static int cmd_predict(args *a) {
         for (int64_t j = 1; j < c; j++) if (r[j] > r[best]) best = j;
         mx = r[best];
         for (int64_t j = 0; j < c; j++) sum += exp(r[j] - mx);
-        int label = (int)kiln_tensor_get(y, i);
+        int label = ((const int32_t *)y->data)[i];
         right += best == label;
         char p[32], l[32];
-        if (names) { snprintf(p, sizeof p, "%s", fashion_names[best]); snprintf(l, sizeof l, "%s", fashion_names[label]); }
-        else { snprintf(p, sizeof p, "%lld", (long long)best); snprintf(l, sizeof l, "%d", label); }
+        const char *pn = fashion && best < 10 ? fashion_names[best] : kiln_data_class_name(d, (int)best);
+        const char *ln = fashion && label >= 0 && label < 10 ? fashion_names[label] : kiln_data_class_name(d, label);
+        if (pn) snprintf(p, sizeof p, "%s", pn); else snprintf(p, sizeof p, "%lld", (long long)best);
+        if (ln) snprintf(l, sizeof l, "%s", ln); else snprintf(l, sizeof l, "%d", label);
         printf("%6d  %-14s %-14s %5.1f%%%s\n", i, p, l, 100.0 / sum, best == label ? "" : "   <- wrong");
     }
     printf("%d of %d correct\n", right, count);
 done:
     kiln_tensor_free(out);
+    kiln_data_iter_free(it);
+    kiln_data_free(d);
     kiln_model_free(m);
-    kiln_dataset_free(test);
+    data_src_free(&ds);
     return rc;
 }
 
@@ -380,7 +599,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) { printf("kiln %s\n", KILN_VERSION); return 0; }
     if (!strcmp(argv[1], "devices")) return cmd_devices(argc, argv);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc, argv);
-    args a = { .data = DEFAULT_DATA, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1 };
+    args a = { .data = DEFAULT_DATA, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
+               .prefetch = 2, .workers = 1, .val_split = -1 };
     const char *cmd = argv[1];
     int (*fn)(args *) = NULL;
     if (!strcmp(cmd, "train")) fn = cmd_train;

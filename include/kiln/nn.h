@@ -11,6 +11,11 @@
  *           .metrics = KILN_METRIC_ACCURACY }) != KILN_OK ||
  *       kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 5, .batch_size = 64, .validation = test, .verbose = 1 }) != KILN_OK)
  *       fprintf(stderr, "kiln: %s\n", kiln_last_error());
+ *   // or from an input pipeline (include/kiln/pipeline.h), e.g. augmented CIFAR-10 prepared ahead:
+ *   //   kiln_data *d; kiln_data_open("cifar10:/data/cifar", true, &d);
+ *   //   d = kiln_data_prefetch(kiln_data_batch(kiln_data_augment(kiln_data_shuffle(d, 50000, 1),
+ *   //           &(kiln_augment_opts){ .crop_pad = 4, .flip = true }), 128, true), 2, 1);
+ *   //   kiln_fit_data(m, d, &(kiln_fit_opts){ .epochs = 10, .validation_data = test_pipeline });
  *   kiln_model_free(m);
  *
  * Errors stick to the model: layer builders return NULL after a failure and every later call
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include "graph.h"
 #include "data.h"
+#include "pipeline.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -243,14 +249,36 @@ typedef struct kiln_fit_opts {
     bool no_shuffle;                   /* shuffling (seeded, per epoch) is on by default */
     uint64_t shuffle_seed;
     const kiln_dataset *validation;    /* evaluated at each epoch end (every example) */
-    double validation_split;           /* else: hold out this fraction of the tail of train */
+    double validation_split;           /* else: hold out this fraction of the tail of train
+                                          (kiln_fit only: a pipeline cannot be split afterwards) */
+    kiln_data *validation_data;        /* or a validation pipeline (borrowed), evaluated at each
+                                          epoch end over every example it yields, the partial last
+                                          batch included; at most one of validation /
+                                          validation_data */
     int verbose;                       /* 0 silent, 1 progress bar (one line per epoch when not a
                                           terminal), 2 one line per epoch */
     const kiln_callback *callbacks; int n_callbacks;
 } kiln_fit_opts;
 /* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
- * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf. */
+ * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf.
+ * A special case of kiln_fit_data: train is read through the pipeline
+ *   kiln_data_from_dataset(train, false) [-> kiln_data_take(N - held out)]
+ *     [-> kiln_data_shuffle(N, o->shuffle_seed ^ model seed)] -> kiln_data_batch(batch_size, true)
+ * on the calling thread (no prefetch, no allocation per step), so kiln_fit_data on that pipeline
+ * gives the same losses. */
 kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_opts *o);
+/* Trains on the batches a pipeline yields (include/kiln/pipeline.h): x f32 [B, <model input
+ * shape>], y i32 [B] class ids. The training batch size is the pipeline's batch size
+ * (kiln_data_batch_size; o->batch_size is ignored) and the pipeline must be batched and finite.
+ * Each epoch is one pass: kiln_data_iter_new(train, epoch) with the 1-based epoch number, so a
+ * shuffle / augmentation in the pipeline changes every epoch (o->no_shuffle and o->shuffle_seed
+ * are not used: put kiln_data_shuffle in the pipeline). A batch smaller than B (a kept remainder)
+ * is skipped in training, exactly as kiln_fit skips the partial last batch. Validation:
+ * o->validation_data (a pipeline) or o->validation (a dataset, evaluated in batches of B);
+ * o->validation_split is not supported here (INVALID_ARGUMENT). images_per_sec counts training
+ * images over the whole training loop, waiting for data included. train is borrowed; no iterator
+ * on it may be alive. */
+kiln_status kiln_fit_data(kiln_model *m, kiln_data *train, const kiln_fit_opts *o);
 /* Per-epoch logs of the training so far (kept across fit calls; reset by kiln_model_reset_history). */
 const kiln_logs *kiln_model_history(const kiln_model *m, int *n_epochs);
 void kiln_model_reset_history(kiln_model *m);
@@ -258,8 +286,14 @@ int kiln_model_epoch(const kiln_model *m);     /* epochs completed (restored by 
 
 typedef struct kiln_eval_opts { int batch_size; /* 0: the fit batch size, else 32 */ int verbose; } kiln_eval_opts;
 typedef struct kiln_eval_result { double loss, accuracy, top_k; int64_t count; double seconds; } kiln_eval_result;
-/* Evaluates every example of d (the partial last batch included). o may be NULL. */
+/* Evaluates every example of d (the partial last batch included). o may be NULL. Goes through
+ * kiln_evaluate_data on kiln_data_batch(kiln_data_from_dataset(d, false), batch_size, false). */
 kiln_status kiln_evaluate(kiln_model *m, const kiln_dataset *d, const kiln_eval_opts *o, kiln_eval_result *out);
+/* Evaluates every example a pipeline yields in one pass (epoch 0), whatever its batching: each
+ * batch runs as it comes (a kept remainder included; an unbatched pipeline runs one example at a
+ * time). o may be NULL; o->batch_size is ignored (the pipeline's batches are used). d is
+ * borrowed. */
+kiln_status kiln_evaluate_data(kiln_model *m, kiln_data *d, const kiln_eval_opts *o, kiln_eval_result *out);
 /* Model outputs for every row of x ([N, ...input shape] f32) into *out (new [N, ...output shape]
  * f32 tensor, caller frees). Raw outputs: logits when the model ends without softmax. */
 kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_opts *o, kiln_tensor **out);

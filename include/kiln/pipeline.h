@@ -158,6 +158,14 @@ kiln_status kiln_data_iter_next(kiln_data_iter *it, kiln_tensor **x, kiln_tensor
 /* Stops the workers (also mid-epoch) and frees everything; NULL is a no-op. */
 void kiln_data_iter_free(kiln_data_iter *it);
 
+/* Splits a bare source (straight from kiln_data_open / kiln_data_from_*, before any transform)
+ * into two sources over the same files: *held_out gets every example i with
+ * floor((i + 1) * fraction) > floor(i * fraction) (evenly spaced, about fraction * N of them; per
+ * class when the source is sorted by class, as image folders are), *train the rest, both in the
+ * source's order. Takes `source` (freed on failure, or when both results are freed). fraction in
+ * (0, 1), leaving both parts non-empty. Used by `kiln train --validation-split`. */
+kiln_status kiln_data_split_source(kiln_data *source, double fraction, kiln_data **train, kiln_data **held_out);
+
 #ifdef __cplusplus
 }
 #endif

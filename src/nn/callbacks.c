@@ -28,7 +28,7 @@ static kiln_status monitor_value(const kiln_callback *c, const kiln_logs *l, dou
     bool val = !strncmp(mon, "val_", 4);
     const char *base = val ? mon + 4 : mon;
     if (val && !l->has_val)
-        return kiln_set_error(KILN_INVALID_ARGUMENT, "callback monitors '%s' but fit has no validation data: pass .validation or .validation_split, or monitor 'loss'", mon);
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "callback monitors '%s' but fit has no validation data: pass .validation, .validation_data or .validation_split, or monitor 'loss'", mon);
     if (!strcmp(base, "loss")) *v = val ? l->val_loss : l->loss;
     else if (!strcmp(base, "accuracy") || !strcmp(base, "acc")) *v = val ? l->val_accuracy : l->accuracy;
     else if (!strncmp(base, "top", 3)) *v = val ? l->val_top_k : l->top_k;

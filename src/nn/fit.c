@@ -106,40 +106,6 @@ static kiln_tensor view_of(const kiln_tensor *t, int64_t rows) {
     return v;
 }
 
-/* Evaluates examples order[start .. start+count) of d in batches of `batch` plus one remainder
- * batch. bx/by hold `batch` rows. */
-static kiln_status eval_range(kiln_model *m, const kiln_dataset *d, const int64_t *order, int64_t start, int64_t count,
-                              int batch, kiln_tensor *bx, kiln_tensor *by, kiln_eval_result *r) {
-    double loss = 0, hit = 0, top = 0;
-    double t0 = nn_now();
-    for (int64_t done = 0; done < count;) {
-        int64_t n = count - done < batch ? count - done : batch;
-        nn_forward *f;
-        kiln_status st = nn_get_infer(m, (int)n, &f);
-        if (st) return st;
-        kiln_tensor vx = view_of(bx, n), vy = view_of(by, n);
-        if ((st = kiln_dataset_gather(d, order, start + done, n, &vx, &vy))) return st;
-        kiln_feed feeds[2] = { { f->x, &vx }, { f->y, &vy } };
-        kiln_node *fetch[2] = { f->out, f->loss };
-        kiln_tensor *outs[2] = { f->out_t, f->loss_t };
-        if ((st = kiln_session_run(m->s, feeds, 2, fetch, outs, 2, NULL, 0))) return st;
-        double l = kiln_tensor_get(f->loss_t, 0), c, k;
-        nn_batch_metrics(m, f->out_t, vy.data, n, &c, &k);
-        loss += l * (double)n;
-        hit += c;
-        top += k;
-        done += n;
-    }
-    r->count = count;
-    r->loss = count ? loss / (double)count : 0;
-    r->accuracy = count ? hit / (double)count : 0;
-    r->top_k = count ? top / (double)count : 0;
-    r->seconds = nn_now() - t0;
-    if (!isfinite(r->loss))
-        return kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the evaluation loss is %g (NaN/Inf): the weights diverged; train with a lower learning rate", m->name, r->loss);
-    return KILN_OK;
-}
-
 static kiln_status batch_buffers(kiln_model *m, int batch, kiln_tensor **bx, kiln_tensor **by) {
     kiln_shape xs = { .rank = m->input->out.rank + 1 };
     xs.dim[0] = batch;
@@ -162,19 +128,10 @@ kiln_status kiln_evaluate(kiln_model *m, const kiln_dataset *d, const kiln_eval_
     if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_evaluate: NULL result");
     if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_evaluate: model '%s' is not compiled: call kiln_compile() to choose the loss", m->name);
     if ((st = check_data(m, d, "kiln_evaluate"))) return st;
-    int batch = eval_batch(m, o);
-    if ((st = nn_ensure_session(m, batch))) return st;
-    int64_t n = kiln_dataset_size(d);
-    int64_t *order = kiln_malloc((size_t)n * sizeof *order);
-    kiln_tensor *bx = NULL, *by = NULL;
-    if (!order) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_evaluate: out of host memory");
-    kiln_dataset_order(d, false, 0, 0, order);
-    if (!(st = batch_buffers(m, batch, &bx, &by))) st = eval_range(m, d, order, 0, n, batch, bx, by, out);
-    if (!st && o && o->verbose)
-        printf("%lld/%lld examples - %.1fs - loss: %.4f - accuracy: %.4f\n", (long long)n, (long long)n, out->seconds, out->loss, out->accuracy);
-    kiln_free(order);
-    kiln_tensor_free(bx);
-    kiln_tensor_free(by);
+    kiln_data *p = kiln_data_batch(kiln_data_from_dataset(d, false), eval_batch(m, o), false);
+    if (!p) return nn_data_status();
+    st = kiln_evaluate_data(m, p, o, out);
+    kiln_data_free(p);
     return st;
 }
 
@@ -219,18 +176,9 @@ kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_op
     return KILN_OK;
 }
 
-static kiln_status history_add(kiln_model *m, const kiln_logs *l) {
-    if (m->n_history == m->cap_history) {
-        int cap = m->cap_history ? m->cap_history * 2 : 16;
-        kiln_logs *h = kiln_realloc(m->history, (size_t)cap * sizeof *h);
-        if (!h) return kiln_set_error(KILN_OUT_OF_MEMORY, "history: out of host memory");
-        m->history = h;
-        m->cap_history = cap;
-    }
-    m->history[m->n_history++] = *l;
-    return KILN_OK;
-}
-
+/* The in-memory special case of kiln_fit_data: the dataset read through a pipeline on this
+ * thread (borrowed, no copy), [take the examples before the held-out tail,] shuffle it whole
+ * (seed shuffle_seed ^ model seed, reshuffled each epoch), full batches only. */
 kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_opts *o) {
     kiln_status st = nn_check(m);
     if (st) return st;
@@ -239,88 +187,26 @@ kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_op
     if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: model '%s' is not compiled: call kiln_compile() first", m->name);
     if ((st = check_data(m, train, "kiln_fit"))) return st;
     if (o->validation && (st = check_data(m, o->validation, "kiln_fit (validation)"))) return st;
+    if (o->validation && o->validation_data)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: give .validation (a dataset) or .validation_data (a pipeline), not both");
+    if (o->validation_data && (st = nn_check_pipeline(m, o->validation_data, "kiln_fit (validation)", false))) return st;
     int batch = o->batch_size > 0 ? o->batch_size : 32;
-    int epochs = o->epochs > 0 ? o->epochs : 1;
     if (o->validation_split < 0 || o->validation_split >= 1) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: validation_split %g must be in [0, 1)", o->validation_split);
+    bool has_val = o->validation || o->validation_data;
     int64_t n = kiln_dataset_size(train);
-    int64_t n_val_split = o->validation ? 0 : (int64_t)((double)n * o->validation_split);
+    int64_t n_val_split = has_val ? 0 : (int64_t)((double)n * o->validation_split);
     int64_t n_train = n - n_val_split;
-    int64_t steps = n_train / batch;
-    if (steps == 0)
+    if (n_train / batch == 0)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: batch size %d is larger than the %lld training examples; use a smaller --batch-size", batch, (long long)n_train);
-    if ((st = nn_ensure_train(m, batch))) return st;
-    m->last_fit_batch = batch;
-    const kiln_dataset *val = o->validation ? o->validation : (n_val_split > 0 ? train : NULL);
-    int64_t val_start = o->validation ? 0 : n_train, val_count = o->validation ? kiln_dataset_size(o->validation) : n_val_split;
-    int64_t *order = kiln_malloc((size_t)n * sizeof *order);
-    int64_t *vorder = val ? kiln_malloc((size_t)(val_start + val_count) * sizeof *vorder) : NULL;
-    nn_cb_state *cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
-    kiln_tensor *bx = NULL, *by = NULL;
-    if (!order || (val && !vorder) || (o->n_callbacks > 0 && !cbs)) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory"); goto done; }
-    if ((st = batch_buffers(m, batch, &bx, &by))) goto done;
-    if (val) kiln_dataset_order(val, false, 0, 0, vorder);
-    if ((st = nn_callbacks_begin(m, o, cbs))) goto done;
-    m->stop = false;
-    nn_forward *f = &m->train;
-    kiln_feed feeds[2] = { { f->x, bx }, { f->y, by } };
-    kiln_node *fetch[2] = { f->loss, f->out };
-    kiln_tensor *outs[2] = { f->loss_t, f->out_t };
-    for (int epoch = o->initial_epoch + 1; epoch <= epochs && !m->stop; epoch++) {
-        if ((st = nn_callbacks_epoch_begin(m, o, epoch))) break;
-        kiln_dataset_order(train, !o->no_shuffle, o->shuffle_seed ^ m->seed, (uint64_t)epoch, order);
-        if (n_val_split > 0) {       /* keep only training indices, in shuffled order */
-            int64_t k = 0;
-            for (int64_t i = 0; i < n; i++) if (order[i] < n_train) order[k++] = order[i];
-        }
-        nn_progress prog;
-        nn_progress_begin(&prog, m, o->verbose, epoch, epochs, steps);
-        kiln_logs logs = { .epoch = epoch, .steps = steps };
-        double sum_loss = 0, sum_hit = 0, sum_top = 0, t0 = nn_now();
-        for (int64_t s = 0; s < steps; s++) {
-            double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)steps, (double)epochs);
-            if ((st = nn_set_lr(m, lr))) goto done;
-            if ((st = kiln_dataset_gather(train, order, s * batch, batch, bx, by))) goto done;
-            if ((st = kiln_session_run(m->s, feeds, 2, fetch, outs, 2, &f->step, 1))) goto done;
-            double l = kiln_tensor_get(f->loss_t, 0), c, k;
-            if (!isfinite(l)) {
-                if (prog.verbose) fputc('\n', stdout);
-                st = kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the loss became %s at epoch %d, step %lld (learning rate %g): training diverged; try a lower learning rate (e.g. --lr %g)",
-                                    m->name, isnan(l) ? "NaN" : "Inf", epoch, (long long)(s + 1), lr, lr / 10);
-                goto done;
-            }
-            nn_batch_metrics(m, f->out_t, by->data, batch, &c, &k);
-            sum_loss += l; sum_hit += c; sum_top += k;
-            logs.batch = s + 1;
-            logs.loss = sum_loss / (double)(s + 1);
-            logs.accuracy = sum_hit / (double)((s + 1) * batch);
-            logs.top_k = sum_top / (double)((s + 1) * batch);
-            logs.lr = lr;
-            logs.seconds = nn_now() - t0;
-            nn_progress_batch(&prog, s + 1, &logs);
-            if ((st = nn_callbacks_batch_end(m, o, &logs))) goto done;
-            if (m->stop) { logs.steps = s + 1; break; }
-        }
-        logs.seconds = nn_now() - t0;
-        logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch) / logs.seconds : 0;
-        if (val) {
-            kiln_eval_result r;
-            if ((st = eval_range(m, val, vorder, val_start, val_count, batch, bx, by, &r))) goto done;
-            logs.has_val = true;
-            logs.val_loss = r.loss;
-            logs.val_accuracy = r.accuracy;
-            logs.val_top_k = r.top_k;
-        }
-        m->epoch = epoch;
-        if ((st = history_add(m, &logs))) goto done;
-        nn_progress_end(&prog, &logs);
-        if ((st = nn_callbacks_epoch_end(m, o, cbs, &logs))) goto done;
-    }
-done:
-    nn_callbacks_end(o, cbs);
-    kiln_free(cbs);
-    kiln_free(order);
-    kiln_free(vorder);
-    kiln_tensor_free(bx);
-    kiln_tensor_free(by);
+    kiln_data *td = kiln_data_from_dataset(train, false), *vd = NULL;
+    if (n_val_split > 0) td = kiln_data_take(td, n_train);
+    if (!o->no_shuffle) td = kiln_data_shuffle(td, n_train, o->shuffle_seed ^ m->seed);
+    td = kiln_data_batch(td, batch, true);
+    if (o->validation) vd = kiln_data_batch(kiln_data_from_dataset(o->validation, false), batch, false);
+    else if (n_val_split > 0) vd = kiln_data_batch(kiln_data_skip(kiln_data_from_dataset(train, false), n_train), batch, false);
+    if (!td || ((o->validation || n_val_split > 0) && !vd)) st = nn_data_status();
+    else st = nn_fit_loop(m, td, vd ? vd : o->validation_data, o);
+    kiln_data_free(td);
+    kiln_data_free(vd);
     return st;
 }

@@ -121,6 +121,13 @@ kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node
 void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const int32_t *labels, int64_t n,
                       double *correct, double *topk);
 
+/* fit_data.c: the training / evaluation loops over pipelines */
+kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train);
+kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *r);
+kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const kiln_fit_opts *o);
+/* Status for a pipeline transform that returned NULL (its message is in kiln_last_error). */
+kiln_status nn_data_status(void);
+
 /* optimizers.c */
 kiln_node *nn_build_optimizer(kiln_model *m, kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n);
 

@@ -1,0 +1,213 @@
+/* The training and evaluation loops, over input pipelines (include/kiln/pipeline.h). kiln_fit and
+ * kiln_evaluate (fit.c) wrap their in-memory datasets in pipelines and come here too: there is one
+ * training loop. The step allocates nothing: batches come from the pipeline's own buffers (fed to
+ * the session as they are), fetch outputs are allocated once per forward. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "nn/nn_internal.h"
+#include "data/pipeline_internal.h"
+
+kiln_status nn_data_status(void) {
+    const char *e = kiln_last_error();
+    return strstr(e, "out of") ? KILN_OUT_OF_MEMORY : KILN_INVALID_ARGUMENT;
+}
+
+kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train) {
+    if (!d) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL pipeline", what);
+    kiln_shape es = kiln_data_example_shape(d), is = m->input->out;
+    char a[96], b[96];
+    if (!kiln_shape_equal(es, is))
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: the data's examples are %s but model '%s' takes %s (batch excluded)",
+                              what, kiln_shape_str(es, a, sizeof a), m->name, kiln_shape_str(is, b, sizeof b));
+    int nc = kiln_data_num_classes(d);
+    if (nc <= 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the data has no labels", what);
+    int64_t units = m->output->out.dim[0];
+    if (units > 1 && nc > units)
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: the data has %d classes but model '%s' outputs %lld values (%s); give the last Dense %d units",
+                              what, nc, m->name, (long long)units, m->output->name, nc);
+    if (kiln_data_cardinality(d) < 0)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the pipeline is infinite (kiln_data_repeat(-1)); one pass is one epoch, so bound it with kiln_data_take", what);
+    if (kiln_data_cardinality(d) == 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the pipeline yields nothing (no examples)", what);
+    if (train && !d->batched)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the training pipeline is not batched: add kiln_data_batch(d, batch_size, true) before fitting", what);
+    return KILN_OK;
+}
+
+/* Full batches per pass (a kept remainder of the batch node not counted); an estimate when
+ * repeat/take/skip sit above the batch node (fit corrects it after the first epoch). */
+static int64_t full_steps(const kiln_data *d) {
+    int64_t card = kiln_data_cardinality(d);
+    const kiln_data *b = d;
+    bool only_prefetch_above = true;
+    while (b && b->kind != KILN_DN_BATCH) {
+        if (b->kind != KILN_DN_PREFETCH) only_prefetch_above = false;
+        b = b->input;
+    }
+    if (b && only_prefetch_above && !b->drop_remainder && b->input->card >= 0 && b->input->card % b->n) card--;
+    return card;
+}
+
+kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *r) {
+    double loss = 0, hit = 0, top = 0, t0 = nn_now();
+    int64_t count = 0;
+    kiln_data_iter *it = NULL;
+    kiln_status st = kiln_data_iter_new(d, 0, &it);
+    while (!st) {
+        kiln_tensor *x, *y;
+        if ((st = kiln_data_iter_next(it, &x, &y)) || !x) break;
+        int64_t n = x->shape.dim[0];
+        nn_forward *f;
+        if ((st = nn_get_infer(m, (int)n, &f))) break;
+        kiln_feed feeds[2] = { { f->x, x }, { f->y, y } };
+        kiln_node *fetch[2] = { f->out, f->loss };
+        kiln_tensor *outs[2] = { f->out_t, f->loss_t };
+        if ((st = kiln_session_run(m->s, feeds, 2, fetch, outs, 2, NULL, 0))) break;
+        double c, k;
+        nn_batch_metrics(m, f->out_t, y->data, n, &c, &k);
+        loss += kiln_tensor_get(f->loss_t, 0) * (double)n;
+        hit += c;
+        top += k;
+        count += n;
+    }
+    kiln_data_iter_free(it);
+    if (st) return st;
+    r->count = count;
+    r->loss = count ? loss / (double)count : 0;
+    r->accuracy = count ? hit / (double)count : 0;
+    r->top_k = count ? top / (double)count : 0;
+    r->seconds = nn_now() - t0;
+    if (!isfinite(r->loss))
+        return kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the evaluation loss is %g (NaN/Inf): the weights diverged; train with a lower learning rate", m->name, r->loss);
+    return KILN_OK;
+}
+
+kiln_status kiln_evaluate_data(kiln_model *m, kiln_data *d, const kiln_eval_opts *o, kiln_eval_result *out) {
+    kiln_status st = nn_check(m);
+    if (st) return st;
+    if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_evaluate: NULL result");
+    if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_evaluate: model '%s' is not compiled: call kiln_compile() to choose the loss", m->name);
+    if ((st = nn_check_pipeline(m, d, "kiln_evaluate", false))) return st;
+    if ((st = nn_ensure_session(m, (int)kiln_data_batch_size(d)))) return st;
+    if ((st = nn_evaluate_pipeline(m, d, out))) return st;
+    if (o && o->verbose)
+        printf("%lld/%lld examples - %.1fs - loss: %.4f - accuracy: %.4f\n", (long long)out->count, (long long)out->count, out->seconds, out->loss, out->accuracy);
+    return KILN_OK;
+}
+
+static kiln_status history_add(kiln_model *m, const kiln_logs *l) {
+    if (m->n_history == m->cap_history) {
+        int cap = m->cap_history ? m->cap_history * 2 : 16;
+        kiln_logs *h = kiln_realloc(m->history, (size_t)cap * sizeof *h);
+        if (!h) return kiln_set_error(KILN_OUT_OF_MEMORY, "history: out of host memory");
+        m->history = h;
+        m->cap_history = cap;
+    }
+    m->history[m->n_history++] = *l;
+    return KILN_OK;
+}
+
+/* The training loop. train: batched, checked; val: NULL or checked. */
+kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const kiln_fit_opts *o) {
+    int batch = (int)kiln_data_batch_size(train);
+    int epochs = o->epochs > 0 ? o->epochs : 1;
+    int64_t steps = full_steps(train);
+    if (steps <= 0)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: the training pipeline yields no full batch of %d examples; use a smaller batch size", batch);
+    kiln_status st;
+    if ((st = nn_ensure_train(m, batch))) return st;
+    m->last_fit_batch = batch;
+    nn_cb_state *cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
+    kiln_data_iter *it = NULL;
+    if (o->n_callbacks > 0 && !cbs) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
+    if ((st = nn_callbacks_begin(m, o, cbs))) goto done;
+    m->stop = false;
+    nn_forward *f = &m->train;
+    kiln_node *fetch[2] = { f->loss, f->out };
+    kiln_tensor *outs[2] = { f->loss_t, f->out_t };
+    for (int epoch = o->initial_epoch + 1; epoch <= epochs && !m->stop; epoch++) {
+        if ((st = nn_callbacks_epoch_begin(m, o, epoch))) break;
+        if ((st = kiln_data_iter_new(train, (uint64_t)epoch, &it))) break;
+        nn_progress prog;
+        nn_progress_begin(&prog, m, o->verbose, epoch, epochs, steps);
+        kiln_logs logs = { .epoch = epoch, .steps = steps };
+        double sum_loss = 0, sum_hit = 0, sum_top = 0, t0 = nn_now();
+        int64_t s = 0;
+        for (;;) {
+            kiln_tensor *x, *y;
+            if ((st = kiln_data_iter_next(it, &x, &y))) goto done;
+            if (!x) break;
+            if (x->shape.dim[0] != batch) continue;       /* a kept remainder: skipped, like kiln_fit */
+            double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)steps, (double)epochs);
+            if ((st = nn_set_lr(m, lr))) goto done;
+            kiln_feed feeds[2] = { { f->x, x }, { f->y, y } };
+            if ((st = kiln_session_run(m->s, feeds, 2, fetch, outs, 2, &f->step, 1))) goto done;
+            double l = kiln_tensor_get(f->loss_t, 0), c, k;
+            if (!isfinite(l)) {
+                if (prog.verbose) fputc('\n', stdout);
+                st = kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the loss became %s at epoch %d, step %lld (learning rate %g): training diverged; try a lower learning rate (e.g. --lr %g)",
+                                    m->name, isnan(l) ? "NaN" : "Inf", epoch, (long long)(s + 1), lr, lr / 10);
+                goto done;
+            }
+            nn_batch_metrics(m, f->out_t, y->data, batch, &c, &k);
+            s++;
+            sum_loss += l; sum_hit += c; sum_top += k;
+            logs.batch = s;
+            logs.loss = sum_loss / (double)s;
+            logs.accuracy = sum_hit / (double)(s * batch);
+            logs.top_k = sum_top / (double)(s * batch);
+            logs.lr = lr;
+            logs.seconds = nn_now() - t0;
+            nn_progress_batch(&prog, s, &logs);
+            if ((st = nn_callbacks_batch_end(m, o, &logs))) goto done;
+            if (m->stop) break;
+        }
+        logs.seconds = nn_now() - t0;
+        kiln_data_iter_free(it);                /* stops prefetch workers mid-epoch too */
+        it = NULL;
+        if (s == 0) { st = kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: epoch %d had no full batch of %d examples", epoch, batch); goto done; }
+        if (m->stop || s != steps) { logs.steps = s; prog.steps = s; }
+        if (!m->stop) steps = s;                /* the estimate, corrected */
+        logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch) / logs.seconds : 0;
+        if (val) {
+            kiln_eval_result r;
+            if ((st = nn_evaluate_pipeline(m, val, &r))) goto done;
+            logs.has_val = true;
+            logs.val_loss = r.loss;
+            logs.val_accuracy = r.accuracy;
+            logs.val_top_k = r.top_k;
+        }
+        m->epoch = epoch;
+        if ((st = history_add(m, &logs))) goto done;
+        nn_progress_end(&prog, &logs);
+        if ((st = nn_callbacks_epoch_end(m, o, cbs, &logs))) goto done;
+    }
+done:
+    kiln_data_iter_free(it);
+    nn_callbacks_end(o, cbs);
+    kiln_free(cbs);
+    return st;
+}
+
+kiln_status kiln_fit_data(kiln_model *m, kiln_data *train, const kiln_fit_opts *o) {
+    kiln_status st = nn_check(m);
+    if (st) return st;
+    kiln_fit_opts dflt = { 0 };
+    if (!o) o = &dflt;
+    if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: model '%s' is not compiled: call kiln_compile() first", m->name);
+    if ((st = nn_check_pipeline(m, train, "kiln_fit", true))) return st;
+    if (o->validation_split != 0)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit_data: validation_split needs an in-memory dataset (kiln_fit); with a pipeline pass .validation_data (e.g. from kiln_data_split_source)");
+    if (o->validation && o->validation_data)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: give .validation (a dataset) or .validation_data (a pipeline), not both");
+    kiln_data *val = o->validation_data, *owned = NULL;
+    if (o->validation) {
+        owned = kiln_data_batch(kiln_data_from_dataset(o->validation, false), kiln_data_batch_size(train), false);
+        if (!owned) return nn_data_status();
+        val = owned;
+    }
+    if (val && (st = nn_check_pipeline(m, val, "kiln_fit (validation)", false))) { kiln_data_free(owned); return st; }
+    st = nn_fit_loop(m, train, val, o);
+    kiln_data_free(owned);
+    return st;
+}
