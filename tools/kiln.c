@@ -90,7 +90,9 @@ static void train_usage(FILE *f) {
         "  --data-on-device    keep the whole data set in GPU memory (needs a GPU; without one it is\n"
         "                      ignored with a message)\n"
         "  --threads N         CPU threads for the model (default: all cores)\n"
-        "  --device D          auto (default), cpu, ref, cuda\n"
+        "  --device D          auto (default: the GPU when one answers, else the CPU), cpu,\n"
+        "                      gpu (or cuda), ref (the plain-C reference kernels; slow)\n"
+        "  --log-device-placement  print each op's device once, e.g. dense/MatMul: (MatMul): /device:GPU:0\n"
         "  --save PATH         save a checkpoint (safetensors, with optimizer state) after each epoch\n"
         "  --load PATH         start from a checkpoint: weights, optimizer state and epoch (resume)\n"
         "  --history FILE.csv  write one row per epoch: epoch,loss,accuracy,val_loss,val_accuracy,\n"
@@ -149,7 +151,7 @@ typedef struct args {
     long long limit;
     double lr, val_split;      /* val_split < 0: not given */
     uint64_t seed;
-    bool help, data_on_device;
+    bool help, data_on_device, log_placement;
 } args;
 
 static int parse(int argc, char **argv, args *a, const char *cmd) {
@@ -158,6 +160,7 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) { a->help = true; continue; }
         if (strncmp(opt, "--", 2)) { fprintf(stderr, "kiln %s: unexpected argument '%s' (see kiln %s --help)\n", cmd, opt, cmd); return 2; }
         if (!strcmp(opt, "--data-on-device")) { a->data_on_device = true; continue; }
+        if (!strcmp(opt, "--log-device-placement")) { a->log_placement = true; continue; }
         char *eq = strchr(opt, '=');
         char name[64];
         if (eq) { snprintf(name, sizeof name, "%.*s", (int)(eq - opt), opt); val = eq + 1; }
@@ -374,7 +377,7 @@ static int parse_schedule(const char *name, kiln_lr_schedule *s) {
 static kiln_compile_opts compile_opts(const args *a, kiln_optimizer opt, kiln_lr_schedule sched) {
     return (kiln_compile_opts){ .optimizer = opt, .schedule = sched, .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
                                 .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = a->device,
-                                .num_threads = a->threads };
+                                .num_threads = a->threads, .log_device_placement = a->log_placement };
 }
 
 static double now_s(void) {

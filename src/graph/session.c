@@ -161,6 +161,12 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     return s;
 }
 
+static size_t cuda_free_memory(void) {
+    kiln_device_info d;
+    const kiln_cuda_module *cu = kiln_cuda();
+    return cu && cu->device_info(0, &d) == KILN_OK ? d.free_memory : 0;
+}
+
 kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
     kiln_backend_kind kind = opts ? opts->backend : KILN_BACKEND_AUTO;
     const kiln_cuda_module *cu = NULL;
@@ -173,7 +179,8 @@ kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
         if (!cu) kiln_note_cpu_fallback();
     }
     static kiln_device_hooks cuda_hooks;
-    if (cu) cuda_hooks = (kiln_device_hooks){ cu->capture_begin, cu->capture_end, cu->graph_launch, cu->graph_free, cu->set_step };
+    if (cu) cuda_hooks = (kiln_device_hooks){ cu->capture_begin, cu->capture_end, cu->graph_launch, cu->graph_free, cu->set_step,
+                                              cuda_free_memory };
     return session_new(g, opts, cu ? cu->backend : NULL, cu ? &cuda_hooks : NULL);
 }
 
@@ -322,11 +329,29 @@ static kiln_status arena_oom(kiln_session *s, kiln_plan *p, int sp) {
         if (k >= sizeof big) break;
     }
     kiln_free(used);
+    /* The batch: the leading dim every fed placeholder shares. Activations grow about linearly
+     * with it, so the memory free now says roughly which batch would fit. */
+    int64_t batch = -1;
+    for (int i = 0; i < p->n_feeds; i++) {
+        kiln_shape fs = s->g->nodes[p->feed_ids[i]]->shape;
+        int64_t b = fs.rank > 0 ? fs.dim[0] : -1;
+        batch = i == 0 ? b : (batch == b ? batch : -1);
+    }
+    char fit[256] = "lower the batch size (memory grows with it roughly linearly)";
+    size_t avail = sp == KILN_SPACE_DEVICE && s->hooks && s->hooks->free_memory ? s->hooks->free_memory() : 0;
+    if (batch > 1 && avail > 0) {
+        int64_t b = (int64_t)((double)batch * (double)avail / (double)p->arena_bytes[sp]);
+        if (b >= 8) b -= b % 8;
+        if (b >= 1 && b < batch)
+            snprintf(fit, sizeof fit, "use a batch size of about %lld instead of %lld (%.1f MiB are free)", (long long)b,
+                     (long long)batch, avail / 1048576.0);
+        else if (b < 1)
+            snprintf(fit, sizeof fit, "even batch size 1 does not fit in the %.1f MiB free: a smaller model, or the CPU", avail / 1048576.0);
+    }
     return kiln_set_error(KILN_OUT_OF_MEMORY,
         "out of memory on %s: the step's activations need %.1f MiB (variables hold %.1f MiB more); largest tensors: %s. "
-        "To fit: lower the batch size (memory grows with it roughly linearly), use gradient accumulation to keep the "
-        "effective batch, or mixed precision to halve activations",
-        space_name(sp), p->arena_bytes[sp] / 1048576.0, kiln_session_variable_bytes(s) / 1048576.0, big);
+        "To fit: %s; gradient accumulation keeps the effective batch; mixed precision halves activations",
+        space_name(sp), p->arena_bytes[sp] / 1048576.0, kiln_session_variable_bytes(s) / 1048576.0, big, fit);
 }
 
 static kiln_status get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,

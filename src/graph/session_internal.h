@@ -15,6 +15,7 @@ typedef struct kiln_device_hooks {
     kiln_status (*graph_launch)(void *graph_exec);
     void (*graph_free)(void *graph_exec);
     kiln_status (*set_step)(uint64_t step);   /* the step captured dropout kernels read; may be NULL */
+    size_t (*free_memory)(void);              /* device bytes free now (out-of-memory advice); may be NULL */
 } kiln_device_hooks;
 
 /* A session with an explicit device backend (tests use a fake device to exercise placement and

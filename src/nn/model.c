@@ -239,7 +239,7 @@ kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o) {
         return kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_compile: binary cross-entropy needs one output unit, but '%s' has %lld", m->output->name, (long long)out.dim[0]);
     const char *dev = c.device && *c.device ? c.device : "auto";
     if (strcmp(dev, "auto") && strcmp(dev, "cpu") && strcmp(dev, "ref") && strcmp(dev, "cuda") && strcmp(dev, "gpu"))
-        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: device '%s' unknown: use auto, cpu, ref or cuda", dev);
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: device '%s' unknown: use auto, cpu, gpu (cuda) or ref", dev);
     snprintf(m->device, sizeof m->device, "%s", dev);
     c.device = m->device;
     m->copts = c;

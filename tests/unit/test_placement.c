@@ -15,8 +15,13 @@ static void scramble(void *dst, const void *src, size_t n) {
     const unsigned char *s = src;
     for (size_t i = 0; i < n; i++) d[i] = s[i] ^ SCRAMBLE;
 }
-static size_t dev_allocs;
-static void *fd_alloc(size_t n) { dev_allocs++; return malloc(n ? n : 1); }
+static size_t dev_allocs, dev_limit;   /* dev_limit > 0: allocations above it fail (out of memory) */
+static void *fd_alloc(size_t n) {
+    if (dev_limit && n > dev_limit) return NULL;
+    dev_allocs++;
+    return malloc(n ? n : 1);
+}
+static size_t fd_free_memory(void) { return dev_limit; }
 static void fd_free(void *p) { free(p); }
 static kiln_status fd_copy(void *d, const void *s, size_t n, kiln_copy_kind k) {
     if (k == KILN_COPY_D2D) memcpy(d, s, n); else scramble(d, s, n);   /* H2D scrambles, D2H unscrambles */
@@ -75,7 +80,7 @@ static kiln_status h_launch(void *ge) {
     return KILN_OK;
 }
 static void h_free(void *ge) { (void)ge; }
-static const kiln_device_hooks hooks = { h_begin, h_end, h_launch, h_free };
+static const kiln_device_hooks hooks = { h_begin, h_end, h_launch, h_free, NULL, fd_free_memory };
 
 /* ---- a tiny MLP ---- */
 typedef struct mlp { kiln_graph *g; kiln_node *x, *y, *loss, *acc, *step, *w1, *h; } mlp;
@@ -227,6 +232,27 @@ int main(void) {
     for (int i = 0; i < 20; i++) CHECK_MSG(got[i] == ref[i], "captured step %d: %.9g vs %.9g", i, got[i], ref[i]);
     CHECK_MSG(launches == 18, "graph launches: %d (20 runs - 2 warm-up runs)", launches);
     kiln_session_free(s);
+
+    /* out of device memory: the message sizes the step, names the biggest tensors and the batch
+     * that would fit */
+    {
+        kiln_graph *g = kiln_graph_new();
+        kiln_node *x = kiln_placeholder(g, "x", KILN_F32, KILN_SHAPE(1024, 512));
+        kiln_node *w = kiln_variable(g, "w", KILN_F32, KILN_SHAPE(512, 512), kiln_init_glorot_uniform(1));
+        kiln_node *h = kiln_relu(g, kiln_matmul(g, kiln_relu(g, kiln_matmul(g, x, w, false, false)), w, false, false));
+        kiln_node *loss = kiln_reduce_sum(g, h, NULL, 0, false);
+        kiln_tensor *tx = kiln_tensor_new(KILN_F32, KILN_SHAPE(1024, 512)), *out = NULL;
+        dev_limit = 1u << 20;   /* 1 MiB: w fits, the step's activations (2 x 512 KiB + more) do not */
+        s = kiln_session_new_with_device(g, NULL, &fake, &hooks);
+        kiln_status oom = kiln_session_run(s, (kiln_feed[]){ { x, tx } }, 1, &loss, &out, 1, NULL, 0);
+        CHECK_MSG(oom == KILN_OUT_OF_MEMORY, "%s: %s", kiln_status_name(oom), kiln_last_error());
+        CHECK_MSG(strstr(kiln_last_error(), "out of memory on /device:GPU:0") && strstr(kiln_last_error(), "MatMul") &&
+                  strstr(kiln_last_error(), "batch size of about") && strstr(kiln_last_error(), "instead of 1024"), "%s", kiln_last_error());
+        dev_limit = 0;
+        kiln_session_free(s);
+        kiln_tensor_free(tx);
+        kiln_graph_free(g);
+    }
 
     kiln_graph_free(a.g); kiln_graph_free(b.g); kiln_graph_free(c.g); kiln_graph_free(d.g);
     return check_summary("test_placement");
