@@ -87,8 +87,10 @@ static void train_usage(FILE *f) {
         "  --validation-split F  hold out the fraction F of the training data (every 1/F-th example,\n"
         "                      so every class) for val_* and the final accuracy, instead of the test\n"
         "                      split (default: 0.1 for an image folder without a test split, else off)\n"
-        "  --data-on-device    keep the whole data set in GPU memory (needs a GPU; without one it is\n"
-        "                      ignored with a message)\n"
+        "  --data-on-device    keep the whole training set in the session's memory (the GPU's when\n"
+        "                      the model runs there): each step gathers its batch there, and\n"
+        "                      --augment crop,flip runs there too; only the batch's example\n"
+        "                      indices travel per step\n"
         "  --threads N         CPU threads for the model (default: all cores)\n"
         "  --device D          auto (default: the GPU when one answers, else the CPU), cpu,\n"
         "                      gpu (or cuda), ref (the plain-C reference kernels; slow)\n"
@@ -391,22 +393,50 @@ static void split_name(const data_src *ds, char *buf, size_t n) {
     else snprintf(buf, n, "test");
 }
 
+/* The first n examples of a bare source as an in-memory dataset (for --data-on-device). Takes src. */
+static kiln_dataset *materialize(kiln_data *src, int64_t n) {
+    kiln_shape es = kiln_data_example_shape(src);
+    int classes = kiln_data_num_classes(src);
+    kiln_shape xs = { es.rank + 1, { n } };
+    for (int i = 0; i < es.rank; i++) xs.dim[i + 1] = es.dim[i];
+    kiln_tensor *x = kiln_tensor_new(KILN_F32, xs), *y = kiln_tensor_new(KILN_I32, KILN_SHAPE(n));
+    kiln_data *d = kiln_data_batch(kiln_data_take(src, n), 512, false);
+    kiln_data_iter *it = NULL;
+    kiln_dataset *out = NULL;
+    int64_t row = 0, per = kiln_shape_numel(es);
+    if (x && y && d && kiln_data_iter_new(d, 0, &it) == KILN_OK) {
+        kiln_tensor *bx, *by;
+        while (kiln_data_iter_next(it, &bx, &by) == KILN_OK && bx) {
+            int64_t b = bx->shape.dim[0];
+            memcpy((float *)x->data + row * per, bx->data, (size_t)(b * per) * sizeof(float));
+            memcpy((int32_t *)y->data + row, by->data, (size_t)b * sizeof(int32_t));
+            row += b;
+        }
+        if (row == n) out = kiln_dataset_from_tensors(x, y, classes);
+    }
+    kiln_data_iter_free(it);
+    kiln_data_free(d);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    return out;
+}
+
 static int cmd_train(args *a) {
     if (a->help) { train_usage(stdout); return 0; }
     kiln_optimizer opt;
     kiln_lr_schedule sched;
     if (parse_optimizer(a->optimizer, a->lr, &opt) || parse_schedule(a->schedule, &sched)) return 2;
     if (a->batch < 1) { fprintf(stderr, "kiln train: --batch-size must be at least 1\n"); return 2; }
-    if (a->data_on_device) {
-        if (!kiln_gpu_available()) fprintf(stderr, "kiln train: --data-on-device needs a GPU (%s): ignored, the data stays in host memory\n", kiln_gpu_unavailable_reason());
-        else fprintf(stderr, "kiln train: --data-on-device is not available in this version yet: ignored, the data goes through the host pipeline\n");
-    }
+    if (a->data_on_device && !kiln_gpu_available())
+        fprintf(stderr, "kiln train: --data-on-device: no GPU (%s); the data set lives in the session's host memory, "
+                "gathered and augmented by the graph as it would be on the GPU\n", kiln_gpu_unavailable_reason());
     if (a->threads) kiln_set_num_threads(a->threads);
     data_src ds;
     if (open_data(a, "train", true, &ds)) return 1;
     int rc = 0;
     kiln_model *m = NULL;
     kiln_data *tp = NULL, *vp = NULL;
+    kiln_dataset *resident = NULL;           /* --data-on-device: the training set, in memory */
     kiln_shape shape = kiln_data_example_shape(ds.train);
     kiln_augment_opts aug;
     if ((rc = check_shapes(a, "train", a->model, shape)) || (rc = parse_augment(a->augment, &aug, shape, a->seed))) goto out;
@@ -423,11 +453,18 @@ static int cmd_train(args *a) {
         initial = kiln_model_epoch(m);
         printf("Resuming from %s at epoch %d\n", a->load, initial);
     }
-    tp = train_pipeline(a, ds.train, ds.images, &aug);
-    ds.train = NULL;                         /* owned by tp now */
+    if (a->data_on_device) {
+        if (aug.cutout_size > 0) { fprintf(stderr, "kiln train: --data-on-device does crop and flip on the device, not cutout\n"); rc = 2; goto out; }
+        resident = materialize(ds.train, n_train);   /* takes ds.train */
+        ds.train = NULL;
+        if (!resident) { rc = fail("train", 1); goto out; }
+    } else {
+        tp = train_pipeline(a, ds.train, ds.images, &aug);
+        ds.train = NULL;                     /* owned by tp now */
+    }
     vp = eval_pipeline(a, ds.test, ds.images);
     ds.test = NULL;
-    if (!tp || !vp) { rc = fail("train", 1); goto out; }
+    if ((!tp && !resident) || !vp) { rc = fail("train", 1); goto out; }
     kiln_callback cbs[2];
     int n_cb = 0;
     if (a->save) cbs[n_cb++] = kiln_callback_model_checkpoint(a->save, "loss", false);
@@ -438,14 +475,22 @@ static int cmd_train(args *a) {
     char aug_desc[64] = "";
     if (augmenting(&aug))
         snprintf(aug_desc, sizeof aug_desc, ", augment%s%s%s", aug.flip ? " flip" : "", aug.crop_pad ? " crop" : "", aug.cutout_size ? " cutout" : "");
-    if (a->prefetch > 0)
+    if (resident)
+        printf("Input: the whole training set in the session's memory (%s); shuffle%s; batches gathered there\n",
+               kiln_gpu_available() ? "GPU" : "host", aug_desc);
+    else if (a->prefetch > 0)
         printf("Input: shuffle%s, %d batch%s prefetched by %d worker thread%s\n", aug_desc, a->prefetch, a->prefetch == 1 ? "" : "es",
                a->workers > 0 ? a->workers : 1, a->workers > 1 ? "s" : "");
     else printf("Input: shuffle%s, no prefetch (batches made on the training thread)\n", aug_desc);
     fflush(stdout);
     double t0 = now_s();
     kiln_status st = KILN_OK;
-    if (initial < a->epochs)
+    if (initial < a->epochs && resident)
+        st = kiln_fit(m, resident, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
+                                                     .batch_size = a->batch, .shuffle_seed = a->seed + 1, .verbose = a->verbose,
+                                                     .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
+                                                     .device_crop_pad = aug.crop_pad, .device_flip = aug.flip });
+    else if (initial < a->epochs)
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
                                                     .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb });
     else printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
@@ -471,6 +516,7 @@ out:
     kiln_model_free(m);
     kiln_data_free(tp);
     kiln_data_free(vp);
+    kiln_dataset_free(resident);
     data_src_free(&ds);
     return rc;
 }

@@ -153,6 +153,16 @@ kiln_node *kiln_batch_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, kiln_n
  * identity when not. The mask depends on (seed, session step, element). */
 kiln_node *kiln_dropout(kiln_graph *g, kiln_node *x, double rate, uint64_t seed, bool training);
 
+/* ---- data on the device: batches gathered and augmented where the data set lives ---- */
+/* Rows idx[i] of x along its first dim: x [N, ...], idx [B] i32 or i64 -> [B, ...]. An index
+ * outside [0, N) is a run-time KILN_INVALID_ARGUMENT. Not differentiable (data, not weights). */
+kiln_node *kiln_gather_rows(kiln_graph *g, kiln_node *x, kiln_node *idx);
+/* CIFAR-style augmentation of an NHWC batch, per example: a random crop of the image padded with
+ * `pad` zeros on each side (so a shift of -pad..pad in each direction) and, when flip, a
+ * left-right flip with probability 1/2. Randomness from (seed, session step, example index), as
+ * dropout, so every backend gives the same batch. Identity when !training. Not differentiable. */
+kiln_node *kiln_random_crop_flip(kiln_graph *g, kiln_node *x, int pad, bool flip, uint64_t seed, bool training);
+
 /* ---- losses (mean over the batch) and metrics ---- */
 /* logits [N, C]; labels [N] i32/i64 class ids. Fused and numerically stable. */
 kiln_node *kiln_sparse_softmax_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels);

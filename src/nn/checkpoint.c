@@ -34,7 +34,7 @@ kiln_status kiln_model_save(kiln_model *m, const char *path, bool include_optimi
     for (int pass = 0; pass < 2 && !st; pass++)
         for (int i = 0; i < cap && !st; i++) {
             kiln_node *v = kiln_graph_node(m->g, i);
-            if (!kiln_node_is_variable(v)) continue;
+            if (!kiln_node_is_variable(v) || nn_is_data_var(kiln_node_name(v))) continue;
             bool weight = nn_is_weight_name(m, kiln_node_name(v), NULL);
             if ((pass == 0) != weight || (!weight && !include_optimizer)) continue;
             kiln_tensor *t = kiln_tensor_new(kiln_node_dtype(v), kiln_node_shape(v));

@@ -141,7 +141,15 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)steps, (double)epochs);
             if ((st = nn_set_lr(m, lr))) goto done;
             kiln_feed feeds[2] = { { f->x, x }, { f->y, y } };
-            if ((st = kiln_session_run(m->s, feeds, 2, fetch, outs, 2, &f->step, 1))) goto done;
+            int n_feeds = 2;
+            if (f->resident_n > 0) {     /* resident data: x holds the batch's example indices */
+                int32_t *ix = m->res.idx_t->data;
+                const float *xf = x->data;
+                for (int b = 0; b < batch; b++) ix[b] = (int32_t)xf[b];
+                feeds[0] = (kiln_feed){ f->idx, m->res.idx_t };
+                n_feeds = 1;
+            }
+            if ((st = kiln_session_run(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1))) goto done;
             double l = kiln_tensor_get(f->loss_t, 0), c, k;
             if (!isfinite(l)) {
                 if (prog.verbose) fputc('\n', stdout);

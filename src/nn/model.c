@@ -259,9 +259,23 @@ static kiln_status build_forward(kiln_model *m, nn_forward *f, int batch, bool t
     snprintf(nm, sizeof nm, "%s_x_%d", training ? "train" : "infer", batch);
     f->batch = batch;
     f->training = training;
-    f->x = kiln_placeholder(g, nm, KILN_F32, xs);
-    snprintf(nm, sizeof nm, "%s_y_%d", training ? "train" : "infer", batch);
-    f->y = kiln_placeholder(g, nm, KILN_I32, KILN_SHAPE(batch));
+    if (training && m->res.n > 0) {
+        /* resident data: the batch is gathered (and augmented) from data variables by index */
+        kiln_shape ds = xs;
+        ds.dim[0] = m->res.n;
+        kiln_node *X = kiln_variable_trainable(g, NN_DATA_PREFIX "x", KILN_F32, ds, kiln_init_zeros(), false);
+        kiln_node *Y = kiln_variable_trainable(g, NN_DATA_PREFIX "y", KILN_I32, KILN_SHAPE(m->res.n), kiln_init_zeros(), false);
+        snprintf(nm, sizeof nm, "train_idx_%d", batch);
+        f->idx = kiln_placeholder(g, nm, KILN_I32, KILN_SHAPE(batch));
+        f->x = kiln_gather_rows(g, X, f->idx);
+        if (m->res.pad > 0 || m->res.flip) f->x = kiln_random_crop_flip(g, f->x, m->res.pad, m->res.flip, m->res.seed, true);
+        f->y = kiln_gather_rows(g, Y, f->idx);
+        f->resident_n = m->res.n;
+    } else {
+        f->x = kiln_placeholder(g, nm, KILN_F32, xs);
+        snprintf(nm, sizeof nm, "%s_y_%d", training ? "train" : "infer", batch);
+        f->y = kiln_placeholder(g, nm, KILN_I32, KILN_SHAPE(batch));
+    }
     if (!f->x || !f->y) return nn_fail(m, kiln_graph_status(g), "model '%s': %s", m->name, kiln_graph_error(g));
     for (int i = 0; i < m->n_layers; i++) m->layers[i]->node = NULL;
     m->input->node = f->x;
@@ -367,7 +381,7 @@ static kiln_status carry_all(kiln_model *m) {
     if (!m->s) return KILN_OK;
     for (int i = 0; i < kiln_graph_node_count(m->g); i++) {
         kiln_node *n = kiln_graph_node(m->g, i);
-        if (!kiln_node_is_variable(n)) continue;
+        if (!kiln_node_is_variable(n) || nn_is_data_var(kiln_node_name(n))) continue;
         kiln_tensor *t = kiln_tensor_new(kiln_node_dtype(n), kiln_node_shape(n));
         if (!t) return KILN_OUT_OF_MEMORY;
         kiln_status st = kiln_session_read_variable(m->s, n, t);
@@ -385,7 +399,7 @@ kiln_status nn_ensure_session(kiln_model *m, int batch) {
 
 kiln_status nn_ensure_train(kiln_model *m, int batch) {
     if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "model '%s' is not compiled: call kiln_compile() before kiln_fit()", m->name);
-    if (m->s && m->train.batch == batch) return nn_check(m);
+    if (m->s && m->train.batch == batch && m->train.resident_n == m->res.n) return nn_check(m);
     kiln_status st = carry_all(m);
     if (st) return st;
     if (m->s && !m->has_pending_step) { m->pending_step = kiln_session_step(m->s); m->has_pending_step = true; }

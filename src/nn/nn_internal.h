@@ -1,6 +1,7 @@
 /* Internal state of Kiln models (src/nn). */
 #ifndef KILN_NN_INTERNAL_H
 #define KILN_NN_INTERNAL_H
+#include <string.h>
 #include "kiln/nn.h"
 #include "kiln/io.h"
 #include "core/core.h"
@@ -49,7 +50,9 @@ struct kiln_layer {
 typedef struct nn_forward {
     int batch;
     bool training;
-    kiln_node *x, *y;         /* placeholders */
+    kiln_node *x, *y;         /* placeholders (resident training: gathered from the data variables) */
+    kiln_node *idx;           /* resident training: the batch's example indices (placeholder) */
+    int64_t resident_n;       /* resident training: examples in the data variables (0: not resident) */
     kiln_node *out;           /* model output */
     kiln_node *loss;          /* mean loss (+ L2 when training) */
     kiln_node *step;          /* training: the optimizer update target */
@@ -95,7 +98,13 @@ struct kiln_model {
     kiln_logs *history;
     int n_history, cap_history;
     bool stop;
+    /* resident training data (kiln_fit with data_on_device): set for the duration of a fit */
+    struct { const kiln_dataset *ds; int64_t n; int pad; bool flip; uint64_t seed; kiln_tensor *idx_t; } res;
 };
+
+/* Variables holding resident training data: never checkpointed or carried across rebuilds. */
+#define NN_DATA_PREFIX "_data/"
+static inline bool nn_is_data_var(const char *name) { return strncmp(name, NN_DATA_PREFIX, sizeof NN_DATA_PREFIX - 1) == 0; }
 
 /* model.c */
 kiln_status nn_fail(kiln_model *m, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

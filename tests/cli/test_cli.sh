@@ -46,5 +46,8 @@ expect_fail "checkpoint of another model is refused, naming a tensor" "conv2d|de
 expect "bench runs on the CPU" "RESULT peer=kiln model=mlp device=cpu" "$K" bench --model mlp --batch-size 32 --steps 3 --device cpu
 KILN_LOG_DEVICE_PLACEMENT=1 expect "placement log" "MatMul: \(MatMul\): /device:(CPU|GPU):0" "$K" train --model mlp --data synthetic --epochs 1 --limit 256 --batch-size 64
 
+expect "--data-on-device trains (host memory without a GPU)" "Test accuracy" "$K" train --model fashion_cnn --data synthetic --epochs 1 --limit 256 --batch-size 64 --data-on-device --augment crop,flip
+expect_fail "--data-on-device refuses cutout" "not cutout" "$K" train --model fashion_cnn --data synthetic --epochs 1 --limit 256 --data-on-device --augment cutout
+
 echo "test_cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

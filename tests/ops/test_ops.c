@@ -22,6 +22,7 @@ typedef struct { const op_case *cases; const int *n; } case_table;
 static const case_table tables[] = {
     { cases_elementwise, &n_cases_elementwise }, { cases_reduce_shape, &n_cases_reduce_shape },
     { cases_matmul_conv_pool, &n_cases_matmul_conv_pool }, { cases_norm_loss_optim, &n_cases_norm_loss_optim },
+    { cases_data, &n_cases_data },
 };
 #define N_TABLES (int)(sizeof tables / sizeof tables[0])
 

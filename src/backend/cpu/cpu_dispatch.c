@@ -2,6 +2,8 @@
  * broadcast patterns, ops without a kernel here) return NULL and run on ref. */
 #include "backend/cpu/cpu_internal.h"
 
+kiln_kernel_fn cpu_data_kernel(const kiln_node *n);   /* cpu_data.c */
+
 kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
     if (!n || n->dtype != KILN_F32) return NULL;
     switch (n->op) {
@@ -12,6 +14,8 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
     case KILN_OP_MAX_POOL: case KILN_OP_MAX_POOL_GRAD: case KILN_OP_AVG_POOL:
     case KILN_OP_AVG_POOL_GRAD: case KILN_OP_GLOBAL_AVG_POOL:
         return cpu_pool_kernel(n);
+    case KILN_OP_RANDOM_CROP_FLIP:
+        return cpu_data_kernel(n);
     default: break;
     }
     kiln_kernel_fn f = cpu_elementwise_kernel(n);

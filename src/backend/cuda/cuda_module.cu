@@ -213,8 +213,12 @@ static kiln_status dev_sync(void) {
     if (e->set == 1) {
         const kiln_node *n = (const kiln_node *)(uintptr_t)e->node;
         const kiln_op_def *def = cu.host->op_get ? cu.host->op_get((kiln_op)e->op) : NULL;
-        s = cu_fail(KILN_INVALID_ARGUMENT, "%s (%s): label %lld in row %lld is outside [0, %lld) (logits have %lld classes; found on GPU %d)",
-                    n ? n->name : "?", def ? def->name : "?", e->a, e->b, e->c, e->c, cu.cur);
+        if (e->op == KILN_OP_GATHER_ROWS)
+            s = cu_fail(KILN_INVALID_ARGUMENT, "%s (%s): index %lld in row %lld is outside [0, %lld) (x has %lld rows; found on GPU %d)",
+                        n ? n->name : "?", def ? def->name : "?", e->a, e->b, e->c, e->c, cu.cur);
+        else
+            s = cu_fail(KILN_INVALID_ARGUMENT, "%s (%s): label %lld in row %lld is outside [0, %lld) (logits have %lld classes; found on GPU %d)",
+                        n ? n->name : "?", def ? def->name : "?", e->a, e->b, e->c, e->c, cu.cur);
         memset((void *)d->err_host, 0, sizeof(cu_dev_error));
         return s;
     }
@@ -240,6 +244,7 @@ static kiln_kernel_fn dev_kernel(const kiln_node *n) {
     if ((f = cu_reduce_kernel(n))) return f;
     if ((f = cu_shape_kernel(n))) return f;
     if ((f = cu_norm_kernel(n))) return f;
+    if ((f = cu_data_kernel(n))) return f;
     return cu_loss_optim_kernel(n);
 }
 

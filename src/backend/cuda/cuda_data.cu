@@ -1,0 +1,135 @@
+/* CUDA kernels for the data ops (src/ops/data_ops.c): GatherRows and RandomCropFlip. Both only
+ * move elements, so they work on raw words: GatherRows on any dtype (rows copied in the widest
+ * word the row size and alignment allow), RandomCropFlip on every float dtype (2-, 4- or 8-byte
+ * elements; a zero fill is all-zero bits in each). A gather index outside [0, N) is reported
+ * through the device error flag (sync() fails with KILN_INVALID_ARGUMENT), as the losses' labels. */
+#include "backend/cuda/cuda_internal.cuh"
+
+/* ---- GatherRows ---- */
+/* rw words per row (0: empty rows, only the indices are checked); one thread per (row, word). */
+template <typename W>
+__global__ void gather_rows_kernel(const W *x, const void *idx, int idt, W *y, int64_t B, int64_t N, int64_t rw,
+                                   cu_dev_error *err, int op, unsigned long long node) {
+    int64_t rw1 = rw > 0 ? rw : 1;
+    CU_LOOP(t, B * rw1) {
+        int64_t b = t / rw1, w = t - b * rw1;
+        long long k = cu_ld_label(idx, idt, b);
+        if (k < 0 || k >= N) {
+            if (w == 0) cu_report(err, op, k, b, N, node);
+            continue;
+        }
+        if (rw > 0) y[b * rw + w] = x[(int64_t)k * rw + w];
+    }
+}
+
+static kiln_status k_gather_rows(const kiln_kctx *c) {
+    const kiln_node *n = c->node;
+    const kiln_view *x = &c->in[0], *idx = &c->in[1];
+    int64_t N = x->shape.dim[0], B = idx->numel, inner = 1;
+    for (int dd = 1; dd < x->shape.rank; dd++) inner *= x->shape.dim[dd];
+    if (B == 0) return KILN_OK;
+    cu_device *d = cu_dev();
+    if (!d) return KILN_DEVICE_ERROR;
+    size_t row = (size_t)inner * kiln_dtype_size_cu(x->dtype);
+    uintptr_t al = (uintptr_t)x->data | (uintptr_t)c->out.data | (uintptr_t)row;
+    cudaStream_t s = d->stream;
+    int op = (int)n->op, idt = (int)idx->dtype;
+    unsigned long long node = (unsigned long long)(uintptr_t)n;
+#define GATHER(Wt) do { int64_t rw = (int64_t)(row / sizeof(Wt)); \
+        gather_rows_kernel<Wt><<<cu_blocks(B * (rw > 0 ? rw : 1)), CU_THREADS, 0, s>>>( \
+            (const Wt *)x->data, idx->data, idt, (Wt *)c->out.data, B, N, rw, d->err_dev, op, node); } while (0)
+    if (al % 16 == 0) GATHER(uint4);
+    else if (al % 8 == 0) GATHER(unsigned long long);
+    else if (al % 4 == 0) GATHER(unsigned int);
+    else if (al % 2 == 0) GATHER(unsigned short);
+    else GATHER(unsigned char);
+#undef GATHER
+    return cu_launch_check(c);
+}
+
+/* ---- RandomCropFlip: kiln_crop_flip_params (src/ops/data_ops.h) bit for bit ---- */
+__device__ __forceinline__ unsigned long long dd_mix64(unsigned long long x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+__device__ __forceinline__ double dd_uniform(unsigned long long key, unsigned long long ctr) {
+    return (double)(dd_mix64(key ^ dd_mix64(ctr)) >> 11) * (1.0 / 9007199254740992.0);
+}
+__device__ __forceinline__ void dd_crop_flip_params(unsigned long long key, long long b, int pad, double rate,
+                                                    int *dy, int *dx, bool *flip) {
+    double u0 = dd_uniform(key, 3ull * (unsigned long long)b + 0);
+    double u1 = dd_uniform(key, 3ull * (unsigned long long)b + 1);
+    double u2 = dd_uniform(key, 3ull * (unsigned long long)b + 2);
+    int span = 2 * pad + 1;
+    int qy = (int)floor(__dmul_rn(u0, (double)span)), qx = (int)floor(__dmul_rn(u1, (double)span));
+    if (qy > 2 * pad) qy = 2 * pad;
+    if (qx > 2 * pad) qx = 2 * pad;
+    *dy = qy - pad;
+    *dx = qx - pad;
+    *flip = u2 < rate;
+}
+
+/* One thread per output pixel (b, i, j), copying its C elements. step_ptr: when set (graph
+ * replay), the step is read from device memory (set_step), exactly as Dropout. */
+template <typename E>
+__global__ void crop_flip_kernel(const E *x, E *y, int64_t N, int64_t H, int64_t W, int64_t C, int pad, double rate,
+                                 unsigned long long seed, unsigned long long step, const unsigned long long *step_ptr) {
+    unsigned long long st = step_ptr ? *step_ptr : step;
+    unsigned long long key = dd_mix64(seed ^ dd_mix64(st + 0x1234567ull));
+    CU_LOOP(p, N * H * W) {
+        int64_t j = p % W, i = (p / W) % H, b = p / (W * H);
+        int dy, dx;
+        bool flip;
+        dd_crop_flip_params(key, (long long)b, pad, rate, &dy, &dx, &flip);
+        int64_t si = i + dy, sj = (flip ? W - 1 - j : j) + dx;
+        E *o = y + p * C;
+        if (si >= 0 && si < H && sj >= 0 && sj < W) {
+            const E *s = x + ((b * H + si) * W + sj) * C;
+            for (int64_t ch = 0; ch < C; ch++) o[ch] = s[ch];
+        } else {
+            for (int64_t ch = 0; ch < C; ch++) o[ch] = (E)0;
+        }
+    }
+}
+
+static kiln_status k_random_crop_flip(const kiln_kctx *c) {
+    const kiln_attrs *a = &c->node->attrs;
+    const kiln_view *x = &c->in[0];
+    int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
+    size_t es = kiln_dtype_size_cu(c->out.dtype);
+    int64_t n = c->out.numel;
+    if (n == 0) return KILN_OK;
+    cudaStream_t s = cu_stream();
+    if (!a->training || (a->kh == 0 && a->rate <= 0.0)) {
+        if (c->out.data == x->data) return KILN_OK;
+        return cu_check(cudaMemcpyAsync(c->out.data, x->data, (size_t)n * es, cudaMemcpyDeviceToDevice, s), "RandomCropFlip copy");
+    }
+    cu_device *d = &cu.dev[cu.cur];
+    const unsigned long long *sp = d->capturing ? cu_step_ptr() : NULL;
+    unsigned blocks = cu_blocks(N * H * W);
+    unsigned long long seed = (unsigned long long)a->seed, step = (unsigned long long)c->step;
+    switch (es) {
+    case 2: crop_flip_kernel<unsigned short><<<blocks, CU_THREADS, 0, s>>>((const unsigned short *)x->data, (unsigned short *)c->out.data,
+                                                                          N, H, W, C, a->kh, a->rate, seed, step, sp); break;
+    case 4: crop_flip_kernel<unsigned int><<<blocks, CU_THREADS, 0, s>>>((const unsigned int *)x->data, (unsigned int *)c->out.data,
+                                                                        N, H, W, C, a->kh, a->rate, seed, step, sp); break;
+    case 8: crop_flip_kernel<unsigned long long><<<blocks, CU_THREADS, 0, s>>>((const unsigned long long *)x->data,
+                                                                              (unsigned long long *)c->out.data,
+                                                                              N, H, W, C, a->kh, a->rate, seed, step, sp); break;
+    default: return cu_fail(KILN_UNSUPPORTED, "cuda RandomCropFlip: %zu-byte elements not handled", es);
+    }
+    return cu_launch_check(c);
+}
+
+kiln_kernel_fn cu_data_kernel(const kiln_node *n) {
+    switch (n->op) {
+    case KILN_OP_GATHER_ROWS:
+        return (n->in[1]->dtype == KILN_I32 || n->in[1]->dtype == KILN_I64) ? k_gather_rows : NULL;
+    case KILN_OP_RANDOM_CROP_FLIP:
+        return cu_is_float(n->dtype) && cu_all_dtype(n, n->dtype) ? k_random_crop_flip : NULL;
+    default:
+        return NULL;
+    }
+}

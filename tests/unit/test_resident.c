@@ -1,0 +1,88 @@
+/* Training with the data set resident in the session (kiln_fit_opts.data_on_device): the same
+ * batches as the host path, augmentation in the graph, data never checkpointed. */
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "check.h"
+#include "kiln/nn.h"
+#include "kiln/io.h"
+
+enum { N = 240, H = 8, W = 8, C = 3 };
+
+static kiln_dataset *make_data(void) {
+    kiln_tensor *x = kiln_tensor_new(KILN_F32, KILN_SHAPE(N, H, W, 1)), *y = kiln_tensor_new(KILN_I32, KILN_SHAPE(N));
+    for (int i = 0; i < N; i++) {
+        int cls = i % C;
+        ((int32_t *)y->data)[i] = cls;
+        for (int p = 0; p < H * W; p++)   /* class = which third of the rows is bright, plus noise */
+            ((float *)x->data)[i * H * W + p] = (p / W) * C / H == cls ? 0.8f + 0.01f * (float)((i * 7 + p) % 13) : 0.1f * (float)((i + p) % 3);
+    }
+    kiln_dataset *d = kiln_dataset_from_tensors(x, y, C);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    return d;
+}
+
+static kiln_model *make_model(void) {
+    kiln_model *m = kiln_sequential("tiny", KILN_SHAPE(H, W, 1));
+    kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .filters = 4, .kernel = 3, .padding = KILN_SAME, .activation = KILN_RELU });
+    kiln_layer_flatten(m, NULL);
+    kiln_layer_dense(m, &(kiln_dense_opts){ .units = C });
+    kiln_model_set_seed(m, 5);
+    kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(0.01), .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+                                          .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = "cpu" });
+    return m;
+}
+
+static void fit_history(bool resident, int pad, bool flip, double *loss, double *acc) {
+    kiln_dataset *d = make_data();
+    kiln_model *m = make_model();
+    CHECK_OK(kiln_fit(m, d, &(kiln_fit_opts){ .epochs = 3, .batch_size = 32, .shuffle_seed = 11, .data_on_device = resident,
+                                              .device_crop_pad = pad, .device_flip = flip }));
+    int n = 0;
+    const kiln_logs *h = kiln_model_history(m, &n);
+    CHECK(n == 3);
+    for (int i = 0; i < 3 && i < n; i++) { loss[i] = h[i].loss; acc[i] = h[i].accuracy; }
+    kiln_model_free(m);
+    kiln_dataset_free(d);
+}
+
+int main(void) {
+    double host_l[3], host_a[3], res_l[3], res_a[3], aug_l[3], aug_a[3];
+    fit_history(false, 0, false, host_l, host_a);
+    fit_history(true, 0, false, res_l, res_a);
+    for (int i = 0; i < 3; i++) {
+        CHECK_MSG(host_l[i] == res_l[i], "epoch %d loss: host %.9g, resident %.9g", i + 1, host_l[i], res_l[i]);
+        CHECK_MSG(host_a[i] == res_a[i], "epoch %d accuracy: host %.9g, resident %.9g", i + 1, host_a[i], res_a[i]);
+    }
+    CHECK_MSG(res_l[2] < res_l[0], "resident training loss %g -> %g", res_l[0], res_l[2]);
+    /* augmentation in the graph: different batches, still learning */
+    fit_history(true, 2, true, aug_l, aug_a);
+    CHECK_MSG(aug_l[0] != res_l[0], "augmented epoch 1 loss equals the plain one (%g)", aug_l[0]);
+    CHECK_MSG(aug_l[2] < aug_l[0] && aug_a[2] > 0.5, "augmented training: loss %g -> %g, accuracy %g", aug_l[0], aug_l[2], aug_a[2]);
+
+    /* the data variables are not checkpointed, and a later host-path fit rebuilds the step */
+    kiln_dataset *d = make_data();
+    kiln_model *m = make_model();
+    CHECK_OK(kiln_fit(m, d, &(kiln_fit_opts){ .epochs = 1, .batch_size = 32, .data_on_device = true, .device_flip = true }));
+    char path[] = "/tmp/kiln_resident_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    CHECK_OK(kiln_model_save(m, path, true));
+    kiln_safetensors *f = NULL;
+    CHECK_OK(kiln_safetensors_load(path, &f));
+    for (int i = 0; f && i < kiln_safetensors_count(f); i++)
+        CHECK_MSG(strncmp(kiln_safetensors_name(f, i), "_data/", 6) != 0, "checkpoint holds %s", kiln_safetensors_name(f, i));
+    kiln_safetensors_free(f);
+    unlink(path);
+    CHECK_OK(kiln_fit(m, d, &(kiln_fit_opts){ .epochs = 2, .initial_epoch = 1, .batch_size = 32 }));
+    kiln_eval_result r;
+    CHECK_OK(kiln_evaluate(m, d, NULL, &r));
+    CHECK(r.count == N);
+    /* a bad option is refused before anything is built */
+    CHECK(kiln_fit(m, d, &(kiln_fit_opts){ .epochs = 3, .initial_epoch = 2, .batch_size = 32, .data_on_device = true, .device_crop_pad = -1 }) == KILN_INVALID_ARGUMENT);
+    kiln_model_free(m);
+    kiln_dataset_free(d);
+    return check_summary("test_resident");
+}
