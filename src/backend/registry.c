@@ -29,22 +29,31 @@ static kiln_status host_set_error(kiln_status s, const char *fmt, ...) {
 
 static const kiln_cuda_host host_api = { KILN_CUDA_MODULE_ABI, host_set_error, kiln_op_get };
 
-/* Candidate module paths: $KILN_CUDA_MODULE, next to the executable, next to libkiln, then the
- * loader's search path. */
+/* Candidate module paths: $KILN_CUDA_MODULE, next to the executable (a build tree), the lib folder
+ * beside an installed executable's bin, next to libkiln, the install libdir, then the loader's
+ * search path. */
 static void *open_module(char *err, size_t n) {
-    char cand[4][1024];
+    char cand[6][1024];
     int nc = 0;
     const char *env = getenv("KILN_CUDA_MODULE");
     if (env && *env) snprintf(cand[nc++], sizeof cand[0], "%s", env);
     char exe[900];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) { exe[len] = 0; snprintf(cand[nc++], sizeof cand[0], "%s/libkiln_cuda.so", dirname(exe)); }
+    if (len > 0) {
+        exe[len] = 0;
+        char *dir = dirname(exe);
+        snprintf(cand[nc++], sizeof cand[0], "%s/libkiln_cuda.so", dir);
+        snprintf(cand[nc++], sizeof cand[0], "%s/../lib/libkiln_cuda.so", dir);
+    }
     Dl_info info;
     if (dladdr((void *)open_module, &info) && info.dli_fname) {
         char lib[900];
         snprintf(lib, sizeof lib, "%s", info.dli_fname);
         snprintf(cand[nc++], sizeof cand[0], "%s/libkiln_cuda.so", dirname(lib));
     }
+#ifdef KILN_INSTALL_LIBDIR
+    snprintf(cand[nc++], sizeof cand[0], "%s/libkiln_cuda.so", KILN_INSTALL_LIBDIR);
+#endif
     snprintf(cand[nc++], sizeof cand[0], "libkiln_cuda.so");
     err[0] = 0;
     for (int i = 0; i < nc; i++) {

@@ -34,6 +34,18 @@ FAILS=0
 status() { ROW[$1]="$2"; case "$2" in FAIL*|TIMEOUT*) FAILS=$((FAILS + 1));; esac; }
 
 say "== Kiln GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) =="
+# ---- 0. libraries and data carried from the Debian machine (tests/gpu/carry.sh) ----
+if [ -f "$ROOT/.gpu-carry/deps.tar.xz" ]; then
+  DEPS=/tmp/kiln-deps/deps
+  mkdir -p /tmp/kiln-deps && tar -C /tmp/kiln-deps -xJf "$ROOT/.gpu-carry/deps.tar.xz"
+  export LD_LIBRARY_PATH="$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  KILN_GPU_CMAKE_ARGS="-DOPENBLAS_INCLUDE_DIR=$DEPS/include -DOPENBLAS_LIBRARY=$DEPS/lib/libopenblas.so \
+    -DZLIB_INCLUDE_DIR=$DEPS/include -DZLIB_LIBRARY=$DEPS/lib/libz.so -DPNG_PNG_INCLUDE_DIR=$DEPS/include \
+    -DPNG_LIBRARY=$DEPS/lib/libpng16.so -DJPEG_INCLUDE_DIR=$DEPS/include -DJPEG_LIBRARY=$DEPS/lib/libjpeg.so \
+    -DCMAKE_BUILD_RPATH=$DEPS/lib ${KILN_GPU_CMAKE_ARGS:-}"
+  say "deps: carried OpenBLAS/zlib/libpng/libjpeg unpacked in $DEPS"
+fi
+[ -z "${KILN_FASHION_DIR:-}" ] && [ -f "$ROOT/.gpu-carry/fashion-mnist/train-images-idx3-ubyte.gz" ] && export KILN_FASHION_DIR="$ROOT/.gpu-carry/fashion-mnist"
 # ---- 1. the machine ----
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$RESULTS"
