@@ -1,7 +1,6 @@
 /* Host-only unit test of the CUDA caching allocator's bookkeeping (src/backend/cuda/
- * cuda_alloc_pool.c) with malloc standing in for cudaMalloc: no GPU needed. Build:
- *   cc -std=c11 -Isrc tests/gpu/alloc_pool_test.c src/backend/cuda/cuda_alloc_pool.c -o alloc_pool_test
- * (the lead may move it under tests/unit). Exit status 0 when every check passes. */
+ * cuda_alloc_pool.c) with malloc standing in for cudaMalloc: no GPU needed; ctest runs it as
+ * test_alloc_pool. Exit status 0 when every check passes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
