@@ -255,6 +255,9 @@ int main(void) {
     if (gpu) printf("test_ops: %d op/dtype/backend cases ran (cpu and cuda), %d failed\n", n_ran, n_failed);
     else printf("test_ops: %d op/dtype/backend cases ran, %d skipped (cuda: no GPU: %s), %d failed\n", n_ran, n_skipped,
                 kiln_gpu_unavailable_reason(), n_failed);
+    int n_cases = 0;
+    for (int t = 0; t < N_TABLES; t++) n_cases += *tables[t].n;
+    printf("test_ops: %d cases covering %d ops (every op of the table but the 3 sources)\n", n_cases, KILN_OP_COUNT - 3);
     printf("%d passed, %d failed\n", n_ran - n_failed, n_failed);
     return n_failed ? 1 : 0;
 }
