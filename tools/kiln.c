@@ -95,6 +95,7 @@ static void train_usage(FILE *f) {
         "  --device D          auto (default: the GPU when one answers, else the CPU), cpu,\n"
         "                      gpu (or cuda), ref (the plain-C reference kernels; slow)\n"
         "  --log-device-placement  print each op's device once, e.g. dense/MatMul: (MatMul): /device:GPU:0\n"
+        "  --gpu-memory-limit MIB  use at most this much GPU memory (default: grow as needed)\n"
         "  --save PATH         save a checkpoint (safetensors, with optimizer state) after each epoch\n"
         "  --load PATH         start from a checkpoint: weights, optimizer state and epoch (resume)\n"
         "  --history FILE.csv  write one row per epoch: epoch,loss,accuracy,val_loss,val_accuracy,\n"
@@ -149,7 +150,7 @@ static void summary_usage(FILE *f) {
 
 typedef struct args {
     const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule, *augment;
-    int epochs, batch, threads, verbose, count, prefetch, workers;
+    int epochs, batch, threads, verbose, count, prefetch, workers, gpu_mem_mib;
     long long limit;
     double lr, val_split;      /* val_split < 0: not given */
     uint64_t seed;
@@ -190,6 +191,7 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
         INT_OPT("--count", count)
         INT_OPT("--prefetch", prefetch)
         INT_OPT("--workers", workers)
+        INT_OPT("--gpu-memory-limit", gpu_mem_mib)
         else if (!strcmp(name, "--validation-split")) { a->val_split = strtod(val, &end); if (*end || !(a->val_split > 0 && a->val_split < 1)) { fprintf(stderr, "kiln %s: --validation-split wants a fraction between 0 and 1 (e.g. 0.1), got '%s'\n", cmd, val); return 2; } }
         else if (!strcmp(name, "--limit")) { a->limit = strtoll(val, &end, 10); if (*end || a->limit <= 0) { fprintf(stderr, "kiln %s: --limit wants a positive number, got '%s'\n", cmd, val); return 2; } }
         else if (!strcmp(name, "--seed")) { a->seed = strtoull(val, &end, 10); if (*end) { fprintf(stderr, "kiln %s: --seed wants a number, got '%s'\n", cmd, val); return 2; } }
@@ -431,6 +433,11 @@ static int cmd_train(args *a) {
         fprintf(stderr, "kiln train: --data-on-device: no GPU (%s); the data set lives in the session's host memory, "
                 "gathered and augmented by the graph as it would be on the GPU\n", kiln_gpu_unavailable_reason());
     if (a->threads) kiln_set_num_threads(a->threads);
+    if (a->gpu_mem_mib > 0) {
+        if (!kiln_gpu_available()) fprintf(stderr, "kiln train: --gpu-memory-limit: no GPU (%s): ignored\n", kiln_gpu_unavailable_reason());
+        else if (kiln_device_set_memory_options(0, &(kiln_memory_options){ .limit_bytes = (size_t)a->gpu_mem_mib << 20, .grow = true }) != KILN_OK)
+            return fail("train", 2);
+    }
     data_src ds;
     if (open_data(a, "train", true, &ds)) return 1;
     int rc = 0;
