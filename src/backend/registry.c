@@ -80,6 +80,7 @@ static void load_cuda(void) {
     if (m->abi != KILN_CUDA_MODULE_ABI) { snprintf(reason, sizeof reason, "libkiln_cuda.so ABI %d, expected %d (rebuild Kiln)", m->abi, KILN_CUDA_MODULE_ABI); return; }
     if (m->device_count() <= 0) { snprintf(reason, sizeof reason, "no CUDA device found"); return; }
     cuda = m;
+    if (m->host_alloc && m->host_free) kiln_set_staging_allocator(m->host_alloc, m->host_free);
 }
 
 const kiln_cuda_module *kiln_cuda(void) {
@@ -164,3 +165,4 @@ kiln_status kiln_device_set_memory_options(int gpu, const kiln_memory_options *o
     kiln_status st = need_gpu(gpu, "kiln_device_set_memory_options");
     return st ? st : cuda->set_memory_options(gpu, o);
 }
+

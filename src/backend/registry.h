@@ -8,4 +8,5 @@ struct kiln_cuda_module;
 const struct kiln_cuda_module *kiln_cuda(void);
 /* Prints, once per process, the line saying why no GPU is used and that Kiln runs on the CPU. */
 void kiln_note_cpu_fallback(void);
+
 #endif

@@ -26,3 +26,26 @@ void *kiln_malloc_aligned(size_t n) {
     return aligned_alloc(64, n ? n : 64);
 }
 void kiln_free_aligned(void *p) { free(p); }
+
+/* Registered by the CUDA backend when a GPU answers (src/backend/registry.c). */
+static void *(*_Atomic staging_alloc)(size_t);
+static void (*_Atomic staging_release)(void *);
+
+void kiln_set_staging_allocator(void *(*alloc)(size_t), void (*release)(void *)) {
+    atomic_store(&staging_release, release);
+    atomic_store(&staging_alloc, alloc);
+}
+
+void *kiln_host_alloc_staging(size_t bytes, bool *pinned) {
+    void *(*a)(size_t) = atomic_load(&staging_alloc);
+    void *p = a ? a(bytes) : NULL;
+    *pinned = p != NULL;
+    return p ? p : kiln_malloc_aligned(bytes);
+}
+
+void kiln_host_free_staging(void *p, bool pinned) {
+    if (!p) return;
+    void (*f)(void *) = atomic_load(&staging_release);
+    if (pinned && f) f(p);
+    else kiln_free_aligned(p);
+}

@@ -17,6 +17,13 @@ char *kiln_strdup(const char *s);
 void *kiln_malloc_aligned(size_t n);
 void kiln_free_aligned(void *p);
 
+/* Host memory for data that is copied to a GPU (input pipeline batches): page-locked once the
+ * CUDA backend has registered its allocator (copies are then asynchronous and faster), plain
+ * aligned memory otherwise. *pinned says which; free with kiln_host_free_staging(p, pinned). */
+void *kiln_host_alloc_staging(size_t bytes, bool *pinned);
+void kiln_host_free_staging(void *p, bool pinned);
+void kiln_set_staging_allocator(void *(*alloc)(size_t), void (*release)(void *));
+
 /* Sets this thread's last error and returns s. */
 kiln_status kiln_set_error(kiln_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 kiln_status kiln_set_errorv(kiln_status s, const char *fmt, va_list ap);

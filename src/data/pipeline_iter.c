@@ -152,6 +152,7 @@ enum { SLOT_FREE, SLOT_BUSY, SLOT_READY, SLOT_ERROR };
 
 typedef struct slot {
     float *x;
+    bool pinned;                 /* x is page-locked (a GPU answered) */
     int32_t *y;
     elem_id *ids;
     int64_t count, seq;
@@ -318,7 +319,7 @@ void kiln_data_iter_free(kiln_data_iter *it) {
     }
     if (it->slots)
         for (int i = 0; i < it->nslots; i++) {
-            kiln_free_aligned(it->slots[i].x);
+            kiln_host_free_staging(it->slots[i].x, it->slots[i].pinned);
             kiln_free(it->slots[i].y);
             kiln_free(it->slots[i].ids);
         }
@@ -395,7 +396,8 @@ kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **ou
     for (int i = 0; i < it->nslots; i++) {
         slot *sl = &it->slots[i];
         sl->seq = -1;
-        sl->x = kiln_malloc_aligned(sizeof(float) * (size_t)it->numel * (size_t)it->bcap);
+        /* batches the model copies to a GPU come from page-locked memory when there is one */
+        sl->x = kiln_host_alloc_staging(sizeof(float) * (size_t)it->numel * (size_t)it->bcap, &sl->pinned);
         sl->y = kiln_malloc(sizeof(int32_t) * (size_t)it->bcap);
         sl->ids = kiln_malloc(sizeof(elem_id) * (size_t)it->bcap);
         if (!sl->x || !sl->y || !sl->ids) goto oom;
