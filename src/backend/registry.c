@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 #include <libgen.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +18,7 @@ static char reason[512];
 static bool reason_printed;
 static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static kiln_status host_set_error(kiln_status s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    kiln_set_errorv(s, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-static const kiln_cuda_host host_api = { KILN_CUDA_MODULE_ABI, host_set_error, kiln_op_get };
+static const kiln_cuda_host host_api = { KILN_CUDA_MODULE_ABI, kiln_set_error, kiln_op_get };
 
 /* Candidate module paths: $KILN_CUDA_MODULE, next to the executable (a build tree), the lib folder
  * beside an installed executable's bin, next to libkiln, the install libdir, then the loader's

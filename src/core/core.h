@@ -47,6 +47,9 @@ static inline uint64_t kiln_rng_next(kiln_rng *r) { r->state += 0x9E3779B97F4A7C
 static inline double kiln_rng_uniform(kiln_rng *r) { return (double)(kiln_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 double kiln_rng_normal(kiln_rng *r);
 
+/* Seconds on a monotonic clock (timing epochs, profiles). */
+double kiln_now(void);
+
 /* Threads for cpu kernels. */
 int kiln_threads_resolve(int requested);
 

@@ -1,3 +1,4 @@
+#include <time.h>
 #include <unistd.h>
 #include "core/core.h"
 #include "kiln/graph.h"
@@ -22,3 +23,9 @@ void kiln_set_num_threads(int n) {
 }
 
 int kiln_get_num_threads(void) { return kiln_threads_resolve(0); }
+
+double kiln_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "graph/plan.h"
 #include "graph/session_internal.h"
 #include "backend/registry.h"
@@ -18,7 +17,8 @@
 struct kiln_session {
     kiln_graph *g;
     const kiln_backend *host, *dev;
-    const kiln_device_hooks *hooks;   /* graph capture etc. (NULL: none) */
+    const kiln_device_hooks *hooks;   /* graph capture etc. (NULL: none); points at hooks_copy */
+    kiln_device_hooks hooks_copy;
     kiln_session_opts opts;
     int num_threads;
     int n_ids;
@@ -40,12 +40,6 @@ struct kiln_session {
     double *prof;               /* KILN_PROFILE=1: seconds per op (indexed by kiln_op), printed at free */
     int64_t *prof_n;
 };
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void print_profile(const kiln_session *s) {
     double total = 0;
@@ -142,7 +136,7 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     if (opts) s->opts = *opts;
     s->host = s->opts.backend == KILN_BACKEND_REF ? kiln_backend_ref() : kiln_backend_cpu();
     s->dev = dev;
-    s->hooks = hooks;
+    if (hooks) { s->hooks_copy = *hooks; s->hooks = &s->hooks_copy; }
     s->num_threads = kiln_threads_resolve(s->opts.num_threads);
     const char *e = getenv("KILN_LOG_DEVICE_PLACEMENT");
     if (e && *e && strcmp(e, "0") != 0) s->opts.log_device_placement = true;
@@ -178,7 +172,7 @@ kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
         }
         if (!cu) kiln_note_cpu_fallback();
     }
-    static kiln_device_hooks cuda_hooks;
+    kiln_device_hooks cuda_hooks = { 0 };   /* copied into the session: no shared mutable state */
     if (cu) cuda_hooks = (kiln_device_hooks){ cu->capture_begin, cu->capture_end, cu->graph_launch, cu->graph_free, cu->set_step,
                                               cuda_free_memory };
     return session_new(g, opts, cu ? cu->backend : NULL, cu ? &cuda_hooks : NULL);
@@ -496,9 +490,9 @@ static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) 
     bool guard = p->guard && stp->space == KILN_SPACE_HOST;
     size_t out_bytes = node_bytes(n);   /* fused nodes keep the producer's shape */
     if (guard) memset((char *)c.out.data + out_bytes, GUARD_BYTE, p->guard);
-    double t0 = s->prof ? now_s() : 0;
+    double t0 = s->prof ? kiln_now() : 0;
     kiln_status st = stp->kernel(&c);
-    if (s->prof) { s->prof[n->op] += now_s() - t0; s->prof_n[n->op]++; }
+    if (s->prof) { s->prof[n->op] += kiln_now() - t0; s->prof_n[n->op]++; }
     for (size_t k = 0; guard && k < p->guard && st == KILN_OK; k++)
         if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
             st = kiln_set_error(KILN_INTERNAL, "%s (%s): the %s kernel wrote past the end of its output (guard byte %zu)", n->name, kiln_op_get(n->op)->name, stp->backend, k);

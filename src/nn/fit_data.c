@@ -49,7 +49,7 @@ static int64_t full_steps(const kiln_data *d) {
 }
 
 kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *r) {
-    double loss = 0, hit = 0, top = 0, t0 = nn_now();
+    double loss = 0, hit = 0, top = 0, t0 = kiln_now();
     int64_t count = 0;
     kiln_data_iter *it = NULL;
     kiln_status st = kiln_data_iter_new(d, 0, &it);
@@ -76,7 +76,7 @@ kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *
     r->loss = count ? loss / (double)count : 0;
     r->accuracy = count ? hit / (double)count : 0;
     r->top_k = count ? top / (double)count : 0;
-    r->seconds = nn_now() - t0;
+    r->seconds = kiln_now() - t0;
     if (!isfinite(r->loss))
         return kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the evaluation loss is %g (NaN/Inf): the weights diverged; train with a lower learning rate", m->name, r->loss);
     return KILN_OK;
@@ -131,7 +131,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         nn_progress prog;
         nn_progress_begin(&prog, m, o->verbose, epoch, epochs, steps);
         kiln_logs logs = { .epoch = epoch, .steps = steps };
-        double sum_loss = 0, sum_hit = 0, sum_top = 0, t0 = nn_now();
+        double sum_loss = 0, sum_hit = 0, sum_top = 0, t0 = kiln_now();
         int64_t s = 0;
         for (;;) {
             kiln_tensor *x, *y;
@@ -165,12 +165,12 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             logs.accuracy = sum_hit / (double)(s * batch);
             logs.top_k = sum_top / (double)(s * batch);
             logs.lr = lr;
-            logs.seconds = nn_now() - t0;
+            logs.seconds = kiln_now() - t0;
             nn_progress_batch(&prog, s, &logs);
             if ((st = nn_callbacks_batch_end(m, o, &logs))) goto done;
             if (m->stop) break;
         }
-        logs.seconds = nn_now() - t0;
+        logs.seconds = kiln_now() - t0;
         kiln_data_iter_free(it);                /* stops prefetch workers mid-epoch too */
         it = NULL;
         if (s == 0) { st = kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: epoch %d had no full batch of %d examples", epoch, batch); goto done; }

@@ -150,7 +150,6 @@ typedef struct nn_progress {
     int top_k;
     double t0, last_draw;
 } nn_progress;
-double nn_now(void);
 void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epoch, int epochs, int64_t steps);
 void nn_progress_batch(nn_progress *p, int64_t step, const kiln_logs *logs);
 void nn_progress_end(nn_progress *p, const kiln_logs *logs);

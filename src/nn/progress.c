@@ -1,14 +1,7 @@
 /* Keras-style progress: a live bar on a terminal, one line per epoch otherwise. */
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 #include "nn/nn_internal.h"
-
-double nn_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epoch, int epochs, int64_t steps) {
     p->verbose = verbose < 0 ? 0 : verbose > 2 ? 2 : verbose;
@@ -19,7 +12,7 @@ void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epo
     p->steps = steps;
     p->metrics = m->copts.metrics;
     p->top_k = m->copts.top_k;
-    p->t0 = nn_now();
+    p->t0 = kiln_now();
     p->last_draw = 0;
     if (p->verbose == 1) { printf("Epoch %d/%d\n", epoch, epochs); fflush(stdout); }
 }
@@ -47,7 +40,7 @@ static void bar(const nn_progress *p, int64_t step) {
 
 void nn_progress_batch(nn_progress *p, int64_t step, const kiln_logs *l) {
     if (p->verbose != 1) return;
-    double now = nn_now();
+    double now = kiln_now();
     if (step < p->steps && now - p->last_draw < 0.1) return;
     p->last_draw = now;
     if (step >= p->steps) return;           /* the final draw comes with the epoch's end */
