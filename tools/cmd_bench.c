@@ -24,12 +24,6 @@ static void bench_usage(FILE *f) {
         "  --seed N           default 1\n");
 }
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 typedef struct bench_result { double train_ips, infer_ips; } bench_result;
 
 static kiln_status bench_one(const char *model, const char *device, int batch, int steps, bool adam, int threads,
@@ -49,18 +43,18 @@ static kiln_status bench_one(const char *model, const char *device, int batch, i
                              .metrics = KILN_METRIC_ACCURACY, .device = device, .num_threads = threads };
     if ((st = kiln_compile(m, &co))) goto out;
     if ((st = kiln_fit(m, warm, &(kiln_fit_opts){ .epochs = 1, .batch_size = batch, .verbose = 0 }))) goto out;
-    double t = now();
+    double t = cli_now();
     if ((st = kiln_fit(m, timed, &(kiln_fit_opts){ .epochs = 2, .initial_epoch = 1, .batch_size = batch, .verbose = 0 }))) goto out;
-    r->train_ips = (double)steps * batch / (now() - t);
+    r->train_ips = (double)steps * batch / (cli_now() - t);
     /* inference: one warm-up call, then the timed one over the same examples */
     const kiln_tensor *x = kiln_dataset_x(timed);
     kiln_eval_opts eo = { .batch_size = batch };
     if ((st = kiln_predict(m, x, &eo, &pred))) goto out;
     kiln_tensor_free(pred);
     pred = NULL;
-    t = now();
+    t = cli_now();
     if ((st = kiln_predict(m, x, &eo, &pred))) goto out;
-    r->infer_ips = (double)kiln_shape_numel(x->shape) / kiln_shape_numel(in) / (now() - t);
+    r->infer_ips = (double)kiln_shape_numel(x->shape) / kiln_shape_numel(in) / (cli_now() - t);
 out:
     kiln_tensor_free(pred);
     kiln_dataset_free(warm);

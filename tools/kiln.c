@@ -384,12 +384,6 @@ static kiln_compile_opts compile_opts(const args *a, kiln_optimizer opt, kiln_lr
                                 .num_threads = a->threads, .log_device_placement = a->log_placement };
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void split_name(const data_src *ds, char *buf, size_t n) {
     if (ds->held_out) snprintf(buf, n, "held-out (%g of the training data)", ds->fraction);
     else snprintf(buf, n, "test");
@@ -490,7 +484,7 @@ static int cmd_train(args *a) {
                a->workers > 0 ? a->workers : 1, a->workers > 1 ? "s" : "");
     else printf("Input: shuffle%s, no prefetch (batches made on the training thread)\n", aug_desc);
     fflush(stdout);
-    double t0 = now_s();
+    double t0 = cli_now();
     kiln_status st = KILN_OK;
     if (initial < a->epochs && resident)
         st = kiln_fit(m, resident, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
@@ -501,7 +495,7 @@ static int cmd_train(args *a) {
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
                                                     .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb });
     else printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
-    double secs = now_s() - t0;
+    double secs = cli_now() - t0;
     if (st != KILN_OK) { rc = fail("train", 1); goto out; }
     int n_hist;
     const kiln_logs *h = kiln_model_history(m, &n_hist);
