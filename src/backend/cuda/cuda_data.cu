@@ -36,7 +36,7 @@ static kiln_status k_gather_rows(const kiln_kctx *c) {
     int op = (int)n->op, idt = (int)idx->dtype;
     unsigned long long node = (unsigned long long)(uintptr_t)n;
 #define GATHER(Wt) do { int64_t rw = (int64_t)(row / sizeof(Wt)); \
-        gather_rows_kernel<Wt><<<cu_blocks(B * (rw > 0 ? rw : 1)), CU_THREADS, 0, s>>>( \
+        CU_LAUNCH(gather_rows_kernel<Wt>, cu_blocks(B * (rw > 0 ? rw : 1)), CU_THREADS, 0, s)( \
             (const Wt *)x->data, idx->data, idt, (Wt *)c->out.data, B, N, rw, d->err_dev, op, node); } while (0)
     if (al % 16 == 0) GATHER(uint4);
     else if (al % 8 == 0) GATHER(unsigned long long);
@@ -111,11 +111,11 @@ static kiln_status k_random_crop_flip(const kiln_kctx *c) {
     unsigned blocks = cu_blocks(N * H * W);
     unsigned long long seed = (unsigned long long)a->seed, step = (unsigned long long)c->step;
     switch (es) {
-    case 2: crop_flip_kernel<unsigned short><<<blocks, CU_THREADS, 0, s>>>((const unsigned short *)x->data, (unsigned short *)c->out.data,
+    case 2: CU_LAUNCH(crop_flip_kernel<unsigned short>, blocks, CU_THREADS, 0, s)((const unsigned short *)x->data, (unsigned short *)c->out.data,
                                                                           N, H, W, C, a->kh, a->rate, seed, step, sp); break;
-    case 4: crop_flip_kernel<unsigned int><<<blocks, CU_THREADS, 0, s>>>((const unsigned int *)x->data, (unsigned int *)c->out.data,
+    case 4: CU_LAUNCH(crop_flip_kernel<unsigned int>, blocks, CU_THREADS, 0, s)((const unsigned int *)x->data, (unsigned int *)c->out.data,
                                                                         N, H, W, C, a->kh, a->rate, seed, step, sp); break;
-    case 8: crop_flip_kernel<unsigned long long><<<blocks, CU_THREADS, 0, s>>>((const unsigned long long *)x->data,
+    case 8: CU_LAUNCH(crop_flip_kernel<unsigned long long>, blocks, CU_THREADS, 0, s)((const unsigned long long *)x->data,
                                                                               (unsigned long long *)c->out.data,
                                                                               N, H, W, C, a->kh, a->rate, seed, step, sp); break;
     default: return cu_fail(KILN_UNSUPPORTED, "cuda RandomCropFlip: %zu-byte elements not handled", es);

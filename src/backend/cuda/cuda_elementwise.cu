@@ -193,11 +193,11 @@ static kiln_status k_binary(const kiln_kctx *c) {
     const void *a = c->in[0].data, *b = c->in[1].data;
     void *y = c->out.data;
     if (c->out.dtype == KILN_I32)
-        binary_int_kernel<int32_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const int32_t *)a, (const int32_t *)b, (int32_t *)y, n, op, m);
+        CU_LAUNCH(binary_int_kernel<int32_t>, cu_blocks(n), CU_THREADS, 0, s)((const int32_t *)a, (const int32_t *)b, (int32_t *)y, n, op, m);
     else if (c->out.dtype == KILN_I64)
-        binary_int_kernel<long long><<<cu_blocks(n), CU_THREADS, 0, s>>>((const long long *)a, (const long long *)b, (long long *)y, n, op, m);
+        CU_LAUNCH(binary_int_kernel<long long>, cu_blocks(n), CU_THREADS, 0, s)((const long long *)a, (const long long *)b, (long long *)y, n, op, m);
     else {
-        CU_FLOAT_SWITCH(c->out.dtype, T, binary_kernel<T><<<cu_blocks(n), CU_THREADS, 0, s>>>((const T *)a, (const T *)b, (T *)y, n, op, m))
+        CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(binary_kernel<T>, cu_blocks(n), CU_THREADS, 0, s)((const T *)a, (const T *)b, (T *)y, n, op, m))
     }
     return cu_launch_check(c);
 }
@@ -222,11 +222,11 @@ static kiln_status k_unary(const kiln_kctx *c) {
     const void *x = c->in[0].data;
     void *y = c->out.data;
     if (c->out.dtype == KILN_I32)
-        unary_int_kernel<int32_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const int32_t *)x, (int32_t *)y, n, op);
+        CU_LAUNCH(unary_int_kernel<int32_t>, cu_blocks(n), CU_THREADS, 0, s)((const int32_t *)x, (int32_t *)y, n, op);
     else if (c->out.dtype == KILN_I64)
-        unary_int_kernel<long long><<<cu_blocks(n), CU_THREADS, 0, s>>>((const long long *)x, (long long *)y, n, op);
+        CU_LAUNCH(unary_int_kernel<long long>, cu_blocks(n), CU_THREADS, 0, s)((const long long *)x, (long long *)y, n, op);
     else {
-        CU_FLOAT_SWITCH(c->out.dtype, T, unary_kernel<T><<<cu_blocks(n), CU_THREADS, 0, s>>>((const T *)x, (T *)y, n, op, (typename cu_acc<T>::type)alpha))
+        CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(unary_kernel<T>, cu_blocks(n), CU_THREADS, 0, s)((const T *)x, (T *)y, n, op, (typename cu_acc<T>::type)alpha))
     }
     return cu_launch_check(c);
 }
@@ -243,7 +243,7 @@ static kiln_status k_act_grad(const kiln_kctx *c) {
     int op = (int)c->node->op;
     double alpha = c->node->attrs.alpha;
     cudaStream_t s = cu_stream();
-    CU_FLOAT_SWITCH(c->out.dtype, T, act_grad_kernel<T><<<cu_blocks(n), CU_THREADS, 0, s>>>(
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(act_grad_kernel<T>, cu_blocks(n), CU_THREADS, 0, s)(
         (const T *)c->in[0].data, (const T *)c->in[1].data, (T *)c->out.data, n, op, (typename cu_acc<T>::type)alpha))
     return cu_launch_check(c);
 }
@@ -257,7 +257,7 @@ static kiln_status k_bias_add(const kiln_kctx *c) {
     int64_t n = c->out.numel, C = c->in[1].numel;
     if (n == 0 || C == 0) return KILN_OK;
     cudaStream_t s = cu_stream();
-    CU_FLOAT_SWITCH(c->out.dtype, T, bias_add_kernel<T><<<cu_blocks(n), CU_THREADS, 0, s>>>(
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(bias_add_kernel<T>, cu_blocks(n), CU_THREADS, 0, s)(
         (const T *)c->in[0].data, (const T *)c->in[1].data, (T *)c->out.data, n, C))
     return cu_launch_check(c);
 }
@@ -296,7 +296,7 @@ static kiln_status k_dropout(const kiln_kctx *c) {
     cu_device *d = &cu.dev[cu.cur];
     const unsigned long long *sp = d->capturing ? cu_step_ptr() : NULL;
     double scale = 1.0 / (1.0 - a->rate);
-    CU_FLOAT_SWITCH(c->out.dtype, T, dropout_kernel<T><<<cu_blocks(n), CU_THREADS, 0, s>>>(
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(dropout_kernel<T>, cu_blocks(n), CU_THREADS, 0, s)(
         (const T *)c->in[0].data, (T *)c->out.data, n, (unsigned long long)a->seed, (unsigned long long)c->step, sp, a->rate, scale))
     return cu_launch_check(c);
 }

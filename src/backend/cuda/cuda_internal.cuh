@@ -14,6 +14,12 @@
 #include "backend/cuda/cuda_module.h"
 #include "backend/cuda/cuda_alloc_pool.h"
 
+/* Kernel launch. Written as a macro so the CPU simulator (tests/cudasim) can run the same kernels
+ * without a GPU: it defines CU_LAUNCH before including this header. */
+#ifndef CU_LAUNCH
+#define CU_LAUNCH(kernel, grid, block, shmem, stream) kernel<<<grid, block, shmem, stream>>>
+#endif
+
 #define CU_MAX_DEVICES 16
 #define CU_THREADS 256
 

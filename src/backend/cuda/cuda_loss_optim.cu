@@ -178,8 +178,8 @@ static kiln_status k_sum(const kiln_kctx *c) {
     if (!c->workspace || c->ws_bytes < CU_RED_BLOCKS * sizeof(double))
         return cu_fail(KILN_INTERNAL, "%s: reduction workspace missing", n->name);
     cudaStream_t s = cu_stream();
-    sum_pass1<<<CU_RED_BLOCKS, RB, 0, s>>>(g, (double *)c->workspace);
-    sum_pass2<<<1, RB, 0, s>>>((const double *)c->workspace, CU_RED_BLOCKS, c->out.data, (int)c->out.dtype, g.mode, count);
+    CU_LAUNCH(sum_pass1, CU_RED_BLOCKS, RB, 0, s)(g, (double *)c->workspace);
+    CU_LAUNCH(sum_pass2, 1, RB, 0, s)((const double *)c->workspace, CU_RED_BLOCKS, c->out.data, (int)c->out.dtype, g.mode, count);
     return cu_launch_check(c);
 }
 
@@ -206,25 +206,25 @@ static kiln_status k_loss(const kiln_kctx *c) {
     int ldt = (int)c->in[1].dtype;
     switch (n->op) {
     case KILN_OP_SPARSE_SOFTMAX_XENT:
-        CU_FLOAT_SWITCH(c->out.dtype, T, sparse_xent_kernel<T><<<1, RB, 0, s>>>((const T *)x, l, ldt, (T *)c->out.data, N, C, d->err_dev, op, node))
+        CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(sparse_xent_kernel<T>, 1, RB, 0, s)((const T *)x, l, ldt, (T *)c->out.data, N, C, d->err_dev, op, node))
         break;
     case KILN_OP_SPARSE_SOFTMAX_XENT_GRAD:
         if (N == 0) return KILN_OK;
-        CU_FLOAT_SWITCH(c->out.dtype, T, sparse_xent_grad_kernel<T><<<cu_blocks(N), CU_THREADS, 0, s>>>(
+        CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(sparse_xent_grad_kernel<T>, cu_blocks(N), CU_THREADS, 0, s)(
             (const T *)x, l, ldt, (const T *)c->in[2].data, (T *)c->out.data, N, C, d->err_dev, op, node))
         break;
     case KILN_OP_SOFTMAX_XENT:
-        CU_FLOAT_SWITCH(c->out.dtype, T, xent_kernel<T><<<1, RB, 0, s>>>((const T *)x, (const T *)l, (T *)c->out.data, N, C))
+        CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(xent_kernel<T>, 1, RB, 0, s)((const T *)x, (const T *)l, (T *)c->out.data, N, C))
         break;
     case KILN_OP_SOFTMAX_XENT_GRAD:
         if (N == 0) return KILN_OK;
-        CU_FLOAT_SWITCH(c->out.dtype, T, xent_grad_kernel<T><<<cu_blocks(N), CU_THREADS, 0, s>>>(
+        CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(xent_grad_kernel<T>, cu_blocks(N), CU_THREADS, 0, s)(
             (const T *)x, (const T *)l, (const T *)c->in[2].data, (T *)c->out.data, N, C))
         break;
     case KILN_OP_SIGMOID_XENT_GRAD: {
         int64_t ne = c->out.numel;
         if (ne == 0) return KILN_OK;
-        CU_FLOAT_SWITCH(c->out.dtype, T, sigmoid_xent_grad_kernel<T><<<cu_blocks(ne), CU_THREADS, 0, s>>>(
+        CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(sigmoid_xent_grad_kernel<T>, cu_blocks(ne), CU_THREADS, 0, s)(
             (const T *)x, (const T *)l, (const T *)c->in[2].data, (T *)c->out.data, ne))
         break;
     }
@@ -251,7 +251,7 @@ static kiln_status k_equal(const kiln_kctx *c) {
     if (n == 0) return KILN_OK;
     kiln_dtype a = c->in[0].dtype, b = c->in[1].dtype;
     bool ints = !cu_is_float(a) && !cu_is_float(b);
-    equal_kernel<<<cu_blocks(n), CU_THREADS, 0, cu_stream()>>>(c->in[0].data, (int)a, c->in[1].data, (int)b, (uint8_t *)c->out.data, n,
+    CU_LAUNCH(equal_kernel, cu_blocks(n), CU_THREADS, 0, cu_stream())(c->in[0].data, (int)a, c->in[1].data, (int)b, (uint8_t *)c->out.data, n,
                                                                bs_of(c->out.shape), bs_of(c->in[0].shape), bs_of(c->in[1].shape), ints);
     return cu_launch_check(c);
 }
@@ -276,7 +276,7 @@ __global__ void accuracy_kernel(const void *x, int xdt, const void *lab, int ldt
 
 static kiln_status k_accuracy(const kiln_kctx *c) {
     int64_t N = c->in[0].shape.dim[0], C = c->in[0].shape.dim[1];
-    accuracy_kernel<<<1, RB, 0, cu_stream()>>>(c->in[0].data, (int)c->in[0].dtype, c->in[1].data, (int)c->in[1].dtype, c->out.data,
+    CU_LAUNCH(accuracy_kernel, 1, RB, 0, cu_stream())(c->in[0].data, (int)c->in[0].dtype, c->in[1].data, (int)c->in[1].dtype, c->out.data,
                                                (int)c->out.dtype, N, C);
     return cu_launch_check(c);
 }
@@ -367,10 +367,10 @@ static kiln_status k_opt(const kiln_kctx *c) {
     int64_t ne = c->in[0].numel;
     cudaStream_t s = cu_stream();
     if (ne > 0) {
-        CU_FLOAT_SWITCH(c->in[0].dtype, T, opt_kernel<T><<<cu_blocks(ne), CU_THREADS, 0, s>>>(
+        CU_FLOAT_SWITCH(c->in[0].dtype, T, CU_LAUNCH(opt_kernel<T>, cu_blocks(ne), CU_THREADS, 0, s)(
             (T *)c->in[0].data, (const T *)c->in[1].data, (T *)s1, (T *)s2, ne, a))
     }
-    opt_finish_kernel<<<1, 1, 0, s>>>(a.kind == OPT_ADAM ? (float *)c->in[5].data : NULL, (float *)c->out.data);
+    CU_LAUNCH(opt_finish_kernel, 1, 1, 0, s)(a.kind == OPT_ADAM ? (float *)c->in[5].data : NULL, (float *)c->out.data);
     return cu_launch_check(c);
 }
 
@@ -383,7 +383,7 @@ __global__ void clip_scale_kernel(const void *norm, int ndt, float *out, double 
 }
 
 static kiln_status k_clip_scale(const kiln_kctx *c) {
-    clip_scale_kernel<<<1, 1, 0, cu_stream()>>>(c->in[0].data, (int)c->in[0].dtype, (float *)c->out.data, c->node->attrs.clip);
+    CU_LAUNCH(clip_scale_kernel, 1, 1, 0, cu_stream())(c->in[0].data, (int)c->in[0].dtype, (float *)c->out.data, c->node->attrs.clip);
     return cu_launch_check(c);
 }
 

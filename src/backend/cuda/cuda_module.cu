@@ -107,7 +107,7 @@ __global__ void set_step_kernel(unsigned long long *p, unsigned long long v) { *
 static kiln_status set_step(uint64_t step) {
     cu_device *d = cu_dev();
     if (!d) return KILN_DEVICE_ERROR;
-    set_step_kernel<<<1, 1, 0, d->stream>>>(d->step_dev, (unsigned long long)step);
+    CU_LAUNCH(set_step_kernel, 1, 1, 0, d->stream)(d->step_dev, (unsigned long long)step);
     return cu_launch_check(NULL);
 }
 

@@ -127,23 +127,23 @@ static void bn_run(const kiln_kctx *c, bn_plan p, double *part1, double *part2, 
     bool training = n->op != KILN_OP_BATCH_NORM || a->training;
     T *mm = n->op == KILN_OP_BATCH_NORM ? (T *)c->in[3].data : NULL, *mv = n->op == KILN_OP_BATCH_NORM ? (T *)c->in[4].data : NULL;
     if (training) {
-        col_kernel<T><<<gw, CU_THREADS, 0, s>>>(x, NULL, p, COL_SUM, NULL, NULL, part1, NULL);
-        mean_kernel<<<gc, CU_THREADS, 0, s>>>(part1, p, mean);
-        col_kernel<T><<<gw, CU_THREADS, 0, s>>>(x, NULL, p, COL_SQDEV, mean, NULL, part1, NULL);
+        CU_LAUNCH(col_kernel<T>, gw, CU_THREADS, 0, s)(x, NULL, p, COL_SUM, NULL, NULL, part1, NULL);
+        CU_LAUNCH(mean_kernel, gc, CU_THREADS, 0, s)(part1, p, mean);
+        CU_LAUNCH(col_kernel<T>, gw, CU_THREADS, 0, s)(x, NULL, p, COL_SQDEV, mean, NULL, part1, NULL);
     }
-    stats_kernel<T><<<gc, CU_THREADS, 0, s>>>(part1, p, mean, rstd, mm, mv, training, n->op == KILN_OP_BATCH_NORM, a->momentum, a->epsilon);
+    CU_LAUNCH(stats_kernel<T>, gc, CU_THREADS, 0, s)(part1, p, mean, rstd, mm, mv, training, n->op == KILN_OP_BATCH_NORM, a->momentum, a->epsilon);
     if (n->op == KILN_OP_BATCH_NORM) {
-        bn_apply_kernel<T><<<ge, CU_THREADS, 0, s>>>(x, (const T *)c->in[1].data, (const T *)c->in[2].data, mean, rstd, (T *)c->out.data, p);
+        CU_LAUNCH(bn_apply_kernel<T>, ge, CU_THREADS, 0, s)(x, (const T *)c->in[1].data, (const T *)c->in[2].data, mean, rstd, (T *)c->out.data, p);
         return;
     }
     const T *dy = (const T *)c->in[n->op == KILN_OP_BATCH_NORM_GRAD ? 2 : 1].data;
     double *sdy = rstd + p.C, *sdyx = sdy + p.C;
-    col_kernel<T><<<gw, CU_THREADS, 0, s>>>(x, dy, p, COL_GRAD, mean, rstd, part1, part2);
-    grad_sums_kernel<<<gc, CU_THREADS, 0, s>>>(part1, part2, p, sdy, sdyx);
+    CU_LAUNCH(col_kernel<T>, gw, CU_THREADS, 0, s)(x, dy, p, COL_GRAD, mean, rstd, part1, part2);
+    CU_LAUNCH(grad_sums_kernel, gc, CU_THREADS, 0, s)(part1, part2, p, sdy, sdyx);
     if (n->op == KILN_OP_BATCH_NORM_GRAD)
-        bn_dx_kernel<T><<<ge, CU_THREADS, 0, s>>>(x, (const T *)c->in[1].data, dy, mean, rstd, sdy, sdyx, (T *)c->out.data, p);
+        CU_LAUNCH(bn_dx_kernel<T>, ge, CU_THREADS, 0, s)(x, (const T *)c->in[1].data, dy, mean, rstd, sdy, sdyx, (T *)c->out.data, p);
     else
-        bn_dgamma_kernel<T><<<gc, CU_THREADS, 0, s>>>(sdyx, (T *)c->out.data, p);
+        CU_LAUNCH(bn_dgamma_kernel<T>, gc, CU_THREADS, 0, s)(sdyx, (T *)c->out.data, p);
 }
 
 static kiln_status k_bn(const kiln_kctx *c) {

@@ -117,7 +117,7 @@ static kiln_status k_pool_fwd(const kiln_kctx *c) {
     if (total == 0) return KILN_OK;
     bool mx = c->node->op == KILN_OP_MAX_POOL;
     cudaStream_t s = cu_stream();
-    CU_FLOAT_SWITCH(c->out.dtype, T, pool_fwd_kernel<T><<<cu_blocks(total), CU_THREADS, 0, s>>>((const T *)c->in[0].data, (T *)c->out.data, g, mx))
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(pool_fwd_kernel<T>, cu_blocks(total), CU_THREADS, 0, s)((const T *)c->in[0].data, (T *)c->out.data, g, mx))
     return cu_launch_check(c);
 }
 
@@ -126,7 +126,7 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     int64_t total = c->out.numel;
     if (total == 0) return KILN_OK;
     cudaStream_t s = cu_stream();
-    CU_FLOAT_SWITCH(c->out.dtype, T, max_pool_grad_kernel<T><<<cu_blocks(total), CU_THREADS, 0, s>>>(
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(max_pool_grad_kernel<T>, cu_blocks(total), CU_THREADS, 0, s)(
         (const T *)c->in[0].data, (const T *)c->in[1].data, (const T *)c->in[2].data, (T *)c->out.data, g))
     return cu_launch_check(c);
 }
@@ -136,7 +136,7 @@ static kiln_status k_avg_pool_grad(const kiln_kctx *c) {
     int64_t total = c->out.numel;
     if (total == 0) return KILN_OK;
     cudaStream_t s = cu_stream();
-    CU_FLOAT_SWITCH(c->out.dtype, T, avg_pool_grad_kernel<T><<<cu_blocks(total), CU_THREADS, 0, s>>>(
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(avg_pool_grad_kernel<T>, cu_blocks(total), CU_THREADS, 0, s)(
         (const T *)c->in[0].data, (T *)c->out.data, g))
     return cu_launch_check(c);
 }

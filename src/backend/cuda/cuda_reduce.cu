@@ -115,8 +115,8 @@ static kiln_status k_reduce(const kiln_kctx *c) {
     cudaStream_t s = cu_stream();
     int64_t workers = p.nout * p.S;
     CU_FLOAT_SWITCH(c->out.dtype, T,
-        reduce_pass1<T><<<cu_blocks(workers), CU_THREADS, 0, s>>>((const T *)c->in[0].data, (T *)c->out.data, part, p, mode);
-        if (p.S > 1) reduce_pass2<T><<<cu_blocks(p.nout), CU_THREADS, 0, s>>>((T *)c->out.data, part, p, mode))
+        CU_LAUNCH(reduce_pass1<T>, cu_blocks(workers), CU_THREADS, 0, s)((const T *)c->in[0].data, (T *)c->out.data, part, p, mode);
+        if (p.S > 1) CU_LAUNCH(reduce_pass2<T>, cu_blocks(p.nout), CU_THREADS, 0, s)((T *)c->out.data, part, p, mode))
     return cu_launch_check(c);
 }
 
@@ -157,7 +157,7 @@ static kiln_status k_softmax(const kiln_kctx *c) {
     if (rows == 0 || len == 0) return KILN_OK;
     bool lg = c->node->op == KILN_OP_LOG_SOFTMAX;
     cudaStream_t s = cu_stream();
-    CU_FLOAT_SWITCH(c->out.dtype, T, softmax_kernel<T><<<cu_blocks(rows), 128, 0, s>>>((const T *)c->in[0].data, (T *)c->out.data, outer, len, inner, lg))
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(softmax_kernel<T>, cu_blocks(rows), 128, 0, s)((const T *)c->in[0].data, (T *)c->out.data, outer, len, inner, lg))
     return cu_launch_check(c);
 }
 
@@ -184,7 +184,7 @@ static kiln_status k_argmax(const kiln_kctx *c) {
     if (outer * inner == 0) return KILN_OK;
     if (n == 0)
         return cu_check(cudaMemsetAsync(c->out.data, 0, (size_t)(outer * inner) * 8, cu_stream()), "ArgMax");
-    argmax_kernel<<<cu_blocks(outer * inner), CU_THREADS, 0, cu_stream()>>>(c->in[0].data, (int)c->in[0].dtype,
+    CU_LAUNCH(argmax_kernel, cu_blocks(outer * inner), CU_THREADS, 0, cu_stream())(c->in[0].data, (int)c->in[0].dtype,
                                                                             (long long *)c->out.data, outer, n, inner);
     return cu_launch_check(c);
 }
@@ -205,7 +205,7 @@ static kiln_status k_gap(const kiln_kctx *c) {
     int64_t N = xs.dim[0], HW = xs.dim[1] * xs.dim[2], C = xs.dim[3];
     if (N * C == 0) return KILN_OK;
     cudaStream_t s = cu_stream();
-    CU_FLOAT_SWITCH(c->out.dtype, T, gap_kernel<T><<<cu_blocks(N * C), CU_THREADS, 0, s>>>((const T *)c->in[0].data, (T *)c->out.data, N, HW, C))
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(gap_kernel<T>, cu_blocks(N * C), CU_THREADS, 0, s)((const T *)c->in[0].data, (T *)c->out.data, N, HW, C))
     return cu_launch_check(c);
 }
 

@@ -20,10 +20,10 @@ static kiln_status launch_gather(const kiln_kctx *c, const void *x, void *y, siz
     if (n == 0) return KILN_OK;
     cudaStream_t s = cu_stream();
     switch (es) {
-    case 1: gather_kernel<uint8_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const uint8_t *)x, (uint8_t *)y, n, *m); break;
-    case 2: gather_kernel<uint16_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const uint16_t *)x, (uint16_t *)y, n, *m); break;
-    case 4: gather_kernel<uint32_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const uint32_t *)x, (uint32_t *)y, n, *m); break;
-    default: gather_kernel<unsigned long long><<<cu_blocks(n), CU_THREADS, 0, s>>>((const unsigned long long *)x, (unsigned long long *)y, n, *m); break;
+    case 1: CU_LAUNCH(gather_kernel<uint8_t>, cu_blocks(n), CU_THREADS, 0, s)((const uint8_t *)x, (uint8_t *)y, n, *m); break;
+    case 2: CU_LAUNCH(gather_kernel<uint16_t>, cu_blocks(n), CU_THREADS, 0, s)((const uint16_t *)x, (uint16_t *)y, n, *m); break;
+    case 4: CU_LAUNCH(gather_kernel<uint32_t>, cu_blocks(n), CU_THREADS, 0, s)((const uint32_t *)x, (uint32_t *)y, n, *m); break;
+    default: CU_LAUNCH(gather_kernel<unsigned long long>, cu_blocks(n), CU_THREADS, 0, s)((const unsigned long long *)x, (unsigned long long *)y, n, *m); break;
     }
     return cu_launch_check(c);
 }
@@ -94,10 +94,10 @@ static kiln_status k_concat(const kiln_kctx *c) {
             const void *x = c->in[i].data;
             void *y = c->out.data;
             switch (es) {
-            case 1: concat_kernel<uint8_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const uint8_t *)x, (uint8_t *)y, outer, len, total, col); break;
-            case 2: concat_kernel<uint16_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const uint16_t *)x, (uint16_t *)y, outer, len, total, col); break;
-            case 4: concat_kernel<uint32_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const uint32_t *)x, (uint32_t *)y, outer, len, total, col); break;
-            default: concat_kernel<unsigned long long><<<cu_blocks(n), CU_THREADS, 0, s>>>((const unsigned long long *)x, (unsigned long long *)y, outer, len, total, col); break;
+            case 1: CU_LAUNCH(concat_kernel<uint8_t>, cu_blocks(n), CU_THREADS, 0, s)((const uint8_t *)x, (uint8_t *)y, outer, len, total, col); break;
+            case 2: CU_LAUNCH(concat_kernel<uint16_t>, cu_blocks(n), CU_THREADS, 0, s)((const uint16_t *)x, (uint16_t *)y, outer, len, total, col); break;
+            case 4: CU_LAUNCH(concat_kernel<uint32_t>, cu_blocks(n), CU_THREADS, 0, s)((const uint32_t *)x, (uint32_t *)y, outer, len, total, col); break;
+            default: CU_LAUNCH(concat_kernel<unsigned long long>, cu_blocks(n), CU_THREADS, 0, s)((const unsigned long long *)x, (unsigned long long *)y, outer, len, total, col); break;
             }
             kiln_status st = cu_launch_check(c);
             if (st) return st;
@@ -150,10 +150,10 @@ static kiln_status launch_pad(const kiln_kctx *c, const void *x, void *y, size_t
     if (n == 0) return KILN_OK;
     cudaStream_t s = cu_stream();
     switch (es) {
-    case 1: pad_kernel<uint8_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const uint8_t *)x, (uint8_t *)y, n, *m, (uint8_t)fill); break;
-    case 2: pad_kernel<uint16_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const uint16_t *)x, (uint16_t *)y, n, *m, (uint16_t)fill); break;
-    case 4: pad_kernel<uint32_t><<<cu_blocks(n), CU_THREADS, 0, s>>>((const uint32_t *)x, (uint32_t *)y, n, *m, (uint32_t)fill); break;
-    default: pad_kernel<unsigned long long><<<cu_blocks(n), CU_THREADS, 0, s>>>((const unsigned long long *)x, (unsigned long long *)y, n, *m, fill); break;
+    case 1: CU_LAUNCH(pad_kernel<uint8_t>, cu_blocks(n), CU_THREADS, 0, s)((const uint8_t *)x, (uint8_t *)y, n, *m, (uint8_t)fill); break;
+    case 2: CU_LAUNCH(pad_kernel<uint16_t>, cu_blocks(n), CU_THREADS, 0, s)((const uint16_t *)x, (uint16_t *)y, n, *m, (uint16_t)fill); break;
+    case 4: CU_LAUNCH(pad_kernel<uint32_t>, cu_blocks(n), CU_THREADS, 0, s)((const uint32_t *)x, (uint32_t *)y, n, *m, (uint32_t)fill); break;
+    default: CU_LAUNCH(pad_kernel<unsigned long long>, cu_blocks(n), CU_THREADS, 0, s)((const unsigned long long *)x, (unsigned long long *)y, n, *m, fill); break;
     }
     return cu_launch_check(c);
 }
@@ -210,9 +210,9 @@ kiln_status cu_transpose2d(const void *src, void *dst, size_t es, int64_t R, int
     if (R == 0 || C == 0) return KILN_OK;
     dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32)), block(32, 8);
     cudaStream_t s = cu_stream();
-    if (es == 2) transpose2d_kernel<uint16_t><<<grid, block, 0, s>>>((const uint16_t *)src, (uint16_t *)dst, R, C);
-    else if (es == 4) transpose2d_kernel<uint32_t><<<grid, block, 0, s>>>((const uint32_t *)src, (uint32_t *)dst, R, C);
-    else transpose2d_kernel<unsigned long long><<<grid, block, 0, s>>>((const unsigned long long *)src, (unsigned long long *)dst, R, C);
+    if (es == 2) CU_LAUNCH(transpose2d_kernel<uint16_t>, grid, block, 0, s)((const uint16_t *)src, (uint16_t *)dst, R, C);
+    else if (es == 4) CU_LAUNCH(transpose2d_kernel<uint32_t>, grid, block, 0, s)((const uint32_t *)src, (uint32_t *)dst, R, C);
+    else CU_LAUNCH(transpose2d_kernel<unsigned long long>, grid, block, 0, s)((const unsigned long long *)src, (unsigned long long *)dst, R, C);
     return cu_launch_check(NULL);
 }
 
@@ -261,7 +261,7 @@ __global__ void cast_kernel(const void *x, int from, void *y, int to, int64_t n)
 static kiln_status k_cast(const kiln_kctx *c) {
     if (c->in[0].dtype == c->out.dtype) return k_copy(c);
     if (c->out.numel == 0) return KILN_OK;
-    cast_kernel<<<cu_blocks(c->out.numel), CU_THREADS, 0, cu_stream()>>>(c->in[0].data, (int)c->in[0].dtype, c->out.data,
+    CU_LAUNCH(cast_kernel, cu_blocks(c->out.numel), CU_THREADS, 0, cu_stream())(c->in[0].data, (int)c->in[0].dtype, c->out.data,
                                                                           (int)c->out.dtype, c->out.numel);
     return cu_launch_check(c);
 }
