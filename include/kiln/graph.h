@@ -232,6 +232,17 @@ typedef struct kiln_feed { kiln_node *node; const kiln_tensor *value; } kiln_fee
 kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feeds,
                              kiln_node *const *fetches, kiln_tensor **outs, int n_fetches,
                              kiln_node *const *targets, int n_targets);
+/* kiln_session_run, and while the device computes this step, copies next_feeds (the feeds of the
+ * following run: the next batch) to the device on a separate copy stream, so the transfer
+ * overlaps compute (like tf.data's prefetch_to_device). The next run, and only the next, whose
+ * feeds are these same tensors (same placeholders, same data pointers) uses those copies; their
+ * contents must not change in between. Returns once the copies are done, so next's host buffers
+ * may then be reused. Without a device (or for placeholders this run keeps on the host),
+ * next_feeds are only checked. kiln_fit uses it for every training batch. */
+kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int n_feeds,
+                                   kiln_node *const *fetches, kiln_tensor **outs, int n_fetches,
+                                   kiln_node *const *targets, int n_targets,
+                                   const kiln_feed *next_feeds, int n_next);
 /* Variable values: copy out / assign (shape and dtype must match). */
 kiln_status kiln_session_read_variable(kiln_session *s, kiln_node *var, kiln_tensor *out);
 kiln_status kiln_session_assign_variable(kiln_session *s, kiln_node *var, const kiln_tensor *value);

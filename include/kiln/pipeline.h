@@ -155,6 +155,10 @@ kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **ou
  * failure) is returned here, for the batch it belongs to, with its message; the iterator then
  * stays failed. */
 kiln_status kiln_data_iter_next(kiln_data_iter *it, kiln_tensor **x, kiln_tensor **y);
+/* Keeps the last `batches` (1 or 2) batches valid: with 2, a batch stays valid until the call
+ * after next, for a consumer that looks one batch ahead (kiln_fit copies the next batch to the GPU
+ * while the current one trains). Call before the first kiln_data_iter_next. */
+kiln_status kiln_data_iter_hold(kiln_data_iter *it, int batches);
 /* Stops the workers (also mid-epoch) and frees everything; NULL is a no-op. */
 void kiln_data_iter_free(kiln_data_iter *it);
 

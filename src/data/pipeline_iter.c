@@ -183,7 +183,8 @@ struct kiln_data_iter {
     bool sync_ok;              /* mutex + condvars initialised */
     atomic_bool stop;
     int64_t next_task, released, end_seq, cur;
-    bool holding, finished;
+    int hold, held;            /* batches kept valid for the consumer (kiln_data_iter_hold), held now */
+    bool finished;
     kiln_status failed;
     char failed_msg[1024];
 };
@@ -273,7 +274,8 @@ static void *worker_main(void *p) {
     float *scratch = it->scratch[a->idx];
     pthread_mutex_lock(&it->mu);
     while (!atomic_load(&it->stop)) {
-        if (it->end_seq >= 0 || it->next_task >= it->released + it->nslots) {
+        /* in flight: the batches the consumer holds plus prefetch_buffers ahead */
+        if (it->end_seq >= 0 || it->next_task >= it->released + it->d->prefetch_buffers + it->hold) {
             pthread_cond_wait(&it->cv_work, &it->mu);
             continue;
         }
@@ -358,6 +360,32 @@ static kiln_status cache_storage(kiln_data_cache_store *c, int64_t n, int64_t nu
     return st;
 }
 
+static bool slot_alloc(kiln_data_iter *it, slot *sl) {
+    sl->seq = -1;
+    /* batches the model copies to a GPU come from page-locked memory when there is one */
+    sl->x = kiln_host_alloc_staging(sizeof(float) * (size_t)it->numel * (size_t)it->bcap, &sl->pinned);
+    sl->y = kiln_malloc(sizeof(int32_t) * (size_t)it->bcap);
+    sl->ids = kiln_malloc(sizeof(elem_id) * (size_t)it->bcap);
+    return sl->x && sl->y && sl->ids;
+}
+
+kiln_status kiln_data_iter_hold(kiln_data_iter *it, int batches) {
+    if (!it || batches < 1 || batches > 2) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_data_iter_hold: batches must be 1 or 2");
+    if (it->cur > 0 || it->finished) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_data_iter_hold: call it before the first kiln_data_iter_next");
+    if (!it->sync_ok && it->nslots < batches) {   /* no prefetch: a second buffer to alternate with */
+        slot *sl = kiln_realloc(it->slots, (size_t)batches * sizeof *sl);
+        if (!sl) return kiln_set_error(KILN_OUT_OF_MEMORY, "data: out of host memory");
+        it->slots = sl;
+        memset(&sl[it->nslots], 0, sizeof *sl);
+        it->nslots++;   /* counted first: kiln_data_iter_free frees what was allocated */
+        if (!slot_alloc(it, &sl[it->nslots - 1])) return kiln_set_error(KILN_OUT_OF_MEMORY, "data: out of host memory for a second batch buffer");
+    }
+    if (it->sync_ok) pthread_mutex_lock(&it->mu);
+    it->hold = batches;
+    if (it->sync_ok) pthread_mutex_unlock(&it->mu);
+    return KILN_OK;
+}
+
 kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **out) {
     if (out) *out = NULL;
     if (!d || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_data_iter_new: d and out must not be NULL");
@@ -366,6 +394,7 @@ kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **ou
     it->d = d;
     it->cache_pos = -1;
     it->end_seq = -1;
+    it->hold = 1;
     atomic_init(&it->stop, false);
     it->numel = kiln_shape_numel(d->src->shape);
     if (it->numel < 1) it->numel = 1;
@@ -375,7 +404,7 @@ kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **ou
     it->root = iiter_build(d);
     bool async = d->prefetch_buffers > 0;
     it->nworkers = async ? d->prefetch_workers : 0;
-    it->nslots = async ? d->prefetch_buffers + 1 : 1;
+    it->nslots = async ? d->prefetch_buffers + 2 : 1;   /* room for a second held batch */
     it->slots = kiln_calloc((size_t)it->nslots, sizeof *it->slots);
     it->scratch = kiln_calloc((size_t)it->nworkers + 1, sizeof *it->scratch);
     if (!it->ops || !it->root || !it->slots || !it->scratch) goto oom;
@@ -393,15 +422,8 @@ kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **ou
     }
     for (int i = 0; i <= it->nworkers; i++)
         if (!(it->scratch[i] = kiln_malloc(sizeof(float) * (size_t)it->numel))) goto oom;
-    for (int i = 0; i < it->nslots; i++) {
-        slot *sl = &it->slots[i];
-        sl->seq = -1;
-        /* batches the model copies to a GPU come from page-locked memory when there is one */
-        sl->x = kiln_host_alloc_staging(sizeof(float) * (size_t)it->numel * (size_t)it->bcap, &sl->pinned);
-        sl->y = kiln_malloc(sizeof(int32_t) * (size_t)it->bcap);
-        sl->ids = kiln_malloc(sizeof(elem_id) * (size_t)it->bcap);
-        if (!sl->x || !sl->y || !sl->ids) goto oom;
-    }
+    for (int i = 0; i < it->nslots; i++)
+        if (!slot_alloc(it, &it->slots[i])) goto oom;
     iiter_reset(it->root, epoch);
     if (async) {
         it->threads = kiln_calloc((size_t)it->nworkers, sizeof *it->threads);
@@ -460,8 +482,8 @@ kiln_status kiln_data_iter_next(kiln_data_iter *it, kiln_tensor **x, kiln_tensor
     if (it->failed != KILN_OK) return kiln_set_error(it->failed, "%s", it->failed_msg);
     if (it->finished) return KILN_OK;
     slot *sl;
-    if (!it->sync_ok) {                  /* no prefetch: compute here */
-        sl = &it->slots[0];
+    if (!it->sync_ok) {                  /* no prefetch: compute here, alternating buffers when holding 2 */
+        sl = &it->slots[it->cur++ % it->nslots];
         sl->count = iiter_next(it->root, sl->ids, it->bcap);
         if (sl->count == 0) { it->finished = true; return KILN_OK; }
         kiln_status st = compute_slot(it, sl, it->scratch[0]);
@@ -474,10 +496,10 @@ kiln_status kiln_data_iter_next(kiln_data_iter *it, kiln_tensor **x, kiln_tensor
         return KILN_OK;
     }
     pthread_mutex_lock(&it->mu);
-    if (it->holding) {
-        it->slots[(it->cur - 1) % it->nslots].state = SLOT_FREE;
+    if (it->held >= it->hold) {          /* the oldest batch handed out is given back */
+        it->slots[(it->cur - it->held) % it->nslots].state = SLOT_FREE;
         it->released++;
-        it->holding = false;
+        it->held--;
         pthread_cond_broadcast(&it->cv_work);
     }
     sl = &it->slots[it->cur % it->nslots];
@@ -496,7 +518,7 @@ kiln_status kiln_data_iter_next(kiln_data_iter *it, kiln_tensor **x, kiln_tensor
         return KILN_OK;
     }
     it->cur++;
-    it->holding = true;
+    it->held++;
     pthread_mutex_unlock(&it->mu);
     slot_tensors(it, sl, x, y);
     return KILN_OK;

@@ -13,6 +13,18 @@
 
 #define KILN_MAX_PLANS 16
 #define GUARD_BYTE 0xA5
+#define KILN_MAX_AHEAD 8   /* fed placeholders copied ahead (kiln_session_run_ahead) */
+
+/* A placeholder's value copied to the device during the previous run: two device slots used in
+ * turn, so the copy stream writes one while this run's compute stream reads the other. */
+typedef struct ahead_copy {
+    int id;                 /* placeholder id, -1 unused */
+    size_t bytes;
+    void *slot[2];
+    int cur;                /* slot holding the copy of src */
+    const void *src;        /* host data it copies */
+    uint64_t run;           /* the run that made it; valid only for the run after */
+} ahead_copy;
 
 struct kiln_session {
     kiln_graph *g;
@@ -34,6 +46,8 @@ struct kiln_session {
     uint64_t arena_gen;         /* bumped when an arena moves (captured graphs then re-capture) */
     void **data[KILN_SPACE_COUNT];   /* id -> bound pointer for the current run */
     uint64_t step;
+    uint64_t runs;              /* kiln_session_run calls (copies ahead are valid for the next one) */
+    ahead_copy ahead[KILN_MAX_AHEAD];
     size_t planned_bytes;
     size_t guard;
     bool warned_soft, verbose;
@@ -137,6 +151,7 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     s->host = s->opts.backend == KILN_BACKEND_REF ? kiln_backend_ref() : kiln_backend_cpu();
     s->dev = dev;
     if (hooks) { s->hooks_copy = *hooks; s->hooks = &s->hooks_copy; }
+    for (int i = 0; i < KILN_MAX_AHEAD; i++) s->ahead[i].id = -1;
     s->num_threads = kiln_threads_resolve(s->opts.num_threads);
     const char *e = getenv("KILN_LOG_DEVICE_PLACEMENT");
     if (e && *e && strcmp(e, "0") != 0) s->opts.log_device_placement = true;
@@ -174,7 +189,7 @@ kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
     }
     kiln_device_hooks cuda_hooks = { 0 };   /* copied into the session: no shared mutable state */
     if (cu) cuda_hooks = (kiln_device_hooks){ cu->capture_begin, cu->capture_end, cu->graph_launch, cu->graph_free, cu->set_step,
-                                              cuda_free_memory };
+                                              cuda_free_memory, cu->copy_ahead, cu->copy_ahead_wait };
     return session_new(g, opts, cu ? cu->backend : NULL, cu ? &cuda_hooks : NULL);
 }
 
@@ -203,6 +218,8 @@ void kiln_session_free(kiln_session *s) {
         if (s->arena[sp]) space_be(s, sp)->free(s->arena[sp]);
         kiln_free(s->data[sp]);
     }
+    for (int i = 0; i < KILN_MAX_AHEAD; i++)
+        for (int k = 0; k < 2; k++) if (s->ahead[i].slot[k]) s->dev->free(s->ahead[i].slot[k]);
     kiln_free(s->var_data); kiln_free(s->var_home); kiln_free(s->const_dev);
     kiln_free(s->place); kiln_free(s->logged);
     kiln_free(s);
@@ -457,10 +474,57 @@ static void bind(kiln_session *s, kiln_plan *p, const kiln_feed *feeds, int n_fe
         }
 }
 
+/* ---- copies ahead ---- */
+/* The copy of placeholder n made during the previous run from exactly this host data, or NULL. */
+static ahead_copy *ahead_ready(kiln_session *s, const kiln_node *n, const void *src) {
+    for (int i = 0; i < KILN_MAX_AHEAD; i++) {
+        ahead_copy *a = &s->ahead[i];
+        if (a->id == n->id && a->src == src && a->src && a->run + 1 == s->runs && a->bytes == node_bytes(n)) {
+            a->src = NULL;   /* used once */
+            return a;
+        }
+    }
+    return NULL;
+}
+
+/* Enqueues next's host -> device copies on the copy stream (after this run's steps, so they
+ * overlap its compute). Only placeholders this plan copies to the device are copied; a feed that
+ * cannot be (no slot, no memory) is simply copied by its own run later. *issued: some copy was. */
+static kiln_status copy_ahead(kiln_session *s, const kiln_plan *p, const kiln_feed *next, int n_next, bool *issued) {
+    for (int k = 0; k < n_next; k++) {
+        const kiln_node *n = next[k].node;
+        bool copied = false;
+        for (int i = 0; i < p->n_feed_copies && !copied; i++) copied = p->steps[i].node == n;
+        if (!copied) continue;
+        ahead_copy *a = NULL;
+        for (int i = 0; i < KILN_MAX_AHEAD && !a; i++) if (s->ahead[i].id == n->id) a = &s->ahead[i];
+        for (int i = 0; i < KILN_MAX_AHEAD && !a; i++) if (s->ahead[i].id < 0) a = &s->ahead[i];
+        size_t bytes = node_bytes(n);
+        if (!a) continue;
+        if (a->id != n->id || a->bytes != bytes) {
+            for (int j = 0; j < 2; j++) { if (a->slot[j]) s->dev->free(a->slot[j]); a->slot[j] = NULL; }
+            a->id = -1;
+            if (!(a->slot[0] = s->dev->alloc(bytes)) || !(a->slot[1] = s->dev->alloc(bytes))) continue;
+            a->id = n->id;
+            a->bytes = bytes;
+        }
+        int w = 1 - a->cur;   /* this run may still be reading slot cur */
+        kiln_status st = s->hooks->copy_ahead(a->slot[w], next[k].value->data, bytes);
+        *issued = true;
+        if (st != KILN_OK) { a->src = NULL; return st; }
+        a->cur = w;
+        a->src = next[k].value->data;
+        a->run = s->runs;
+    }
+    return KILN_OK;
+}
+
 static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) {
     kiln_node *n = stp->node;
     if (stp->kind == KILN_STEP_COPY) {
         int from = p->home[n->id], to = stp->space;
+        ahead_copy *a = to == KILN_SPACE_DEVICE ? ahead_ready(s, n, s->data[from][n->id]) : NULL;
+        if (a) return s->dev->copy(s->data[to][n->id], a->slot[a->cur], a->bytes, KILN_COPY_D2D);
         kiln_status st = s->dev->copy(s->data[to][n->id], s->data[from][n->id], node_bytes(n),
                                       to == KILN_SPACE_DEVICE ? KILN_COPY_H2D : KILN_COPY_D2H);
         if (st == KILN_OK && to == KILN_SPACE_HOST) st = s->dev->sync();   /* the host reads it next */
@@ -549,12 +613,15 @@ static kiln_status run_captured(kiln_session *s, kiln_plan *p, bool *done) {
     return s->hooks->graph_launch(p->graph_exec);
 }
 
-kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
-                             kiln_tensor **outs, int n_fetches, kiln_node *const *targets, int n_targets) {
+kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
+                                   kiln_tensor **outs, int n_fetches, kiln_node *const *targets, int n_targets,
+                                   const kiln_feed *next_feeds, int n_next) {
     if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_run: NULL session");
     if (s->g->status != KILN_OK) return kiln_set_error(s->g->status, "session run: the graph has a build error: %s", s->g->error);
     kiln_status st;
-    if ((st = check_feeds(feeds, n_feeds)) || (st = check_nodes(s, fetches, n_fetches, "fetch")) ||
+    s->runs++;
+    if (n_next > 0 && !next_feeds) return kiln_set_error(KILN_INVALID_ARGUMENT, "session run: next_feeds is NULL");
+    if ((st = check_feeds(feeds, n_feeds)) || (st = check_feeds(next_feeds, n_next)) || (st = check_nodes(s, fetches, n_fetches, "fetch")) ||
         (st = check_nodes(s, targets, n_targets, "target")))
         return st;
     if (n_fetches > 0 && !outs) return kiln_set_error(KILN_INVALID_ARGUMENT, "session run: outs is NULL");
@@ -576,7 +643,14 @@ kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feed
     bool done;
     st = run_captured(s, p, &done);
     if (st == KILN_OK && !done) st = run_steps(s, p, 0, p->n_steps);
+    bool ahead = false;
+    if (st == KILN_OK && n_next > 0 && p->n_feed_copies > 0 && s->hooks && s->hooks->copy_ahead && s->hooks->copy_ahead_wait)
+        st = copy_ahead(s, p, next_feeds, n_next, &ahead);
     if (st == KILN_OK && p->uses_device) st = s->dev->sync();    /* device-side errors surface here */
+    if (ahead) {   /* next's host buffers may be reused once this returns */
+        kiln_status ws = s->hooks->copy_ahead_wait();
+        if (st == KILN_OK) st = ws;
+    }
     for (int i = 0; i < n_fetches && st == KILN_OK; i++) {
         kiln_node *f = fetches[i];
         if (!outs[i] && !(outs[i] = kiln_tensor_new(f->dtype, f->shape)))
@@ -591,6 +665,11 @@ kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feed
     }
     if (st == KILN_OK) s->step++;
     return st;
+}
+
+kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
+                             kiln_tensor **outs, int n_fetches, kiln_node *const *targets, int n_targets) {
+    return kiln_session_run_ahead(s, feeds, n_feeds, fetches, outs, n_fetches, targets, n_targets, NULL, 0);
 }
 
 static kiln_status check_var(kiln_node *var, const kiln_tensor *t, const char *what) {

@@ -133,9 +133,18 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         kiln_logs logs = { .epoch = epoch, .steps = steps };
         double sum_loss = 0, sum_hit = 0, sum_top = 0, t0 = kiln_now();
         int64_t s = 0;
+        /* Host batches: look one batch ahead, so the session copies it to the GPU (if any) while
+         * this one trains; the iterator keeps both valid. Resident data feeds only indices. */
+        bool ahead = f->resident_n == 0;
+        kiln_tensor *nx = NULL, *ny = NULL;
+        if (ahead && ((st = kiln_data_iter_hold(it, 2)) || (st = kiln_data_iter_next(it, &nx, &ny)))) goto done;
         for (;;) {
             kiln_tensor *x, *y;
-            if ((st = kiln_data_iter_next(it, &x, &y))) goto done;
+            if (ahead) {
+                x = nx;
+                y = ny;
+                if (x && (st = kiln_data_iter_next(it, &nx, &ny))) goto done;
+            } else if ((st = kiln_data_iter_next(it, &x, &y))) goto done;
             if (!x) break;
             if (x->shape.dim[0] != batch) continue;       /* a kept remainder: skipped, like kiln_fit */
             double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)steps, (double)epochs);
@@ -149,7 +158,9 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
                 feeds[0] = (kiln_feed){ f->idx, m->res.idx_t };
                 n_feeds = 1;
             }
-            if ((st = kiln_session_run(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1))) goto done;
+            kiln_feed next[2] = { { f->x, nx }, { f->y, ny } };
+            int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;
+            if ((st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) goto done;
             double l = kiln_tensor_get(f->loss_t, 0), c, k;
             if (!isfinite(l)) {
                 if (prog.verbose) fputc('\n', stdout);

@@ -698,6 +698,49 @@ static void test_prefetch_errors_cache(void) {
     kiln_dataset_free(ds);
 }
 
+/* kiln_data_iter_hold(2): the previous batch stays intact while the next is handed out, with and
+ * without prefetch workers, and the batches are the same as with hold 1. */
+static void test_hold_two(void) {
+    kiln_dataset *ds = indexed(64, 2, 2, 1);
+    for (int pf = 0; pf < 3; pf++) {
+        kiln_data *d = kiln_data_batch(kiln_data_shuffle(kiln_data_from_dataset(ds, false), 64, 7), 4, false);
+        if (pf) d = kiln_data_prefetch(d, pf, pf);   /* 1 buffer 1 worker, 2 buffers 2 workers */
+        kiln_data_iter *it = NULL;
+        CHECK_OK(kiln_data_iter_new(d, 3, &it));
+        int64_t want[16];
+        kiln_tensor *x, *y;
+        for (int b = 0; b < 16; b++) {
+            CHECK_OK(kiln_data_iter_next(it, &x, &y));
+            want[b] = x ? first_index(x, 0) : -1;
+        }
+        kiln_data_iter_free(it);
+        CHECK_OK(kiln_data_iter_new(d, 3, &it));
+        CHECK_OK(kiln_data_iter_hold(it, 2));
+        kiln_tensor *px = NULL, *py = NULL;
+        float prev[16];
+        int32_t prevy[4];
+        for (int b = 0; b < 16; b++) {
+            CHECK_OK(kiln_data_iter_next(it, &x, &y));
+            CHECK(x && first_index(x, 0) == want[b]);
+            if (px) {   /* the batch before is untouched */
+                CHECK_MSG(px != x && memcmp(px->data, prev, sizeof prev) == 0 && memcmp(py->data, prevy, sizeof prevy) == 0,
+                          "prefetch %d, batch %d: the held batch changed", pf, b);
+            }
+            memcpy(prev, x->data, sizeof prev);
+            memcpy(prevy, y->data, sizeof prevy);
+            px = x;
+            py = y;
+            usleep(2000);   /* give workers time to (wrongly) reuse the held buffer */
+        }
+        CHECK_OK(kiln_data_iter_next(it, &x, &y));
+        CHECK(x == NULL);
+        CHECK(kiln_data_iter_hold(it, 2) == KILN_INVALID_ARGUMENT);   /* only before the first batch */
+        kiln_data_iter_free(it);
+        kiln_data_free(d);
+    }
+    kiln_dataset_free(ds);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln_pipe_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -709,6 +752,7 @@ int main(void) {
     test_augment();
     test_determinism();
     test_prefetch_errors_cache();
+    test_hold_two();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -15,6 +15,7 @@ static void scramble(void *dst, const void *src, size_t n) {
     const unsigned char *s = src;
     for (size_t i = 0; i < n; i++) d[i] = s[i] ^ SCRAMBLE;
 }
+static int ahead_copies, d2d_copies;
 static size_t dev_allocs, dev_limit;   /* dev_limit > 0: allocations above it fail (out of memory) */
 static void *fd_alloc(size_t n) {
     if (dev_limit && n > dev_limit) return NULL;
@@ -24,10 +25,12 @@ static void *fd_alloc(size_t n) {
 static size_t fd_free_memory(void) { return dev_limit; }
 static void fd_free(void *p) { free(p); }
 static kiln_status fd_copy(void *d, const void *s, size_t n, kiln_copy_kind k) {
-    if (k == KILN_COPY_D2D) memcpy(d, s, n); else scramble(d, s, n);   /* H2D scrambles, D2H unscrambles */
+    if (k == KILN_COPY_D2D) { d2d_copies++; memcpy(d, s, n); } else scramble(d, s, n);   /* H2D scrambles, D2H unscrambles */
     return KILN_OK;
 }
 static kiln_status fd_sync(void) { return KILN_OK; }
+static kiln_status fd_copy_ahead(void *d, const void *s, size_t n) { ahead_copies++; scramble(d, s, n); return KILN_OK; }
+static kiln_status fd_copy_ahead_wait(void) { return KILN_OK; }
 
 /* Capture: while capturing, launches are recorded instead of run; a launch replays them. */
 typedef struct { kiln_kctx ctx; } rec;
@@ -80,7 +83,7 @@ static kiln_status h_launch(void *ge) {
     return KILN_OK;
 }
 static void h_free(void *ge) { (void)ge; }
-static const kiln_device_hooks hooks = { h_begin, h_end, h_launch, h_free, NULL, fd_free_memory };
+static const kiln_device_hooks hooks = { h_begin, h_end, h_launch, h_free, NULL, fd_free_memory, fd_copy_ahead, fd_copy_ahead_wait };
 
 /* ---- a tiny MLP ---- */
 typedef struct mlp { kiln_graph *g; kiln_node *x, *y, *loss, *acc, *step, *w1, *h; } mlp;
@@ -132,6 +135,75 @@ static kiln_status train(kiln_session *s, mlp *m, double *out, bool fetch_acc) {
     }
     kiln_tensor_free(tx); kiln_tensor_free(ty); kiln_tensor_free(lv); kiln_tensor_free(av);
     return st;
+}
+
+/* 20 steps over 20 different batches; ahead: each run also copies the next batch ahead. */
+enum { NB = 20 };
+static kiln_status train_batches(kiln_session *s, mlp *m, kiln_tensor **bx, kiln_tensor **by, bool ahead, double *out) {
+    kiln_tensor *lv = kiln_tensor_new(KILN_F32, KILN_SCALAR);
+    kiln_status st = KILN_OK;
+    for (int i = 0; i < NB && st == KILN_OK; i++) {
+        kiln_feed feeds[2] = { { m->x, bx[i] }, { m->y, by[i] } };
+        kiln_feed next[2] = { { m->x, bx[(i + 1) % NB] }, { m->y, by[(i + 1) % NB] } };
+        st = kiln_session_run_ahead(s, feeds, 2, &m->loss, &lv, 1, &m->step, 1, next, ahead && i + 1 < NB ? 2 : 0);
+        out[i] = kiln_tensor_get(lv, 0);
+    }
+    kiln_tensor_free(lv);
+    return st;
+}
+
+/* Copies ahead (kiln_session_run_ahead) give the same training as plain runs, with and without
+ * whole-step capture, and are used by the next run only. */
+static void check_copy_ahead(void) {
+    kiln_tensor *bx[NB], *by[NB];
+    for (int i = 0; i < NB; i++) {
+        bx[i] = kiln_tensor_new(KILN_F32, KILN_SHAPE(N, D));
+        by[i] = kiln_tensor_new(KILN_I32, KILN_SHAPE(N));
+        for (int r = 0; r < N; r++) {
+            int label = (r * 5 + i * 3) % C;
+            ((int32_t *)by[i]->data)[r] = label;
+            for (int j = 0; j < D; j++) kiln_tensor_set(bx[i], r * D + j, (j == label) + 0.05 * ((r * 7 + j * 3 + i * 11) % 9));
+        }
+    }
+    double ref[NB], got[NB];
+    mlp m = build(false);
+    kiln_session *s = kiln_session_new(m.g, &(kiln_session_opts){ .backend = KILN_BACKEND_CPU });
+    CHECK_OK(train_batches(s, &m, bx, by, true, ref));   /* no device: next feeds are only checked */
+    kiln_session_free(s);
+    for (int capture = 0; capture < 2; capture++) {
+        mlp k = build(false);
+        s = kiln_session_new_with_device(k.g, &(kiln_session_opts){ .no_cuda_graphs = !capture }, &fake, &hooks);
+        ahead_copies = d2d_copies = 0;
+        CHECK_OK(train_batches(s, &k, bx, by, true, got));
+        for (int i = 0; i < NB; i++) CHECK_MSG(got[i] == ref[i], "copy ahead (capture %d), step %d: %.9g vs %.9g", capture, i, got[i], ref[i]);
+        CHECK_MSG(ahead_copies == 2 * (NB - 1) && d2d_copies == 2 * (NB - 1), "capture %d: %d copies ahead, %d used", capture, ahead_copies, d2d_copies);
+        kiln_session_free(s);
+        kiln_graph_free(k.g);
+    }
+    /* a copy ahead serves only the run right after: change the batch, run another in between,
+     * then feed it: the changed values must be used */
+    mlp k = build(false);
+    s = kiln_session_new_with_device(k.g, &(kiln_session_opts){ .no_cuda_graphs = true }, &fake, &hooks);
+    kiln_tensor *lv = kiln_tensor_new(KILN_F32, KILN_SCALAR), *l2 = kiln_tensor_new(KILN_F32, KILN_SCALAR);
+    kiln_feed f0[2] = { { k.x, bx[0] }, { k.y, by[0] } }, f1[2] = { { k.x, bx[1] }, { k.y, by[1] } };
+    CHECK_OK(kiln_session_run_ahead(s, f0, 2, &k.loss, &lv, 1, NULL, 0, f1, 2));
+    kiln_tensor_set(bx[1], 0, 100.0);
+    CHECK_OK(kiln_session_run(s, f0, 2, &k.loss, &lv, 1, NULL, 0));
+    d2d_copies = 0;
+    CHECK_OK(kiln_session_run(s, f1, 2, &k.loss, &lv, 1, NULL, 0));
+    CHECK(d2d_copies == 0);
+    kiln_session *c = kiln_session_new(k.g, &(kiln_session_opts){ .backend = KILN_BACKEND_CPU });
+    CHECK_OK(kiln_session_run(c, f1, 2, &k.loss, &l2, 1, NULL, 0));
+    CHECK_MSG(kiln_tensor_get(lv, 0) == kiln_tensor_get(l2, 0), "stale copy ahead used: %.9g vs %.9g", kiln_tensor_get(lv, 0), kiln_tensor_get(l2, 0));
+    /* next feeds are checked like feeds */
+    kiln_feed bad[1] = { { k.x, by[0] } };
+    CHECK(kiln_session_run_ahead(s, f0, 2, &k.loss, &lv, 1, NULL, 0, bad, 1) == KILN_INVALID_ARGUMENT);
+    kiln_session_free(c);
+    kiln_session_free(s);
+    kiln_tensor_free(lv); kiln_tensor_free(l2);
+    kiln_graph_free(k.g);
+    kiln_graph_free(m.g);
+    for (int i = 0; i < NB; i++) { kiln_tensor_free(bx[i]); kiln_tensor_free(by[i]); }
 }
 
 static char *read_file(const char *path) {
@@ -254,6 +326,7 @@ int main(void) {
         kiln_graph_free(g);
     }
 
+    check_copy_ahead();
     kiln_graph_free(a.g); kiln_graph_free(b.g); kiln_graph_free(c.g); kiln_graph_free(d.g);
     return check_summary("test_placement");
 }

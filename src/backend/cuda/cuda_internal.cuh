@@ -35,6 +35,7 @@ typedef struct cu_dev_error {
 typedef struct cu_device {
     bool ready;
     cudaStream_t stream;
+    cudaStream_t copy_stream;      /* host -> device copies ahead of the step that reads them */
     cublasHandle_t blas;
     cudnnHandle_t dnn;
     void *blas_ws;                 /* cuBLAS workspace (graph capture safe) */

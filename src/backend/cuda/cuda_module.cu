@@ -77,6 +77,7 @@ cu_device *cu_dev(void) {
     if (d->ready) return d;
     if (cu_check(cudaSetDevice(cu.cur), "cudaSetDevice")) return NULL;
     if (cu_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), "cudaStreamCreate")) return NULL;
+    if (cu_check(cudaStreamCreateWithFlags(&d->copy_stream, cudaStreamNonBlocking), "cudaStreamCreate(copy)")) return NULL;
     if (cu_blas_check(cublasCreate(&d->blas), "cublasCreate")) return NULL;
     cublasSetStream(d->blas, d->stream);
     cublasSetMathMode(d->blas, cu.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
@@ -204,6 +205,19 @@ static kiln_status dev_copy(void *dst, const void *src, size_t bytes, kiln_copy_
     return cu_check(cudaMemcpyAsync(dst, src, bytes, k, d->stream), "cudaMemcpyAsync");
 }
 
+static kiln_status copy_ahead(void *dst, const void *src, size_t bytes) {
+    if (bytes == 0) return KILN_OK;
+    cu_device *d = cu_dev();
+    if (!d) return KILN_DEVICE_ERROR;
+    return cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->copy_stream), "cudaMemcpyAsync(copy ahead)");
+}
+
+static kiln_status copy_ahead_wait(void) {
+    cu_device *d = cu_dev();
+    if (!d) return KILN_DEVICE_ERROR;
+    return cu_check(cudaStreamSynchronize(d->copy_stream), "cudaStreamSynchronize(copy)");
+}
+
 static kiln_status dev_sync(void) {
     cu_device *d = cu_dev();
     if (!d) return KILN_DEVICE_ERROR;
@@ -319,7 +333,7 @@ static void graph_free(void *graph_exec) {
 static const kiln_cuda_module cuda_module = {
     KILN_CUDA_MODULE_ABI, &cuda_backend, device_count, device_info, set_device, memory_stats, reset_peak,
     set_memory_options, host_alloc, host_free, capture_begin, capture_end, graph_launch, graph_free,
-    set_step,
+    set_step, copy_ahead, copy_ahead_wait,
 };
 
 static long env_long(const char *name, long dflt) {

@@ -7,7 +7,7 @@
 #include "backend/backend.h"
 #include "kiln/device.h"
 
-#define KILN_CUDA_MODULE_ABI 1
+#define KILN_CUDA_MODULE_ABI 2
 #define KILN_CUDA_MODULE_SYMBOL "kiln_cuda_module_init"
 
 /* Services libkiln gives the module. */
@@ -43,6 +43,11 @@ typedef struct kiln_cuda_module {
     /* Captured Dropout kernels read the session step from a device word (a replayed graph keeps
      * its launch arguments): set it, outside capture, before each graph_launch. */
     kiln_status (*set_step)(uint64_t step);
+    /* Copies ahead: host -> device on a second (copy) stream, so the next batch's transfer
+     * overlaps this step's compute; copy_ahead_wait blocks until those copies are done (the host
+     * buffers may then be reused). */
+    kiln_status (*copy_ahead)(void *dst, const void *src, size_t bytes);
+    kiln_status (*copy_ahead_wait)(void);
 } kiln_cuda_module;
 
 /* Exported by the module. On failure returns NULL and writes a one-line reason into why
