@@ -2,7 +2,8 @@
  * beta C, op(A) m x k stored in an lda x (k or m) matrix, C m x n; beta == 0 means C is not read.
  * Arguments are validated as cuBLAS does (CUBLAS_STATUS_INVALID_VALUE for negative sizes or
  * leading dimensions below the rows they hold), and every matrix must lie inside device memory.
- * Products accumulate in double (more exact than any cuBLAS path, so TF32 is not modelled). */
+ * Products in double with OpenBLAS (more exact than any cuBLAS path; TF32 is not modelled). */
+#include <cblas.h>
 #include <vector>
 #include "cublas_v2.h"
 #include "sim_internal.h"
@@ -48,7 +49,8 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
              resident("B", B.p, B.t, brows, B.trans ? k : n, B.ld, B.stride, batch);
     if (!ok) { set_error(cudaErrorIllegalAddress); return CUBLAS_STATUS_EXECUTION_FAILED; }
     enqueue(h->stream, [=] {
-        std::vector<double> a((size_t)m * k), b((size_t)n * k);   /* op(A) by rows, op(B) by columns */
+        /* op(A) by rows, op(B) by columns, in double; c = a b^T row-major */
+        std::vector<double> a((size_t)m * k), b((size_t)n * k), c((size_t)m * n, 0.0);
         for (int bt = 0; bt < batch; bt++) {
             for (int i = 0; i < m; i++)
                 for (int l = 0; l < k; l++)
@@ -56,13 +58,11 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
             for (int j = 0; j < n; j++)
                 for (int l = 0; l < k; l++)
                     b[(size_t)j * k + l] = load(B.p, B.t, B.stride * bt + (B.trans ? (long long)l * B.ld + j : (long long)j * B.ld + l));
+            if (k > 0) cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, a.data(), k, b.data(), k, 0.0, c.data(), n);
             for (int j = 0; j < n; j++)
                 for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    const double *ar = &a[(size_t)i * k], *bc = &b[(size_t)j * k];
-                    for (int l = 0; l < k; l++) acc += ar[l] * bc[l];
                     size_t ci = (size_t)(sc * bt + (long long)j * ldc + i);
-                    store(C, ct, ci, alpha * acc + (beta == 0.0 ? 0.0 : beta * load(C, ct, ci)));
+                    store(C, ct, ci, alpha * c[(size_t)i * n + j] + (beta == 0.0 ? 0.0 : beta * load(C, ct, ci)));
                 }
         }
     });

@@ -2,7 +2,8 @@
  * KCRS (NCHW) / KRSC (NHWC) filters, symmetric padding, stride, dilation, groups, cross-
  * correlation or convolution (flipped filter), y = alpha * op + beta * y (beta == 0: y not read).
  * Descriptors are validated like cuDNN (CUDNN_STATUS_BAD_PARAM when shapes disagree). Algorithm
- * queries offer one deterministic algorithm needing no workspace. Math in double. */
+ * queries offer one deterministic algorithm needing no workspace. Math in double (OpenBLAS). */
+#include <cblas.h>
 #include <vector>
 #include "cudnn.h"
 #include "sim_internal.h"
@@ -71,28 +72,60 @@ size_t numel(const cudnnFilterStruct *d) { return (size_t)d->k * d->c * d->h * d
 
 enum class dir { fwd, bwd_data, bwd_filter };
 
-/* Visits every (output position, filter tap) pair that touches the input: f(xi, wi, yi). */
-template <typename F> void for_each_tap(const cudnnTensorStruct &x, const cudnnFilterStruct &w, const cudnnConvolutionStruct &cd,
-                                        const cudnnTensorStruct &y, F f) {
-    int kg = w.k / cd.groups;
-    for (int n = 0; n < y.n; n++)
-        for (int k = 0; k < y.c; k++) {
-            int g = k / kg;
-            for (int oh = 0; oh < y.h; oh++)
-                for (int ow = 0; ow < y.w; ow++) {
-                    size_t yi = tidx(y, n, k, oh, ow);
-                    for (int r = 0; r < w.h; r++) {
-                        int ih = oh * cd.u - cd.ph + r * cd.dh;
-                        if (ih < 0 || ih >= x.h) continue;
-                        for (int s = 0; s < w.w; s++) {
-                            int iw = ow * cd.v - cd.pw + s * cd.dw;
-                            if (iw < 0 || iw >= x.w) continue;
-                            int fr = cd.mode == CUDNN_CONVOLUTION ? w.h - 1 - r : r, fs = cd.mode == CUDNN_CONVOLUTION ? w.w - 1 - s : s;
-                            for (int c = 0; c < w.c; c++) f(tidx(x, n, g * w.c + c, ih, iw), fidx(w, k, c, fr, fs), yi);
-                        }
-                    }
-                }
+/* The convolution as GEMMs (double, OpenBLAS), per image and group: the im2col matrix col[p, q]
+ * holds x at output position p = (oh, ow) under filter tap q = (fr, fs, c), where (fr, fs) is the
+ * filter element applied there (flipped in CUDNN_CONVOLUTION mode) and positions in the padding
+ * are 0; wm[k, q] is the filter. fwd: y = col wm^T; data: dx += scatter(dy wm); filter: dw += dy^T col. */
+struct conv_problem {
+    cudnnTensorStruct X, Y;
+    cudnnFilterStruct W;
+    cudnnConvolutionStruct C;
+    /* x offset of (p, q) for image n, group g, or -1 in the padding */
+    long long xoff(int n, int g, int p, int q) const {
+        int oh = p / Y.w, ow = p % Y.w, c = q % W.c, t = q / W.c, fr = t / W.w, fs = t % W.w;
+        int r = C.mode == CUDNN_CONVOLUTION ? W.h - 1 - fr : fr, s = C.mode == CUDNN_CONVOLUTION ? W.w - 1 - fs : fs;
+        int ih = oh * C.u - C.ph + r * C.dh, iw = ow * C.v - C.pw + s * C.dw;
+        if (ih < 0 || ih >= X.h || iw < 0 || iw >= X.w) return -1;
+        return (long long)tidx(X, n, g * W.c + c, ih, iw);
+    }
+};
+
+void compute(dir d, const conv_problem &pr, elem e, const void *x, const void *w, const void *y, std::vector<double> &acc) {
+    const cudnnTensorStruct &X = pr.X, &Y = pr.Y;
+    const cudnnFilterStruct &W = pr.W;
+    int G = pr.C.groups, kg = W.k / G, P = Y.h * Y.w, Q = W.h * W.w * W.c;
+    std::vector<double> wm((size_t)W.k * Q), col((size_t)P * Q), ym((size_t)P * kg), dw;
+    for (int k = 0; k < W.k; k++)
+        for (int q = 0; q < Q; q++) {
+            int c = q % W.c, t = q / W.c;
+            wm[(size_t)k * Q + q] = d == dir::bwd_filter ? 0.0 : load(w, e, fidx(W, k, c, t / W.w, t % W.w));
         }
+    if (d == dir::bwd_filter) dw.assign((size_t)W.k * Q, 0.0);
+    for (int n = 0; n < X.n; n++)
+        for (int g = 0; g < G; g++) {
+            double *wg = &wm[(size_t)g * kg * Q];
+            if (d != dir::bwd_data)
+                for (int p = 0; p < P; p++)
+                    for (int q = 0; q < Q; q++) { long long o = pr.xoff(n, g, p, q); col[(size_t)p * Q + q] = o < 0 ? 0.0 : load(x, e, (size_t)o); }
+            if (d != dir::fwd)
+                for (int p = 0; p < P; p++)
+                    for (int k = 0; k < kg; k++) ym[(size_t)p * kg + k] = load(y, e, tidx(Y, n, g * kg + k, p / Y.w, p % Y.w));
+            if (d == dir::fwd) {
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, P, kg, Q, 1.0, col.data(), Q, wg, Q, 0.0, ym.data(), kg);
+                for (int p = 0; p < P; p++)
+                    for (int k = 0; k < kg; k++) acc[tidx(Y, n, g * kg + k, p / Y.w, p % Y.w)] = ym[(size_t)p * kg + k];
+            } else if (d == dir::bwd_data) {
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, P, Q, kg, 1.0, ym.data(), kg, wg, Q, 0.0, col.data(), Q);
+                for (int p = 0; p < P; p++)
+                    for (int q = 0; q < Q; q++) { long long o = pr.xoff(n, g, p, q); if (o >= 0) acc[(size_t)o] += col[(size_t)p * Q + q]; }
+            } else {
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kg, Q, P, 1.0, ym.data(), kg, col.data(), Q, 1.0,
+                            &dw[(size_t)g * kg * Q], Q);
+            }
+        }
+    if (d == dir::bwd_filter)
+        for (int k = 0; k < W.k; k++)
+            for (int q = 0; q < Q; q++) { int c = q % W.c, t = q / W.c; acc[fidx(W, k, c, t / W.w, t % W.w)] = dw[(size_t)k * Q + q]; }
 }
 
 cudnnStatus_t run(const char *fn, dir d, cudnnHandle_t h, const void *alpha, const void *beta, cudnnTensorDescriptor_t xd,
@@ -106,20 +139,13 @@ cudnnStatus_t run(const char *fn, dir d, cudnnHandle_t h, const void *alpha, con
         return CUDNN_STATUS_EXECUTION_FAILED;
     bool dbl = xd->t == CUDNN_DATA_DOUBLE;   /* alpha/beta: double for double data, else float */
     double al = dbl ? *(const double *)alpha : *(const float *)alpha, be = dbl ? *(const double *)beta : *(const float *)beta;
-    cudnnTensorStruct X = *xd, Y = *yd;
-    cudnnFilterStruct W = *wd;
-    cudnnConvolutionStruct C = *cd;
+    conv_problem pr{ *xd, *yd, *wd, *cd };
     elem e = elem::f32;
-    elem_of(X.t, &e);
+    elem_of(xd->t, &e);
     enqueue(h->stream, [=] {
-        size_t nout = d == dir::fwd ? numel(&Y) : d == dir::bwd_data ? numel(&X) : numel(&W);
+        size_t nout = d == dir::fwd ? numel(&pr.Y) : d == dir::bwd_data ? numel(&pr.X) : numel(&pr.W);
         std::vector<double> acc(nout, 0.0);
-        if (d == dir::fwd)
-            for_each_tap(X, W, C, Y, [&](size_t xi, size_t wi, size_t yi) { acc[yi] += load(x, e, xi) * load(w, e, wi); });
-        else if (d == dir::bwd_data)
-            for_each_tap(X, W, C, Y, [&](size_t xi, size_t wi, size_t yi) { acc[xi] += load(y, e, yi) * load(w, e, wi); });
-        else
-            for_each_tap(X, W, C, Y, [&](size_t xi, size_t wi, size_t yi) { acc[wi] += load(y, e, yi) * load(x, e, xi); });
+        compute(d, pr, e, x, w, y, acc);
         for (size_t i = 0; i < nout; i++) store(out, e, i, al * acc[i] + (be == 0.0 ? 0.0 : be * load(out, e, i)));
     });
     return CUDNN_STATUS_SUCCESS;

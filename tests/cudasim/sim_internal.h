@@ -9,7 +9,8 @@
 
 struct CUstream_st {
     bool capturing = false, invalidated = false;
-    std::vector<std::function<void()>> ops;   /* recorded while capturing */
+    std::vector<std::function<void()>> ops;       /* recorded while capturing */
+    std::vector<std::function<void()>> pending;   /* enqueued, not yet run (see flush) */
 };
 struct CUgraph_st { std::vector<std::function<void()>> ops; };
 struct CUgraphExec_st { std::vector<std::function<void()>> ops; };
@@ -19,8 +20,16 @@ namespace cusim {
 void set_error(cudaError_t e);
 /* Resolves the legacy stream 0; NULL for a stream that was never created (or destroyed). */
 CUstream_st *stream_of(cudaStream_t s);
-/* Runs op now, or appends it to s's capture. */
+/* Appends op to s's work (or to its capture). Work runs only when the host must see its effects
+ * (flush): as if the GPU were infinitely slow, so a host that reads results or reuses pinned
+ * buffers without synchronising sees what it would see on a real GPU at worst. */
 cudaError_t enqueue(cudaStream_t s, std::function<void()> op);
+void flush(CUstream_st *st);
+void flush_all();
+/* Device memory is inaccessible (PROT_NONE) to the host except while device work runs: host code
+ * that touches it faults, as on a GPU. Nestable. */
+struct device_window { device_window(); ~device_window(); };
+bool pinned(const void *p, size_t bytes);
 /* Runs a grid now (fibers; sim_fiber.cpp). */
 void run_grid(const char *name, dim3 grid, dim3 block, const std::function<void()> &body);
 /* [p, p + bytes) inside one device allocation. */

@@ -8,29 +8,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <memory>
 #include <set>
 #include "sim_internal.h"
 
 namespace cusim {
 namespace {
-const size_t kBudget = (size_t)4 << 30;         /* reported device memory */
 thread_local cudaError_t last_error = cudaSuccess;
-size_t in_use;
-std::map<uintptr_t, size_t> dev_allocs, host_allocs;   /* base -> bytes */
 std::set<CUstream_st *> streams;
 CUstream_st legacy;                             /* stream 0 */
 int current_device;
 
-/* The allocation of m holding [p, p + bytes] (p + bytes may be its end). */
-bool in_map(const std::map<uintptr_t, size_t> &m, const void *p, size_t bytes) {
-    uintptr_t a = (uintptr_t)p;
-    auto it = m.upper_bound(a);
-    if (it == m.begin()) return false;
-    --it;
-    return a >= it->first && a - it->first <= it->second && bytes <= it->second - (a - it->first);
-}
 }  // namespace
 
 void fail(const char *fmt, ...) {
@@ -52,21 +39,23 @@ CUstream_st *stream_of(cudaStream_t s) {
 cudaError_t enqueue(cudaStream_t s, std::function<void()> op) {
     CUstream_st *st = stream_of(s);
     if (!st) return cudaErrorInvalidResourceHandle;
-    if (st->capturing) st->ops.push_back(std::move(op));
-    else op();
+    (st->capturing ? st->ops : st->pending).push_back(std::move(op));
     return cudaSuccess;
 }
 
-bool in_device_memory(const void *p, size_t bytes) { return in_map(dev_allocs, p, bytes); }
-
-bool device_accessible(const void *p) {
-    return !p || in_map(dev_allocs, p, 0) || in_map(host_allocs, p, 0);
+void flush(CUstream_st *st) {
+    if (st->pending.empty()) return;
+    device_window w;
+    std::vector<std::function<void()>> ops;
+    ops.swap(st->pending);
+    for (auto &op : ops) op();
 }
 
-void bad_argument(const char *kernel, int index, const void *p) {
-    fail("kernel %s: argument %d (%p) is neither device memory nor mapped pinned memory", kernel, index, p);
-    set_error(cudaErrorIllegalAddress);
+void flush_all() {
+    flush(&legacy);
+    for (CUstream_st *st : streams) flush(st);
 }
+
 }  // namespace cusim
 
 using namespace cusim;
@@ -78,7 +67,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
     if (d != 0) return cudaErrorInvalidDevice;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "Kiln CUDA simulator (CPU)");
-    p->totalGlobalMem = kBudget;
+    size_t fr;
+    cudaMemGetInfo(&fr, &p->totalGlobalMem);
     p->sharedMemPerBlock = 48 << 10;
     p->regsPerBlock = 65536;
     p->warpSize = 32;
@@ -90,7 +80,6 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
     p->canMapHostMemory = p->unifiedAddressing = 1;
     return cudaSuccess;
 }
-cudaError_t cudaMemGetInfo(size_t *fr, size_t *tot) { *fr = kBudget - in_use; *tot = kBudget; return cudaSuccess; }
 cudaError_t cudaDriverGetVersion(int *v) { *v = 13000; return cudaSuccess; }
 cudaError_t cudaRuntimeGetVersion(int *v) { *v = 13000; return cudaSuccess; }
 cudaError_t cudaGetLastError(void) { cudaError_t e = last_error; last_error = cudaSuccess; return e; }
@@ -114,81 +103,6 @@ const char *cudaGetErrorString(cudaError_t e) {
     }
 }
 
-cudaError_t cudaMalloc(void **p, size_t bytes) {
-    *p = nullptr;
-    if (bytes > kBudget - in_use) return cudaErrorMemoryAllocation;
-    void *m = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
-    if (!m) return cudaErrorMemoryAllocation;
-    dev_allocs[(uintptr_t)m] = bytes;
-    in_use += bytes;
-    *p = m;
-    return cudaSuccess;
-}
-
-cudaError_t cudaFree(void *p) {
-    if (!p) return cudaSuccess;
-    auto it = dev_allocs.find((uintptr_t)p);
-    if (it == dev_allocs.end()) { fail("cudaFree(%p): not a device allocation", p); return cudaErrorInvalidValue; }
-    in_use -= it->second;
-    dev_allocs.erase(it);
-    free(p);
-    return cudaSuccess;
-}
-
-cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags) {
-    *p = nullptr;
-    if (flags & ~0x7u) return cudaErrorInvalidValue;
-    void *m = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
-    if (!m) return cudaErrorMemoryAllocation;
-    host_allocs[(uintptr_t)m] = bytes;
-    *p = m;
-    return cudaSuccess;
-}
-
-/* With unified addressing every pinned allocation is mapped at the same address. */
-cudaError_t cudaHostGetDevicePointer(void **dev, void *host, unsigned int flags) {
-    if (flags != 0 || !in_map(host_allocs, host, 0)) return cudaErrorInvalidValue;
-    *dev = host;
-    return cudaSuccess;
-}
-
-cudaError_t cudaFreeHost(void *p) {
-    if (!p) return cudaSuccess;
-    auto it = host_allocs.find((uintptr_t)p);
-    if (it == host_allocs.end()) { fail("cudaFreeHost(%p): not a pinned allocation", p); return cudaErrorInvalidValue; }
-    host_allocs.erase(it);
-    free(p);
-    return cudaSuccess;
-}
-
-static cudaError_t check_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
-    if (kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
-    bool dd = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-    bool sd = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-    if ((dd && !in_device_memory(dst, bytes)) || (sd && !in_device_memory(src, bytes))) {
-        fail("cudaMemcpy kind %d of %zu bytes %p -> %p: the device side is not inside one device allocation", (int)kind, bytes, src, dst);
-        return cudaErrorInvalidValue;
-    }
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
-    if (bytes == 0) return cudaSuccess;
-    cudaError_t e = check_copy(dst, src, bytes, kind);
-    if (e != cudaSuccess) return e;
-    return enqueue(s, [=] { memmove(dst, src, bytes); });
-}
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
-    return cudaMemcpyAsync(dst, src, bytes, kind, 0);
-}
-
-cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s) {
-    if (bytes == 0) return cudaSuccess;
-    if (!in_device_memory(p, bytes)) { fail("cudaMemset of %zu bytes at %p: not inside one device allocation", bytes, p); return cudaErrorInvalidValue; }
-    return enqueue(s, [=] { memset(p, value, bytes); });
-}
-cudaError_t cudaMemset(void *p, int value, size_t bytes) { return cudaMemsetAsync(p, value, bytes, 0); }
-
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
     if (flags & ~1u) return cudaErrorInvalidValue;
     *s = new CUstream_st();
@@ -197,12 +111,15 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
 }
 cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    if (!streams.erase(s)) return cudaErrorInvalidResourceHandle;
+    if (!streams.count(s)) return cudaErrorInvalidResourceHandle;
+    flush(s);
+    streams.erase(s);
     delete s;
     return cudaSuccess;
 }
 
-/* Work already ran; but synchronising a capturing stream is illegal and breaks the capture. */
+/* Runs the stream's work; synchronising a capturing stream is illegal and breaks the capture.
+ * Errors of the work (a barrier deadlock) are returned here, as a GPU reports kernel faults. */
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     CUstream_st *st = stream_of(s);
     if (!st) return cudaErrorInvalidResourceHandle;
@@ -211,12 +128,14 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
         st->invalidated = true;
         return cudaErrorStreamCaptureUnsupported;
     }
-    return cudaSuccess;
+    flush(st);
+    return cudaPeekAtLastError();
 }
 cudaError_t cudaDeviceSynchronize(void) {
     for (CUstream_st *st : streams)
         if (st->capturing) { st->invalidated = true; return cudaErrorStreamCaptureUnsupported; }
-    return cudaSuccess;
+    flush_all();
+    return cudaPeekAtLastError();
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {
