@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "graph/graph_internal.h"   /* kiln_node fields, kiln_rng */
 #include "kiln/device.h"
 
@@ -101,6 +102,29 @@ static kiln_node *b_bn(kiln_graph *g, kiln_node **x) {
     return kiln_batch_norm(g, x[0], x[1], x[2], mm, mv, 0.9, 1e-3, true);
 }
 
+/* A label outside [0, C) is found on the device, reported by the run (first one wins), and the
+ * next run is clean again. */
+static void check_bad_label(void) {
+    kiln_graph *g = kiln_graph_new();
+    kiln_node *x = kiln_placeholder(g, "x", KILN_F32, KILN_SHAPE(300, 4)), *l = kiln_placeholder(g, "l", KILN_I64, KILN_SHAPE(300));
+    kiln_node *loss = kiln_sparse_softmax_cross_entropy(g, x, l);
+    kiln_tensor *xv = kiln_tensor_new(KILN_F32, KILN_SHAPE(300, 4)), *lv = kiln_tensor_new(KILN_I64, KILN_SHAPE(300)), *out = NULL;
+    for (int i = 0; i < 300; i++) kiln_tensor_set(lv, i, i % 4);
+    kiln_tensor_set(lv, 257, 7);
+    kiln_session *s = kiln_session_new(g, &(kiln_session_opts){ .backend = KILN_BACKEND_CUDA });
+    kiln_feed f[2] = { { x, xv }, { l, lv } };
+    kiln_status st = kiln_session_run(s, f, 2, &loss, &out, 1, NULL, 0);
+    n_ran++;
+    if (st != KILN_INVALID_ARGUMENT || !strstr(kiln_last_error(), "label 7 in row 257")) { printf("FAIL bad label: status %d: %s\n", (int)st, kiln_last_error()); n_fail++; }
+    kiln_tensor_set(lv, 257, 1);
+    if (kiln_session_run(s, f, 2, &loss, &out, 1, NULL, 0) != KILN_OK) { printf("FAIL bad label: the next run: %s\n", kiln_last_error()); n_fail++; }
+    kiln_tensor_free(out);
+    kiln_tensor_free(xv);
+    kiln_tensor_free(lv);
+    kiln_session_free(s);
+    kiln_graph_free(g);
+}
+
 int main(void) {
     if (!kiln_gpu_available()) { printf("test_cudasim_large: skipped (no GPU: %s)\n", kiln_gpu_unavailable_reason()); return 0; }
     rng = kiln_rng_new(12345);
@@ -120,6 +144,7 @@ int main(void) {
     check("avg_pool 3x3/1 SAME [2,33,9,3]", b_avgpool, 1, &F, (kiln_shape[]){ KILN_SHAPE(2, 33, 9, 3) }, -1, 1, true, 1e-5);
     check("batch_norm [64,8,8,16]", b_bn, 3, (kiln_dtype[]){ F, F, F }, (kiln_shape[]){ KILN_SHAPE(64, 8, 8, 16), KILN_SHAPE(16), KILN_SHAPE(16) }, -1, 1, true, 1e-4);
     check("batch_norm [5000,3] f16", b_bn, 3, (kiln_dtype[]){ H, H, H }, (kiln_shape[]){ KILN_SHAPE(5000, 3), KILN_SHAPE(3), KILN_SHAPE(3) }, -1, 1, true, 3e-2);
+    check_bad_label();
     printf("test_cudasim_large: %d graphs, %d failed\n", n_ran, n_fail);
     return n_fail ? 1 : 0;
 }
