@@ -1,7 +1,8 @@
 /* Op conformance: every op in the op table, for every dtype its cases list, on every backend
  * against ref (random inputs, NaN/Inf parity, guard bytes around outputs, a per-op error bound),
  * and every gradient against central finite differences.
- * KILN_TEST_SEED=<n> reproduces a run; the seed is printed. */
+ * KILN_TEST_SEED=<n> reproduces a run; the seed is printed. KILN_TEST_HALF=1 also runs every case
+ * that lists f32 in f16 and bf16 (the CUDA simulator's test_ops_half_cudasim). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -240,7 +241,8 @@ int main(void) {
             const op_case *c = &tables[t].cases[i];
             if (!kiln_op_get(c->op)->ref) continue;
             for (int dt = 0; dt < KILN_DTYPE_COUNT; dt++) {
-                if (!(c->dtypes & (1u << dt))) continue;
+                unsigned dts = c->dtypes | (getenv("KILN_TEST_HALF") && (c->dtypes & DT_F32) ? DT_F16 | DT_BF16 : 0);
+                if (!(dts & (1u << dt))) continue;
                 check_backend(c, (kiln_dtype)dt);
                 bool fd_dtype = (c->dtypes & DT_F64) ? dt == KILN_F64 : dt == KILN_F32;
                 if (c->grad && fd_dtype) check_grad(c, (kiln_dtype)dt);

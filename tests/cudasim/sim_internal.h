@@ -1,0 +1,59 @@
+/* Shared state of the simulator's sources (not seen by the kernels). */
+#ifndef CUSIM_SIM_INTERNAL_H
+#define CUSIM_SIM_INTERNAL_H
+#include <functional>
+#include <vector>
+#include "cuda_runtime.h"
+#include "cuda_bf16.h"
+#include "cuda_fp16.h"
+
+struct CUstream_st {
+    bool capturing = false, invalidated = false;
+    std::vector<std::function<void()>> ops;       /* recorded while capturing */
+    std::vector<std::function<void()>> pending;   /* enqueued, not yet run (see flush) */
+};
+struct CUgraph_st { std::vector<std::function<void()>> ops; };
+struct CUgraphExec_st { std::vector<std::function<void()>> ops; };
+
+namespace cusim {
+/* The last error, as cudaGetLastError returns (and clears) it. */
+void set_error(cudaError_t e);
+/* Resolves the legacy stream 0; NULL for a stream that was never created (or destroyed). */
+CUstream_st *stream_of(cudaStream_t s);
+/* Appends op to s's work (or to its capture). Work runs only when the host must see its effects
+ * (flush): as if the GPU were infinitely slow, so a host that reads results or reuses pinned
+ * buffers without synchronising sees what it would see on a real GPU at worst. */
+cudaError_t enqueue(cudaStream_t s, std::function<void()> op);
+void flush(CUstream_st *st);
+void flush_all();
+/* Device memory is inaccessible (PROT_NONE) to the host except while device work runs: host code
+ * that touches it faults, as on a GPU. Nestable. */
+struct device_window { device_window(); ~device_window(); };
+bool pinned(const void *p, size_t bytes);
+/* Runs a grid now (fibers; sim_fiber.cpp). */
+void run_grid(const char *name, dim3 grid, dim3 block, const std::function<void()> &body);
+/* [p, p + bytes) inside one device allocation. */
+bool in_device_memory(const void *p, size_t bytes);
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));   /* message on stderr */
+
+/* Element types of the library shims (cuBLAS, cuDNN): loads widen to double, stores round once. */
+enum class elem { f32, f64, f16, bf16 };
+inline size_t elem_size(elem t) { return t == elem::f64 ? 8 : t == elem::f32 ? 4 : 2; }
+inline double load(const void *p, elem t, size_t i) {
+    switch (t) {
+    case elem::f32: return ((const float *)p)[i];
+    case elem::f64: return ((const double *)p)[i];
+    case elem::f16: return __half2float(((const __half *)p)[i]);
+    default: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    }
+}
+inline void store(void *p, elem t, size_t i, double v) {
+    switch (t) {
+    case elem::f32: ((float *)p)[i] = (float)v; break;
+    case elem::f64: ((double *)p)[i] = v; break;
+    case elem::f16: ((__half *)p)[i] = __float2half_rn((float)v); break;
+    default: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v); break;
+    }
+}
+}
+#endif
