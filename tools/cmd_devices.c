@@ -35,7 +35,10 @@ int cmd_devices(int argc, char **argv) {
             char dv[16], rv[16], cv[16];
             ver(dv, sizeof dv, d[i].driver_version);
             ver(rv, sizeof rv, d[i].runtime_version);
-            snprintf(cv, sizeof cv, "%d", d[i].cudnn_version);
+            /* cudnnGetVersion: major*10000 + minor*100 + patch from cuDNN 9, major*1000 + ... before */
+            int c = d[i].cudnn_version, mj = c >= 90000 ? c / 10000 : c / 1000, rest = c >= 90000 ? c % 10000 : c % 1000;
+            if (c > 0) snprintf(cv, sizeof cv, "%d.%d.%d", mj, rest / 100, rest % 100);
+            else snprintf(cv, sizeof cv, "unknown");
             printf("/device:GPU:%d  %s  compute %d.%d  %d SMs  %.1f GiB memory (%.1f GiB free)  driver %s  runtime %s  cuDNN %s\n",
                    d[i].index, d[i].name, d[i].cc_major, d[i].cc_minor, d[i].cores, gib(d[i].total_memory),
                    gib(d[i].free_memory), dv, rv, cv);

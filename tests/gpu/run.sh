@@ -12,12 +12,16 @@
 # timeout from what is left. Output goes to $OUT/gpu_results.txt when $OUT is set (else
 # build-gpu/gpu_results.txt). Exit status: 0 when every check that ran passed.
 # Environment knobs: KILN_FASHION_DIR (Fashion-MNIST .gz folder), KILN_GPU_CMAKE_ARGS (extra
-# cmake arguments, e.g. -DOPENBLAS_LIBRARY=... for a carried OpenBLAS), KILN_GPU_SKIP_BUILD=1.
+# cmake arguments, e.g. -DOPENBLAS_LIBRARY=... for a carried OpenBLAS), KILN_GPU_SKIP_BUILD=1,
+# KILN_GPU_BUILD_DIR (default build-gpu), KILN_GPU_TRAIN_ARGS / KILN_GPU_BENCH_ARGS (extra
+# arguments, e.g. "--limit 1000" / "--steps 2" for a rehearsal on the CUDA simulator:
+#     KILN_CUDA_MODULE=$PWD/build/libkiln_cuda_sim.so KILN_GPU_BUILD_DIR=$PWD/build \
+#     KILN_GPU_SKIP_BUILD=1 KILN_GPU_TRAIN_ARGS="--limit 1000" KILN_GPU_BENCH_ARGS="--steps 2" tests/gpu/run.sh)
 set -u
 START=$(date +%s)
 DEADLINE=$((START + ${KILN_GPU_DEADLINE:-470}))
 ROOT=$(pwd)
-BUILD=$ROOT/build-gpu
+BUILD=${KILN_GPU_BUILD_DIR:-$ROOT/build-gpu}
 mkdir -p "$BUILD"
 RESULTS=${OUT:+$OUT/gpu_results.txt}
 RESULTS=${RESULTS:-$BUILD/gpu_results.txt}
@@ -135,11 +139,11 @@ if [ -z "$DATA" ] || [ ! -x "$KILN" ]; then
 else
   say "-- kiln train fashion_cnn, 2 epochs, seed 1, data $DATA"
   T0=$(date +%s)
-  timeout "$(tmo 120)" "$KILN" train --device gpu --data "$DATA" --epochs 2 --seed 1 > "$LOGDIR/gpu_train_gpu.log" 2>&1
+  timeout "$(tmo 120)" "$KILN" train --device gpu --data "$DATA" --epochs 2 --seed 1 ${KILN_GPU_TRAIN_ARGS:-} > "$LOGDIR/gpu_train_gpu.log" 2>&1
   rg=$?; TG=$(( $(date +%s) - T0 ))
   tail -4 "$LOGDIR/gpu_train_gpu.log" | tee -a "$RESULTS"
   T0=$(date +%s)
-  timeout "$(tmo 180)" "$KILN" train --device cpu --data "$DATA" --epochs 2 --seed 1 > "$LOGDIR/gpu_train_cpu.log" 2>&1
+  timeout "$(tmo 180)" "$KILN" train --device cpu --data "$DATA" --epochs 2 --seed 1 ${KILN_GPU_TRAIN_ARGS:-} > "$LOGDIR/gpu_train_cpu.log" 2>&1
   rc=$?; TC=$(( $(date +%s) - T0 ))
   tail -4 "$LOGDIR/gpu_train_cpu.log" | tee -a "$RESULTS"
   AG=$(acc_of "$LOGDIR/gpu_train_gpu.log"); AC=$(acc_of "$LOGDIR/gpu_train_cpu.log")
@@ -157,7 +161,7 @@ fi
 # ---- 5. benchmarks ----
 if [ -x "$KILN" ]; then
   say "-- kiln bench"
-  timeout "$(tmo 150)" "$KILN" bench > "$LOGDIR/gpu_bench.log" 2>&1
+  timeout "$(tmo 150)" "$KILN" bench ${KILN_GPU_BENCH_ARGS:-} > "$LOGDIR/gpu_bench.log" 2>&1
   rc=$?
   tail -15 "$LOGDIR/gpu_bench.log" | tee -a "$RESULTS"
   if [ $rc -eq 0 ]; then status kiln_bench "ok"; elif [ $rc -eq 124 ]; then status kiln_bench "TIMEOUT"; else status kiln_bench "FAIL (rc $rc)"; fi
