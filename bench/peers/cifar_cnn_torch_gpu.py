@@ -7,7 +7,8 @@ warm-up steps that are not timed (torch.compile's compilation happens there), an
   python3 bench/peers/cifar_cnn_torch_gpu.py                 # cuda: eager + compile
   python3 bench/peers/cifar_cnn_torch_gpu.py --device cpu    # the same on the CPU (eager)
   --modes eager,compile   --images N   --warmup N   --tf32 (allow TF32 in matmul; PyTorch's
-  cuDNN convolutions use TF32 by default, --no-conv-tf32 turns that off to match Kiln's default)
+  cuDNN convolutions use TF32 by default, as Kiln's do; --no-conv-tf32 turns that off, to compare
+  with Kiln run with KILN_CUDA_TF32=0)
 
 Last lines: RESULT mode=<eager|compile> device=<d> images_per_s=<x> epoch_s=<t> loss=<l>
 """
@@ -77,7 +78,7 @@ def main():
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--tf32", action="store_true", help="allow TF32 for matmuls")
-    p.add_argument("--no-conv-tf32", action="store_true", help="disable cuDNN TF32 convolutions (Kiln's default numerics)")
+    p.add_argument("--no-conv-tf32", action="store_true", help="disable cuDNN TF32 convolutions (as Kiln with KILN_CUDA_TF32=0)")
     p.add_argument("--channels-last", action="store_true", help="NHWC tensors (Kiln's layout)")
     args = p.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():

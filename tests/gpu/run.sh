@@ -127,6 +127,15 @@ else
   status test_ops "FAIL (not built)"
 fi
 
+LARGE=$BUILD/tests/cudasim/test_cudasim_large   # multi-block / multi-pass shapes, cuda vs ref
+if [ -x "$LARGE" ]; then
+  say "-- test_cudasim_large (on the real GPU)"
+  timeout "$(tmo 60)" "$LARGE" > "$LOGDIR/gpu_test_large.log" 2>&1
+  rc=$?
+  tail -3 "$LOGDIR/gpu_test_large.log" | tee -a "$RESULTS"
+  if [ $rc -eq 0 ]; then status test_large "ok"; else status test_large "FAIL (rc $rc)"; fi
+fi
+
 # ---- 4. fashion_cnn GPU vs CPU ----
 DATA=""
 for d in "${KILN_FASHION_DIR:-}" "$ROOT/data/fashion-mnist" "$ROOT/data/fashion" "$ROOT/data/fashion_mnist" /usr/share/datasets/fashion-mnist; do
@@ -181,7 +190,7 @@ fi
 # ---- table ----
 say ""
 say "== summary ($(( $(date +%s) - START )) s) =="
-for k in build test_ops accuracy kiln_bench torch_peer; do
+for k in build test_ops test_large accuracy kiln_bench torch_peer; do
   printf "%-12s %s\n" "$k" "${ROW[$k]:-not run}" | tee -a "$RESULTS"
 done
 say "results: $RESULTS"

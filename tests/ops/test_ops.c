@@ -223,6 +223,8 @@ int main(void) {
     seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
     printf("test_ops: seed %llu (KILN_TEST_SEED=%llu reproduces)\n", (unsigned long long)seed, (unsigned long long)seed);
     rng = kiln_rng_new(seed);
+    /* exact f32 on the GPU (no TF32 tensor cores) unless asked: the tolerances are f32's */
+    setenv("KILN_CUDA_TF32", "0", 0);
     gpu = kiln_gpu_available();
     /* every op needs a ref kernel, a case, and a gradient check unless it is NO_GRAD */
     for (int op = 0; op < KILN_OP_COUNT; op++) {

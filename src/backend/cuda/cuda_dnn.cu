@@ -139,7 +139,7 @@ static conv_entry *entry_for(const kiln_node *n) {
               cudnnSetFilter4dDescriptor(e->wd, t, CUDNN_TENSOR_NHWC, (int)k.CO, (int)(k.C / k.groups), k.kh, k.kw) == CUDNN_STATUS_SUCCESS &&
               cudnnSetConvolution2dDescriptor(e->cd, ph, pw, k.sh, k.sw, k.dh, k.dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) == CUDNN_STATUS_SUCCESS &&
               cudnnSetConvolutionGroupCount(e->cd, k.groups) == CUDNN_STATUS_SUCCESS &&
-              cudnnSetConvolutionMathType(e->cd, k.dtype == KILN_F32 && !cu.tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH) == CUDNN_STATUS_SUCCESS;
+              cudnnSetConvolutionMathType(e->cd, k.dtype == KILN_F32 && !cu.tf32_conv ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH) == CUDNN_STATUS_SUCCESS;
     /* cuDNN's output size must be ours */
     if (ok) {
         int on, oc, oh, ow;

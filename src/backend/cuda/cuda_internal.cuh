@@ -50,7 +50,9 @@ typedef struct cu_state {
     const kiln_cuda_host *host;
     int count;
     int cur;
-    bool tf32;                     /* KILN_CUDA_TF32=1: TF32 tensor cores for f32 matmul/conv */
+    /* TF32 tensor cores for f32, as PyTorch's defaults: convolutions yes, matmuls no.
+     * KILN_CUDA_TF32=0: neither (exact f32 FMA); KILN_CUDA_TF32=1: both. */
+    bool tf32_conv, tf32_matmul;
     size_t conv_ws_limit;          /* cuDNN workspace budget per conv (KILN_CUDNN_WORKSPACE_MB) */
     cu_device dev[CU_MAX_DEVICES];
 } cu_state;

@@ -80,7 +80,7 @@ cu_device *cu_dev(void) {
     if (cu_check(cudaStreamCreateWithFlags(&d->copy_stream, cudaStreamNonBlocking), "cudaStreamCreate(copy)")) return NULL;
     if (cu_blas_check(cublasCreate(&d->blas), "cublasCreate")) return NULL;
     cublasSetStream(d->blas, d->stream);
-    cublasSetMathMode(d->blas, cu.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    cublasSetMathMode(d->blas, cu.tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
     /* a fixed workspace keeps cuBLAS from allocating during graph capture */
     size_t bws = 32u << 20;
     if (cudaMalloc(&d->blas_ws, bws) == cudaSuccess) cublasSetWorkspace(d->blas, d->blas_ws, bws);
@@ -368,7 +368,9 @@ const kiln_cuda_module *kiln_cuda_module_init(const kiln_cuda_host *host, char *
     cu.host = host;
     cu.count = count;
     cu.cur = 0;
-    cu.tf32 = env_long("KILN_CUDA_TF32", 0) != 0;
+    long tf32 = env_long("KILN_CUDA_TF32", -1);   /* unset: PyTorch's defaults */
+    cu.tf32_conv = tf32 != 0;
+    cu.tf32_matmul = tf32 == 1;
     long mb = env_long("KILN_CUDNN_WORKSPACE_MB", 256);
     cu.conv_ws_limit = (size_t)(mb > 0 ? mb : 0) << 20;
     for (int i = 0; i < count; i++) pool_init(&cu.dev[i].pool, raw_alloc, raw_free, (void *)(intptr_t)i);
