@@ -102,6 +102,14 @@ static kiln_node *b_bn(kiln_graph *g, kiln_node **x) {
     return kiln_batch_norm(g, x[0], x[1], x[2], mm, mv, 0.9, 1e-3, true);
 }
 
+/* BiasAdd + Relu fused into the producing conv / matmul (the cuda backend's epilogue) */
+static kiln_node *b_conv_bias_relu(kiln_graph *g, kiln_node **x) {
+    return kiln_relu(g, kiln_bias_add(g, kiln_conv2d(g, x[0], x[1], &(kiln_conv_params){ .padding = KILN_SAME }), x[2]));
+}
+static kiln_node *b_dense_bias_relu(kiln_graph *g, kiln_node **x) { return kiln_relu(g, kiln_bias_add(g, kiln_matmul(g, x[0], x[1], false, false), x[2])); }
+static kiln_node *b_dense_bias(kiln_graph *g, kiln_node **x) { return kiln_bias_add(g, kiln_matmul(g, x[0], x[1], false, false), x[2]); }
+static kiln_node *b_dense_relu(kiln_graph *g, kiln_node **x) { return kiln_relu(g, kiln_matmul(g, x[0], x[1], false, false)); }
+
 /* A label outside [0, C) is found on the device, reported by the run (first one wins), and the
  * next run is clean again. */
 static void check_bad_label(void) {
@@ -145,6 +153,15 @@ int main(void) {
     check("avg_pool 3x3/1 SAME [2,33,9,3]", b_avgpool, 1, &F, (kiln_shape[]){ KILN_SHAPE(2, 33, 9, 3) }, -1, 1, true, 1e-5);
     check("batch_norm [64,8,8,16]", b_bn, 3, (kiln_dtype[]){ F, F, F }, (kiln_shape[]){ KILN_SHAPE(64, 8, 8, 16), KILN_SHAPE(16), KILN_SHAPE(16) }, -1, 1, true, 1e-4);
     check("batch_norm [5000,3] f16", b_bn, 3, (kiln_dtype[]){ H, H, H }, (kiln_shape[]){ KILN_SHAPE(5000, 3), KILN_SHAPE(3), KILN_SHAPE(3) }, -1, 1, true, 3e-2);
+    check("conv2d + bias + relu (fused) [4,16,16,8]*[3,3,8,24]", b_conv_bias_relu, 3, (kiln_dtype[]){ F, F, F },
+          (kiln_shape[]){ KILN_SHAPE(4, 16, 16, 8), KILN_SHAPE(3, 3, 8, 24), KILN_SHAPE(24) }, -1, 1, true, 1e-5);
+    check("conv2d + bias + relu (fused) f16", b_conv_bias_relu, 3, (kiln_dtype[]){ H, H, H },
+          (kiln_shape[]){ KILN_SHAPE(2, 9, 9, 8), KILN_SHAPE(3, 3, 8, 16), KILN_SHAPE(16) }, -1, 1, true, 3e-2);
+    check("matmul + bias + relu (fused) [300,70]x[70,45]", b_dense_bias_relu, 3, (kiln_dtype[]){ F, F, F },
+          (kiln_shape[]){ KILN_SHAPE(300, 70), KILN_SHAPE(70, 45), KILN_SHAPE(45) }, -1, 1, true, 1e-5);
+    check("matmul + bias (fused)", b_dense_bias, 3, (kiln_dtype[]){ F, F, F },
+          (kiln_shape[]){ KILN_SHAPE(64, 30), KILN_SHAPE(30, 20), KILN_SHAPE(20) }, -1, 1, true, 1e-5);
+    check("matmul + relu (fused)", b_dense_relu, 2, (kiln_dtype[]){ F, F }, (kiln_shape[]){ KILN_SHAPE(64, 30), KILN_SHAPE(30, 20) }, -1, 1, true, 1e-5);
     check_bad_label();
     printf("test_cudasim_large: %d graphs, %d failed\n", n_ran, n_fail);
     return n_fail ? 1 : 0;

@@ -55,8 +55,10 @@ static kiln_status k_gemm(const kiln_kctx *c) {
     if (!d) return KILN_DEVICE_ERROR;
     size_t es = c->out.dtype == KILN_F64 ? 8 : c->out.dtype == KILN_F32 ? 4 : 2;
     if (g.M == 0 || g.N == 0 || g.batches == 0) return KILN_OK;
-    if (g.K == 0)
-        return cu_check(cudaMemsetAsync(c->out.data, 0, (size_t)c->out.numel * es, d->stream), "MatMul (K=0)");
+    if (g.K == 0) {
+        kiln_status z = cu_check(cudaMemsetAsync(c->out.data, 0, (size_t)c->out.numel * es, d->stream), "MatMul (K=0)");
+        return z ? z : cu_epilogue(c);
+    }
     cublasOperation_t opa = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     int lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N, ldc = g.N;
     const void *A = c->in[0].data, *B = c->in[1].data;
@@ -92,7 +94,7 @@ static kiln_status k_gemm(const kiln_kctx *c) {
         snprintf(what, sizeof what, "%s (MatMul %dx%dx%d, %lld batches)", c->node->name, g.M, g.N, g.K, g.batches);
         return cu_blas_check(st, what);
     }
-    return KILN_OK;
+    return cu_epilogue(c);
 }
 
 kiln_kernel_fn cu_blas_kernel(const kiln_node *n) {

@@ -211,7 +211,7 @@ static kiln_status k_conv(const kiln_kctx *c) {
                                                                        : "cudnnConvolutionBackwardFilter", e->algo);
         return cu_dnn_check(st, what);
     }
-    return s;
+    return s ? s : cu_epilogue(c);
 }
 
 kiln_kernel_fn cu_dnn_kernel(const kiln_node *n) {

@@ -262,6 +262,29 @@ static kiln_status k_bias_add(const kiln_kctx *c) {
     return cu_launch_check(c);
 }
 
+/* The fused epilogue of a Conv2D / MatMul (the planner folded a following BiasAdd and/or Relu
+ * into it): y = relu(y + bias) in place, bias on the last dim; the same arithmetic as the separate
+ * BiasAdd and Relu kernels (relu passes NaN), so fusing changes no result. */
+template <typename T>
+__global__ void epilogue_kernel(T *y, const T *b, int64_t n, int64_t C, int relu) {
+    CU_LOOP(i, n) {
+        typename cu_acc<T>::type v = cu_ld(y, i);
+        if (b) { cu_st(y, i, v + cu_ld(b, i % C)); v = cu_ld(y, i); }   /* rounded like BiasAdd's output */
+        if (relu) v = v <= 0 ? 0 : v;
+        cu_st(y, i, v);
+    }
+}
+
+kiln_status cu_epilogue(const kiln_kctx *c) {
+    if (!c->epi_bias && !c->epi_relu) return KILN_OK;
+    int64_t n = c->out.numel, C = c->epi_bias ? c->epi_bias->numel : 1;
+    if (n == 0 || C == 0) return KILN_OK;
+    cudaStream_t s = cu_stream();
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(epilogue_kernel<T>, cu_blocks(n), CU_THREADS, 0, s)(
+        (T *)c->out.data, c->epi_bias ? (const T *)c->epi_bias->data : (const T *)NULL, n, C, c->epi_relu ? 1 : 0))
+    return cu_launch_check(c);
+}
+
 /* ---- Dropout: kiln_dropout_keep (op.h) bit for bit ---- */
 __device__ __forceinline__ unsigned long long d_mix64(unsigned long long x) {
     x += 0x9E3779B97F4A7C15ull;

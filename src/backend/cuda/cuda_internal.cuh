@@ -186,7 +186,9 @@ kiln_kernel_fn cu_loss_optim_kernel(const kiln_node *n);
 size_t cu_loss_optim_workspace(const kiln_node *n);
 kiln_kernel_fn cu_norm_kernel(const kiln_node *n);
 size_t cu_norm_workspace(const kiln_node *n);
-kiln_kernel_fn cu_data_kernel(const kiln_node *n);   /* GatherRows, RandomCropFlip (cuda_data.cu) */
+kiln_kernel_fn cu_data_kernel(const kiln_node *n);
+/* Applies the kctx epilogue (fused BiasAdd + Relu) to c->out; conv/matmul kernels call it last. */
+kiln_status cu_epilogue(const kiln_kctx *c);   /* GatherRows, RandomCropFlip (cuda_data.cu) */
 
 /* Shared device helpers (cuda_shape.cu): pad a NHWC tensor into dst (for asymmetric conv pads),
  * slice it back, and 2-D transposes [R, C] -> [C, R] of 2- or 4-byte elements. */

@@ -262,6 +262,14 @@ static kiln_kernel_fn dev_kernel(const kiln_node *n) {
     return cu_loss_optim_kernel(n);
 }
 
+/* Conv2D and MatMul apply a fused BiasAdd + Relu epilogue (cu_epilogue). */
+static bool dev_fuses(const kiln_node *n) {
+    if (!n || !cu_is_fhb(n->dtype)) return false;
+    if (n->op == KILN_OP_MATMUL) return cu_blas_kernel(n) != NULL;
+    if (n->op == KILN_OP_CONV2D) return cu_dnn_kernel(n) != NULL;
+    return false;
+}
+
 static size_t dev_workspace(const kiln_node *n) {
     if (!n || !dev_kernel(n)) return 0;
     switch (n->op) {
@@ -277,7 +285,7 @@ static size_t dev_workspace(const kiln_node *n) {
 }
 
 static const kiln_backend cuda_backend = { "cuda", KILN_DEVICE_GPU, dev_alloc, dev_free, dev_copy, dev_sync,
-                                           dev_kernel, dev_workspace };
+                                           dev_kernel, dev_workspace, dev_fuses };
 
 /* ---- pinned host memory ---- */
 static void *host_alloc(size_t bytes) {
