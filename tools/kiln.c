@@ -488,7 +488,10 @@ static int cmd_train(args *a) {
     kiln_status st = KILN_OK;
     if (initial < a->epochs && resident)
         st = kiln_fit(m, resident, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
-                                                     .batch_size = a->batch, .shuffle_seed = a->seed + 1, .verbose = a->verbose,
+                                                     /* kiln_fit shuffles with shuffle_seed ^ the model's seed (a->seed):
+                                                      * this gives train_pipeline's order, so without augmentation
+                                                      * --data-on-device trains on the same batches */
+                                                     .batch_size = a->batch, .shuffle_seed = 0, .verbose = a->verbose,
                                                      .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
                                                      .device_crop_pad = aug.crop_pad, .device_flip = aug.flip });
     else if (initial < a->epochs)

@@ -47,6 +47,10 @@ expect "bench runs on the CPU" "RESULT peer=kiln model=mlp device=cpu" "$K" benc
 KILN_LOG_DEVICE_PLACEMENT=1 expect "placement log" "MatMul: \(MatMul\): /device:(CPU|GPU):0" "$K" train --model mlp --data synthetic --epochs 1 --limit 256 --batch-size 64
 
 expect "--data-on-device trains (host memory without a GPU)" "Test accuracy" "$K" train --model fashion_cnn --data synthetic --epochs 1 --limit 256 --batch-size 64 --data-on-device --augment crop,flip
+# without augmentation, resident data trains on the very batches of the host pipeline
+acc_of() { "$K" train --model fashion_cnn --data synthetic --epochs 2 --limit 256 --batch-size 32 --seed 5 "$@" 2>&1 | grep -E "Test accuracy"; }
+a_host=$(acc_of); a_res=$(acc_of --data-on-device)
+if [ -n "$a_host" ] && [ "$a_host" = "$a_res" ]; then ok; else bad "--data-on-device vs host pipeline: '$a_host' vs '$a_res'"; fi
 expect_fail "--data-on-device refuses cutout" "not cutout" "$K" train --model fashion_cnn --data synthetic --epochs 1 --limit 256 --data-on-device --augment cutout
 
 echo "test_cli: $pass passed, $fail failed"
