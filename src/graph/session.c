@@ -58,7 +58,8 @@ struct kiln_session {
 static void print_profile(const kiln_session *s) {
     double total = 0;
     for (int i = 0; i < KILN_OP_COUNT; i++) total += s->prof[i];
-    fprintf(stderr, "kiln profile: %.3f s in kernels (host-timed%s)\n", total, s->dev ? "; device kernels are asynchronous" : "");
+    fprintf(stderr, "kiln profile: %.3f s in kernels (host-timed%s)\n", total,
+            s->dev ? "; device kernels synchronised one by one, no CUDA graphs: slower than a real run" : "");
     bool done[KILN_OP_COUNT] = { 0 };
     for (;;) {
         int best = -1;
@@ -554,8 +555,13 @@ static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) 
     bool guard = p->guard && stp->space == KILN_SPACE_HOST;
     size_t out_bytes = node_bytes(n);   /* fused nodes keep the producer's shape */
     if (guard) memset((char *)c.out.data + out_bytes, GUARD_BYTE, p->guard);
+    /* profiling a device kernel: wait for it, so the time is the kernel's (plus its launch) */
+    bool dev_prof = s->prof && stp->space == KILN_SPACE_DEVICE;
+    kiln_status ps;
+    if (dev_prof && (ps = s->dev->sync()) != KILN_OK) return ps;
     double t0 = s->prof ? kiln_now() : 0;
     kiln_status st = stp->kernel(&c);
+    if (dev_prof && st == KILN_OK) st = s->dev->sync();
     if (s->prof) { s->prof[n->op] += kiln_now() - t0; s->prof_n[n->op]++; }
     for (size_t k = 0; guard && k < p->guard && st == KILN_OK; k++)
         if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
@@ -582,7 +588,7 @@ static kiln_status run_steps(kiln_session *s, kiln_plan *p, int from, int to) {
  * KILN_VERBOSE is set. *done tells whether this ran the plan. */
 static kiln_status run_captured(kiln_session *s, kiln_plan *p, bool *done) {
     *done = false;
-    if (!p->uses_device || !s->hooks || s->opts.no_cuda_graphs || p->host_steps_between || p->capture_failed ||
+    if (!p->uses_device || !s->hooks || s->opts.no_cuda_graphs || s->prof || p->host_steps_between || p->capture_failed ||
         (p->has_dropout && !s->hooks->set_step))
         return KILN_OK;
     if (p->graph_exec && p->graph_arena_gen != s->arena_gen) {   /* buffers moved: capture again */

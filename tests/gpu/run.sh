@@ -175,6 +175,11 @@ if [ -x "$KILN" ]; then
   tail -15 "$LOGDIR/gpu_bench.log" | tee -a "$RESULTS"
   if [ $rc -eq 0 ]; then status kiln_bench "ok"; elif [ $rc -eq 124 ]; then status kiln_bench "TIMEOUT"; else status kiln_bench "FAIL (rc $rc)"; fi
 fi
+if [ -x "$KILN" ] && [ "$(left)" -gt 60 ]; then   # where the GPU step's time goes (for the next tuning round)
+  say "-- per-op GPU kernel times (KILN_PROFILE=1 kiln bench --device gpu --steps 10; kernels synchronised one by one)"
+  KILN_PROFILE=1 timeout "$(tmo 40)" "$KILN" bench --device gpu --steps 10 > "$LOGDIR/gpu_profile.log" 2>&1
+  grep -A12 "kiln profile" "$LOGDIR/gpu_profile.log" | head -26 | tee -a "$RESULTS"
+fi
 if [ -n "$PY" ] && [ "$(left)" -gt 30 ]; then
   say "-- PyTorch peer (cifar_cnn batch 128, eager + torch.compile)"
   PYTHONUNBUFFERED=1 timeout "$(tmo 150)" "$PY" "$ROOT/bench/peers/cifar_cnn_torch_gpu.py" --device cuda > "$LOGDIR/gpu_torch.log" 2>&1
