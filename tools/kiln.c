@@ -493,7 +493,8 @@ static int cmd_train(args *a) {
                                                       * --data-on-device trains on the same batches */
                                                      .batch_size = a->batch, .shuffle_seed = 0, .verbose = a->verbose,
                                                      .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
-                                                     .device_crop_pad = aug.crop_pad, .device_flip = aug.flip });
+                                                     .device_crop_pad = aug.crop_pad, .device_flip = aug.flip,
+                                                     .device_augment_seed = aug.seed });
     else if (initial < a->epochs)
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
                                                     .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb });

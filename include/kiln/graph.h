@@ -159,9 +159,12 @@ kiln_node *kiln_dropout(kiln_graph *g, kiln_node *x, double rate, uint64_t seed,
 kiln_node *kiln_gather_rows(kiln_graph *g, kiln_node *x, kiln_node *idx);
 /* CIFAR-style augmentation of an NHWC batch, per example: a random crop of the image padded with
  * `pad` zeros on each side (so a shift of -pad..pad in each direction) and, when flip, a
- * left-right flip with probability 1/2. Randomness from (seed, session step, example index), as
- * dropout, so every backend gives the same batch. Identity when !training. Not differentiable. */
-kiln_node *kiln_random_crop_flip(kiln_graph *g, kiln_node *x, int pad, bool flip, uint64_t seed, bool training);
+ * left-right flip with probability 1/2. keys: an I64 [N] node, example b's random key; the draw
+ * depends on keys[b] only (not on the session step), so every backend gives the same batch. With
+ * keys[b] = kiln_data_example_key(seed, epoch, example index) it draws exactly what
+ * kiln_data_augment(.crop_pad = pad, .flip = flip, .seed = seed) draws for that example (crop,
+ * then flip, zero fill). Identity when !training. Not differentiable. */
+kiln_node *kiln_random_crop_flip(kiln_graph *g, kiln_node *x, kiln_node *keys, int pad, bool flip, bool training);
 
 /* ---- losses (mean over the batch) and metrics ---- */
 /* logits [N, C]; labels [N] i32/i64 class ids. Fused and numerically stable. */

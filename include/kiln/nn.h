@@ -264,6 +264,9 @@ typedef struct kiln_fit_opts {
     bool data_on_device;
     int device_crop_pad;               /* > 0: random crop after this much zero padding (CIFAR: 4) */
     bool device_flip;                  /* random left-right flips */
+    uint64_t device_augment_seed;      /* the seed of the kiln_augment_opts whose crop/flip the
+                                          device reproduces (kiln_augment_opts.seed): example i of
+                                          epoch e draws from kiln_data_example_key(this, e, i) */
 } kiln_fit_opts;
 /* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
  * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf.

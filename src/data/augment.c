@@ -4,6 +4,7 @@
 #include <string.h>
 #include "core/core.h"
 #include "data/pipeline_internal.h"
+#include "ops/data_ops.h"   /* the crop/flip draw, shared with the RandomCropFlip op */
 
 void kiln_aug_normalize(float *x, int64_t numel, const float *mean, const float *std, int channels) {
     float inv[64];
@@ -19,41 +20,36 @@ void kiln_aug_normalize(float *x, int64_t numel, const float *mean, const float 
     }
 }
 
-/* Uniform integer in [0, n) from counter `ctr` of key. */
-static int rand_int(uint64_t key, uint64_t ctr, int n) {
-    int v = (int)(kiln_rand_uniform(key, ctr) * n);
-    return v < n ? v : n - 1;
-}
-
-enum { CTR_CROP_Y, CTR_CROP_X, CTR_FLIP, CTR_CUTOUT, CTR_CUT_Y, CTR_CUT_X };
+/* Counters after the crop/flip ones of src/ops/data_ops.h. */
+enum { CTR_CUTOUT = KILN_AUG_CTR_NEXT, CTR_CUT_Y, CTR_CUT_X };
 
 void kiln_aug_apply(const kiln_augment_opts *o, float *x, int h, int w, int c, uint64_t key, float *scratch) {
     size_t row = (size_t)w * (size_t)c;
-    if (o->crop_pad > 0) {
-        int p = o->crop_pad;
-        int oy = rand_int(key, CTR_CROP_Y, 2 * p + 1) - p;   /* source offset of the crop in -p..p */
-        int ox = rand_int(key, CTR_CROP_X, 2 * p + 1) - p;
-        if (oy != 0 || ox != 0) {
-            memcpy(scratch, x, sizeof(float) * row * (size_t)h);
-            for (int yy = 0; yy < h; yy++) {
-                float *dst = x + (size_t)yy * row;
-                int sy = yy + oy;
-                if (sy < 0 || sy >= h) {
-                    for (size_t i = 0; i < row; i++) dst[i] = o->fill;
-                    continue;
-                }
-                const float *src = scratch + (size_t)sy * row;
-                int x0 = ox < 0 ? -ox : 0;          /* first dst column with a source pixel */
-                int x1 = ox > 0 ? w - ox : w;       /* one past the last */
-                if (x0 > w) x0 = w;
-                if (x1 < x0) x1 = x0;
-                for (size_t i = 0; i < (size_t)x0 * (size_t)c; i++) dst[i] = o->fill;
-                if (x1 > x0) memcpy(dst + (size_t)x0 * c, src + (size_t)(x0 + ox) * c, sizeof(float) * (size_t)(x1 - x0) * c);
-                for (size_t i = (size_t)x1 * c; i < row; i++) dst[i] = o->fill;
+    /* source offset of the crop in -pad..pad (0, 0 without crop), then the flip: exactly what the
+     * RandomCropFlip op draws for this key (data on the device) */
+    int oy, ox;
+    bool flip;
+    kiln_crop_flip_params(key, o->crop_pad, o->flip ? 0.5 : 0.0, &oy, &ox, &flip);
+    if (oy != 0 || ox != 0) {
+        memcpy(scratch, x, sizeof(float) * row * (size_t)h);
+        for (int yy = 0; yy < h; yy++) {
+            float *dst = x + (size_t)yy * row;
+            int sy = yy + oy;
+            if (sy < 0 || sy >= h) {
+                for (size_t i = 0; i < row; i++) dst[i] = o->fill;
+                continue;
             }
+            const float *src = scratch + (size_t)sy * row;
+            int x0 = ox < 0 ? -ox : 0;          /* first dst column with a source pixel */
+            int x1 = ox > 0 ? w - ox : w;       /* one past the last */
+            if (x0 > w) x0 = w;
+            if (x1 < x0) x1 = x0;
+            for (size_t i = 0; i < (size_t)x0 * (size_t)c; i++) dst[i] = o->fill;
+            if (x1 > x0) memcpy(dst + (size_t)x0 * c, src + (size_t)(x0 + ox) * c, sizeof(float) * (size_t)(x1 - x0) * c);
+            for (size_t i = (size_t)x1 * c; i < row; i++) dst[i] = o->fill;
         }
     }
-    if (o->flip && kiln_rand_uniform(key, CTR_FLIP) < 0.5) {
+    if (flip) {
         for (int yy = 0; yy < h; yy++) {
             float *r = x + (size_t)yy * row;
             for (int a = 0, b = w - 1; a < b; a++, b--)
@@ -68,7 +64,7 @@ void kiln_aug_apply(const kiln_augment_opts *o, float *x, int h, int w, int c, u
         double prob = o->cutout_prob > 0 ? o->cutout_prob : 1.0;
         if (kiln_rand_uniform(key, CTR_CUTOUT) < prob) {
             int s = o->cutout_size;
-            int cy = rand_int(key, CTR_CUT_Y, h), cx = rand_int(key, CTR_CUT_X, w);
+            int cy = kiln_aug_rand_int(key, CTR_CUT_Y, h), cx = kiln_aug_rand_int(key, CTR_CUT_X, w);
             int y0 = cy - s / 2, x0 = cx - s / 2, y1 = y0 + s, x1 = x0 + s;
             if (y0 < 0) y0 = 0;
             if (x0 < 0) x0 = 0;

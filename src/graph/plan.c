@@ -181,7 +181,8 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
         kiln_node *nd = g->nodes[id];
         const kiln_op_def *d = kiln_op_get(nd->op);
         if (!need[id] || is_source(nd) || fused[id]) continue;
-        if (nd->op == KILN_OP_DROPOUT || nd->op == KILN_OP_DROPOUT_GRAD || nd->op == KILN_OP_RANDOM_CROP_FLIP) p->has_dropout = true;
+        /* RandomCropFlip is not here: its draw comes from the keys input, not the step */
+        if (nd->op == KILN_OP_DROPOUT || nd->op == KILN_OP_DROPOUT_GRAD) p->has_dropout = true;
         int space = p->home[id];
         for (int k = 0; k < nd->n_in; k++) {          /* inputs living elsewhere: copy once */
             kiln_node *in = nd->in[k];

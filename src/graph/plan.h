@@ -43,7 +43,7 @@ typedef struct kiln_plan {
     size_t guard;               /* bytes after each host output kept free and checked (tests) */
     bool uses_device;
     bool host_steps_between;    /* some host kernel or mid-step copy: no whole-step graph capture */
-    bool has_dropout;           /* step-dependent RNG ops (dropout, crop/flip): capture only when the device can take the step per replay (set_step) */
+    bool has_dropout;           /* step-dependent RNG ops (dropout): capture only when the device can take the step per replay (set_step) */
     /* whole-step CUDA graph (device-only plans) */
     void *graph_exec;
     uint64_t graph_arena_gen;

@@ -189,9 +189,10 @@ static kiln_status resident_begin(kiln_model *m, const kiln_dataset *train, int6
     m->res.n = n;
     m->res.pad = o->device_crop_pad;
     m->res.flip = o->device_flip;
-    m->res.seed = kiln_mix64(o->shuffle_seed ^ m->seed ^ 0xA06u);
+    m->res.seed = o->device_augment_seed;   /* the host augment's key seed (kiln_data_augment: op seed = .seed) */
     kiln_status st;
-    if (!(m->res.idx_t = kiln_tensor_new(KILN_I32, KILN_SHAPE(batch)))) return KILN_OUT_OF_MEMORY;
+    if (!(m->res.idx_t = kiln_tensor_new(KILN_I32, KILN_SHAPE(batch))) ||
+        !(m->res.keys_t = kiln_tensor_new(KILN_I64, KILN_SHAPE(batch)))) return KILN_OUT_OF_MEMORY;
     if ((st = nn_ensure_train(m, batch))) return st;
     const kiln_tensor *x = kiln_dataset_x(train), *y = kiln_dataset_y(train);
     kiln_tensor xv = *x, yv = *y;            /* the first n examples, borrowed */
@@ -232,6 +233,7 @@ kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_op
     if (o->data_on_device && (st = resident_begin(m, train, n_train, batch, o, &index_ds))) {
         kiln_dataset_free(index_ds);
         kiln_tensor_free(m->res.idx_t);
+        kiln_tensor_free(m->res.keys_t);
         memset(&m->res, 0, sizeof m->res);
         return st;
     }
@@ -249,6 +251,7 @@ kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_op
     kiln_data_free(vd);
     kiln_dataset_free(index_ds);
     kiln_tensor_free(m->res.idx_t);
+    kiln_tensor_free(m->res.keys_t);
     memset(&m->res, 0, sizeof m->res);   /* the next fit without data_on_device rebuilds the step */
     return st;
 }

@@ -153,10 +153,16 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             int n_feeds = 2;
             if (f->resident_n > 0) {     /* resident data: x holds the batch's example indices */
                 int32_t *ix = m->res.idx_t->data;
+                int64_t *keys = m->res.keys_t->data;
                 const float *xf = x->data;
-                for (int b = 0; b < batch; b++) ix[b] = (int32_t)xf[b];
+                for (int b = 0; b < batch; b++) {
+                    ix[b] = (int32_t)xf[b];
+                    /* the key the host augment gives this example this epoch: same crop and flip */
+                    keys[b] = (int64_t)kiln_data_example_key(m->res.seed, (uint64_t)epoch, ix[b]);
+                }
                 feeds[0] = (kiln_feed){ f->idx, m->res.idx_t };
-                n_feeds = 1;
+                feeds[1] = (kiln_feed){ f->keys, m->res.keys_t };
+                n_feeds = f->keys ? 2 : 1;
             }
             kiln_feed next[2] = { { f->x, nx }, { f->y, ny } };
             int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;

@@ -268,9 +268,15 @@ static kiln_status build_forward(kiln_model *m, nn_forward *f, int batch, bool t
         snprintf(nm, sizeof nm, "train_idx_%d", batch);
         f->idx = kiln_placeholder(g, nm, KILN_I32, KILN_SHAPE(batch));
         f->x = kiln_gather_rows(g, X, f->idx);
-        if (m->res.pad > 0 || m->res.flip) f->x = kiln_random_crop_flip(g, f->x, m->res.pad, m->res.flip, m->res.seed, true);
+        if (m->res.pad > 0 || m->res.flip) {
+            snprintf(nm, sizeof nm, "train_keys_%d", batch);
+            f->keys = kiln_placeholder(g, nm, KILN_I64, KILN_SHAPE(batch));
+            f->x = kiln_random_crop_flip(g, f->x, f->keys, m->res.pad, m->res.flip, true);
+        }
         f->y = kiln_gather_rows(g, Y, f->idx);
         f->resident_n = m->res.n;
+        f->resident_pad = m->res.pad;
+        f->resident_flip = m->res.flip;
     } else {
         f->x = kiln_placeholder(g, nm, KILN_F32, xs);
         snprintf(nm, sizeof nm, "%s_y_%d", training ? "train" : "infer", batch);
@@ -399,7 +405,9 @@ kiln_status nn_ensure_session(kiln_model *m, int batch) {
 
 kiln_status nn_ensure_train(kiln_model *m, int batch) {
     if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "model '%s' is not compiled: call kiln_compile() before kiln_fit()", m->name);
-    if (m->s && m->train.batch == batch && m->train.resident_n == m->res.n) return nn_check(m);
+    if (m->s && m->train.batch == batch && m->train.resident_n == m->res.n && m->train.resident_pad == m->res.pad &&
+        m->train.resident_flip == m->res.flip)
+        return nn_check(m);
     kiln_status st = carry_all(m);
     if (st) return st;
     if (m->s && !m->has_pending_step) { m->pending_step = kiln_session_step(m->s); m->has_pending_step = true; }

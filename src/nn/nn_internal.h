@@ -52,7 +52,10 @@ typedef struct nn_forward {
     bool training;
     kiln_node *x, *y;         /* placeholders (resident training: gathered from the data variables) */
     kiln_node *idx;           /* resident training: the batch's example indices (placeholder) */
+    kiln_node *keys;          /* resident training with crop/flip: their augmentation keys (placeholder) */
     int64_t resident_n;       /* resident training: examples in the data variables (0: not resident) */
+    int resident_pad;         /* resident training: the crop/flip built in (a fit asking another rebuilds) */
+    bool resident_flip;
     kiln_node *out;           /* model output */
     kiln_node *loss;          /* mean loss (+ L2 when training) */
     kiln_node *step;          /* training: the optimizer update target */
@@ -99,7 +102,7 @@ struct kiln_model {
     int n_history, cap_history;
     bool stop;
     /* resident training data (kiln_fit with data_on_device): set for the duration of a fit */
-    struct { const kiln_dataset *ds; int64_t n; int pad; bool flip; uint64_t seed; kiln_tensor *idx_t; } res;
+    struct { const kiln_dataset *ds; int64_t n; int pad; bool flip; uint64_t seed; kiln_tensor *idx_t, *keys_t; } res;
 };
 
 /* Variables holding resident training data: never checkpointed or carried across rebuilds. */

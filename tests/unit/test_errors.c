@@ -53,7 +53,8 @@ int main(void) {
     CHECK_MSG(strstr(kiln_graph_error(g), "scalar") != NULL, "%s", kiln_graph_error(g));
     kiln_graph_clear_error(g);
     expect(kiln_gather_rows(g, a, kiln_placeholder(g, "fi", KILN_F32, KILN_SHAPE(2))), KILN_DTYPE_MISMATCH, "float indices", "GatherRows", NULL);
-    expect(kiln_random_crop_flip(g, a, 1, true, 1, true), KILN_SHAPE_MISMATCH, "crop of a rank-2 tensor", "RandomCropFlip", NULL);
+    expect(kiln_random_crop_flip(g, a, kiln_placeholder(g, "ck", KILN_I64, KILN_SHAPE(4)), 1, true, true),
+           KILN_SHAPE_MISMATCH, "crop of a rank-2 tensor", "RandomCropFlip", NULL);
     CHECK(kiln_graph_push_device(g, "tpu:0") == KILN_INVALID_ARGUMENT);
     kiln_graph_clear_error(g);
 

@@ -1,6 +1,6 @@
 /* cpu kernel for RandomCropFlip (f32): whole pixel runs copied per output row instead of ref's
- * per-element loads. The draw is kiln_crop_flip_params (src/ops/data_ops.h), as on ref and CUDA,
- * so the batch is bit-identical. GatherRows runs on ref (a memcpy per row already). */
+ * per-element loads. The draw is kiln_crop_flip_params (src/ops/data_ops.h) of each example's
+ * key, as on ref and CUDA, so the batch is bit-identical. GatherRows runs on ref (a memcpy per row already). */
 #include "backend/cpu/cpu_internal.h"
 #include "ops/data_ops.h"
 
@@ -9,6 +9,7 @@ kiln_kernel_fn cpu_data_kernel(const kiln_node *n);
 static kiln_status k_random_crop_flip(const kiln_kctx *c) {
     const kiln_attrs *a = &c->node->attrs;
     const float *x = cpu_f(&c->in[0]);
+    const int64_t *keys = c->in[1].data;
     float *y = cpu_f(&c->out);
     int64_t N = c->in[0].shape.dim[0], H = c->in[0].shape.dim[1], W = c->in[0].shape.dim[2], C = c->in[0].shape.dim[3];
     if (!a->training || (a->kh == 0 && a->rate <= 0.0)) {
@@ -17,12 +18,11 @@ static kiln_status k_random_crop_flip(const kiln_kctx *c) {
     }
     int pad = a->kh;
     double rate = a->rate;
-    uint64_t seed = a->seed, step = c->step;
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->out.numel))
     for (int64_t b = 0; b < N; b++) {
         int dy, dx;
         bool flip;
-        kiln_crop_flip_params(seed, step, b, pad, rate, &dy, &dx, &flip);
+        kiln_crop_flip_params((uint64_t)keys[b], pad, rate, &dy, &dx, &flip);
         /* output columns j with source column inside the image: [j0, j1) */
         int64_t j0, j1;
         if (!flip) { j0 = -dx; j1 = W - dx; }            /* sj = j + dx */

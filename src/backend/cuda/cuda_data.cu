@@ -57,32 +57,28 @@ __device__ __forceinline__ unsigned long long dd_mix64(unsigned long long x) {
 __device__ __forceinline__ double dd_uniform(unsigned long long key, unsigned long long ctr) {
     return (double)(dd_mix64(key ^ dd_mix64(ctr)) >> 11) * (1.0 / 9007199254740992.0);
 }
-__device__ __forceinline__ void dd_crop_flip_params(unsigned long long key, long long b, int pad, double rate,
-                                                    int *dy, int *dx, bool *flip) {
-    double u0 = dd_uniform(key, 3ull * (unsigned long long)b + 0);
-    double u1 = dd_uniform(key, 3ull * (unsigned long long)b + 1);
-    double u2 = dd_uniform(key, 3ull * (unsigned long long)b + 2);
-    int span = 2 * pad + 1;
-    int qy = (int)floor(__dmul_rn(u0, (double)span)), qx = (int)floor(__dmul_rn(u1, (double)span));
-    if (qy > 2 * pad) qy = 2 * pad;
-    if (qx > 2 * pad) qx = 2 * pad;
-    *dy = qy - pad;
-    *dx = qx - pad;
-    *flip = u2 < rate;
+/* kiln_aug_rand_int: __dmul_rn so the product is rounded as on the host (no contraction) */
+__device__ __forceinline__ int dd_rand_int(unsigned long long key, unsigned long long ctr, int n) {
+    int v = (int)__dmul_rn(dd_uniform(key, ctr), (double)n);
+    return v < n ? v : n - 1;
+}
+/* counters 0, 1, 2: KILN_AUG_CTR_CROP_Y, _CROP_X, _FLIP */
+__device__ __forceinline__ void dd_crop_flip_params(unsigned long long key, int pad, double rate, int *dy, int *dx, bool *flip) {
+    *dy = dd_rand_int(key, 0, 2 * pad + 1) - pad;
+    *dx = dd_rand_int(key, 1, 2 * pad + 1) - pad;
+    *flip = rate > 0 && dd_uniform(key, 2) < rate;
 }
 
-/* One thread per output pixel (b, i, j), copying its C elements. step_ptr: when set (graph
- * replay), the step is read from device memory (set_step), exactly as Dropout. */
+/* One thread per output pixel (b, i, j), copying its C elements. The draw depends only on the
+ * example's key (an input), never on the session step, so a captured graph replays it as is. */
 template <typename E>
-__global__ void crop_flip_kernel(const E *x, E *y, int64_t N, int64_t H, int64_t W, int64_t C, int pad, double rate,
-                                 unsigned long long seed, unsigned long long step, const unsigned long long *step_ptr) {
-    unsigned long long st = step_ptr ? *step_ptr : step;
-    unsigned long long key = dd_mix64(seed ^ dd_mix64(st + 0x1234567ull));
+__global__ void crop_flip_kernel(const E *x, const long long *keys, E *y, int64_t N, int64_t H, int64_t W, int64_t C, int pad,
+                                 double rate) {
     CU_LOOP(p, N * H * W) {
         int64_t j = p % W, i = (p / W) % H, b = p / (W * H);
         int dy, dx;
         bool flip;
-        dd_crop_flip_params(key, (long long)b, pad, rate, &dy, &dx, &flip);
+        dd_crop_flip_params((unsigned long long)keys[b], pad, rate, &dy, &dx, &flip);
         int64_t si = i + dy, sj = (flip ? W - 1 - j : j) + dx;
         E *o = y + p * C;
         if (si >= 0 && si < H && sj >= 0 && sj < W) {
@@ -97,6 +93,7 @@ __global__ void crop_flip_kernel(const E *x, E *y, int64_t N, int64_t H, int64_t
 static kiln_status k_random_crop_flip(const kiln_kctx *c) {
     const kiln_attrs *a = &c->node->attrs;
     const kiln_view *x = &c->in[0];
+    const long long *keys = (const long long *)c->in[1].data;
     int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
     size_t es = kiln_dtype_size_cu(c->out.dtype);
     int64_t n = c->out.numel;
@@ -106,18 +103,14 @@ static kiln_status k_random_crop_flip(const kiln_kctx *c) {
         if (c->out.data == x->data) return KILN_OK;
         return cu_check(cudaMemcpyAsync(c->out.data, x->data, (size_t)n * es, cudaMemcpyDeviceToDevice, s), "RandomCropFlip copy");
     }
-    cu_device *d = &cu.dev[cu.cur];
-    const unsigned long long *sp = d->capturing ? cu_step_ptr() : NULL;
     unsigned blocks = cu_blocks(N * H * W);
-    unsigned long long seed = (unsigned long long)a->seed, step = (unsigned long long)c->step;
     switch (es) {
-    case 2: CU_LAUNCH(crop_flip_kernel<unsigned short>, blocks, CU_THREADS, 0, s)((const unsigned short *)x->data, (unsigned short *)c->out.data,
-                                                                          N, H, W, C, a->kh, a->rate, seed, step, sp); break;
-    case 4: CU_LAUNCH(crop_flip_kernel<unsigned int>, blocks, CU_THREADS, 0, s)((const unsigned int *)x->data, (unsigned int *)c->out.data,
-                                                                        N, H, W, C, a->kh, a->rate, seed, step, sp); break;
-    case 8: CU_LAUNCH(crop_flip_kernel<unsigned long long>, blocks, CU_THREADS, 0, s)((const unsigned long long *)x->data,
-                                                                              (unsigned long long *)c->out.data,
-                                                                              N, H, W, C, a->kh, a->rate, seed, step, sp); break;
+    case 2: CU_LAUNCH(crop_flip_kernel<unsigned short>, blocks, CU_THREADS, 0, s)((const unsigned short *)x->data, keys,
+                                                                          (unsigned short *)c->out.data, N, H, W, C, a->kh, a->rate); break;
+    case 4: CU_LAUNCH(crop_flip_kernel<unsigned int>, blocks, CU_THREADS, 0, s)((const unsigned int *)x->data, keys,
+                                                                        (unsigned int *)c->out.data, N, H, W, C, a->kh, a->rate); break;
+    case 8: CU_LAUNCH(crop_flip_kernel<unsigned long long>, blocks, CU_THREADS, 0, s)((const unsigned long long *)x->data, keys,
+                                                                              (unsigned long long *)c->out.data, N, H, W, C, a->kh, a->rate); break;
     default: return cu_fail(KILN_UNSUPPORTED, "cuda RandomCropFlip: %zu-byte elements not handled", es);
     }
     return cu_launch_check(c);
@@ -128,7 +121,7 @@ kiln_kernel_fn cu_data_kernel(const kiln_node *n) {
     case KILN_OP_GATHER_ROWS:
         return (n->in[1]->dtype == KILN_I32 || n->in[1]->dtype == KILN_I64) ? k_gather_rows : NULL;
     case KILN_OP_RANDOM_CROP_FLIP:
-        return cu_is_float(n->dtype) && cu_all_dtype(n, n->dtype) ? k_random_crop_flip : NULL;
+        return cu_is_float(n->dtype) && n->in[0]->dtype == n->dtype && n->in[1]->dtype == KILN_I64 ? k_random_crop_flip : NULL;
     default:
         return NULL;
     }

@@ -1,5 +1,6 @@
 /* Ref kernels: GatherRows (row bytes copied, so every dtype is exact) and RandomCropFlip (per
- * element through kiln_load/kiln_store; the per-example draw is kiln_crop_flip_params). */
+ * element through kiln_load/kiln_store; the per-example draw is kiln_crop_flip_params of the
+ * example's key). */
 #include <string.h>
 #include "backend/ref/ref_data_ops.h"
 #include "ops/data_ops.h"
@@ -25,6 +26,7 @@ kiln_status kiln_ref_gather_rows(const kiln_kctx *c) {
 kiln_status kiln_ref_random_crop_flip(const kiln_kctx *c) {
     const kiln_view *x = &c->in[0];
     const kiln_attrs *a = &c->node->attrs;
+    const int64_t *keys = c->in[1].data;
     int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
     if (!a->training || (a->kh == 0 && a->rate <= 0.0)) {
         for (int64_t i = 0; i < x->numel; i++) kiln_store(c->out.data, c->out.dtype, i, kiln_load(x->data, x->dtype, i));
@@ -33,7 +35,7 @@ kiln_status kiln_ref_random_crop_flip(const kiln_kctx *c) {
     for (int64_t b = 0; b < N; b++) {
         int dy, dx;
         bool flip;
-        kiln_crop_flip_params(a->seed, c->step, b, a->kh, a->rate, &dy, &dx, &flip);
+        kiln_crop_flip_params((uint64_t)keys[b], a->kh, a->rate, &dy, &dx, &flip);
         for (int64_t i = 0; i < H; i++)
             for (int64_t j = 0; j < W; j++) {
                 int64_t si = i + dy, sj = (flip ? W - 1 - j : j) + dx;
