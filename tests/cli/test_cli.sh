@@ -51,6 +51,9 @@ expect "--data-on-device trains (host memory without a GPU)" "Test accuracy" "$K
 acc_of() { "$K" train --model fashion_cnn --data synthetic --epochs 2 --limit 256 --batch-size 32 --seed 5 "$@" 2>&1 | grep -E "Test accuracy"; }
 a_host=$(acc_of); a_res=$(acc_of --data-on-device)
 if [ -n "$a_host" ] && [ "$a_host" = "$a_res" ]; then ok; else bad "--data-on-device vs host pipeline: '$a_host' vs '$a_res'"; fi
+# with crop and flip too: the device draws each example's crop/flip from the host augment's key
+a_host=$(acc_of --augment flip,crop); a_res=$(acc_of --augment flip,crop --data-on-device)
+if [ -n "$a_host" ] && [ "$a_host" = "$a_res" ]; then ok; else bad "--data-on-device vs host pipeline with --augment flip,crop: '$a_host' vs '$a_res'"; fi
 expect_fail "--data-on-device refuses cutout" "not cutout" "$K" train --model fashion_cnn --data synthetic --epochs 1 --limit 256 --data-on-device --augment cutout
 
 echo "test_cli: $pass passed, $fail failed"
