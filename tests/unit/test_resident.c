@@ -27,13 +27,15 @@ static kiln_dataset *make_data(void) {
 }
 
 static kiln_model *make_model(void) {
+    /* KILN_TEST_DEVICE=auto (the *_cudasim ctest) runs the model, gather and crop/flip on the GPU */
+    const char *dev = getenv("KILN_TEST_DEVICE");
     kiln_model *m = kiln_sequential("tiny", KILN_SHAPE(H, W, 1));
     kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .filters = 4, .kernel = 3, .padding = KILN_SAME, .activation = KILN_RELU });
     kiln_layer_flatten(m, NULL);
     kiln_layer_dense(m, &(kiln_dense_opts){ .units = C });
     kiln_model_set_seed(m, 5);
     kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(0.01), .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-                                          .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = "cpu" });
+                                          .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = dev ? dev : "cpu" });
     return m;
 }
 
