@@ -1,6 +1,6 @@
 /* MatMul and BatchMatMul through cuBLAS, row-major by the usual trick: C[M,N] = A B is
  * C^T[N,M] = B^T A^T in cuBLAS's column-major view, so B is passed first.
- * f32: cublasSgemm(StridedBatched) (no TF32 unless KILN_CUDA_TF32=1); f64: Dgemm; f16/bf16:
+ * f32: cublasSgemm(StridedBatched) (no TF32 unless KILN_CUDA_TF32=1, as PyTorch's matmul default); f64: Dgemm; f16/bf16:
  * GemmEx with f32 accumulation. BatchMatMul: each operand's batch dims must either equal the
  * output's (stride M*K) or be all 1 (stride 0); other broadcasts run on the CPU (kernel NULL). */
 #include <limits.h>

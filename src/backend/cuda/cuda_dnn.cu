@@ -8,7 +8,8 @@
  * Algorithms: chosen once per shape (cache keyed by op, dtype, geometry) with cudnnFind* at plan
  * time (workspace()), limited to KILN_CUDNN_WORKSPACE_MB (default 256) of cuDNN workspace, or
  * cudnnGet*_v7 heuristics when benchmarking is impossible (during graph capture). KILN_DETERMINISTIC=1
- * keeps only deterministic algorithms. f32 uses CUDNN_FMA_MATH (no TF32) unless KILN_CUDA_TF32=1. */
+ * keeps only deterministic algorithms. f32 may use TF32 tensor cores (CUDNN_DEFAULT_MATH) unless
+ * KILN_CUDA_TF32=0 (CUDNN_FMA_MATH): PyTorch's default for convolutions. */
 #include <stdlib.h>
 #include "backend/cuda/cuda_internal.cuh"
 
