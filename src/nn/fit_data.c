@@ -52,17 +52,20 @@ kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *
     double loss = 0, hit = 0, top = 0, t0 = kiln_now();
     int64_t count = 0;
     kiln_data_iter *it = NULL;
+    kiln_tensor *nx = NULL, *ny = NULL;   /* one batch ahead, copied to the GPU while this one runs */
     kiln_status st = kiln_data_iter_new(d, 0, &it);
+    if (!st && !(st = kiln_data_iter_hold(it, 2))) st = kiln_data_iter_next(it, &nx, &ny);
     while (!st) {
-        kiln_tensor *x, *y;
-        if ((st = kiln_data_iter_next(it, &x, &y)) || !x) break;
+        kiln_tensor *x = nx, *y = ny;
+        if (!x || (st = kiln_data_iter_next(it, &nx, &ny))) break;
         int64_t n = x->shape.dim[0];
         nn_forward *f;
         if ((st = nn_get_infer(m, (int)n, &f))) break;
-        kiln_feed feeds[2] = { { f->x, x }, { f->y, y } };
+        kiln_feed feeds[2] = { { f->x, x }, { f->y, y } }, next[2] = { { f->x, nx }, { f->y, ny } };
         kiln_node *fetch[2] = { f->out, f->loss };
         kiln_tensor *outs[2] = { f->out_t, f->loss_t };
-        if ((st = kiln_session_run(m->s, feeds, 2, fetch, outs, 2, NULL, 0))) break;
+        int n_next = nx && nx->shape.dim[0] == n ? 2 : 0;   /* a smaller last batch has its own forward */
+        if ((st = kiln_session_run_ahead(m->s, feeds, 2, fetch, outs, 2, NULL, 0, next, n_next))) break;
         double c, k;
         nn_batch_metrics(m, f->out_t, y->data, n, &c, &k);
         loss += kiln_tensor_get(f->loss_t, 0) * (double)n;
