@@ -21,10 +21,14 @@ static void bench_usage(FILE *f) {
         "  --device D         all (default: cpu, and gpu when available), cpu, gpu\n"
         "  --optimizer NAME   momentum (default: SGD momentum 0.9, lr 0.01) or adam (lr 0.001)\n"
         "  --threads N        CPU threads (default: all cores)\n"
-        "  --seed N           default 1\n");
+        "  --seed N           default 1\n"
+        "\n"
+        "train MiB: memory of training. GPU: the peak of Kiln's device allocator (weights, optimizer\n"
+        "state, activations, cuDNN workspaces). CPU: the training step's planned buffers plus the\n"
+        "variables (the synthetic data set is not counted).\n");
 }
 
-typedef struct bench_result { double train_ips, infer_ips; } bench_result;
+typedef struct bench_result { double train_ips, infer_ips, train_mib; } bench_result;
 
 static kiln_status bench_one(const char *model, const char *device, int batch, int steps, bool adam, int threads,
                              uint64_t seed, bench_result *r) {
@@ -41,11 +45,19 @@ static kiln_status bench_one(const char *model, const char *device, int batch, i
     kiln_compile_opts co = { .optimizer = adam ? kiln_adam(1e-3) : kiln_momentum(0.01, 0.9, false),
                              .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = true,
                              .metrics = KILN_METRIC_ACCURACY, .device = device, .num_threads = threads };
+    bool gpu = !strcmp(device, "cuda");
+    if (gpu) kiln_device_reset_peak(0);
     if ((st = kiln_compile(m, &co))) goto out;
     if ((st = kiln_fit(m, warm, &(kiln_fit_opts){ .epochs = 1, .batch_size = batch, .verbose = 0 }))) goto out;
     double t = cli_now();
     if ((st = kiln_fit(m, timed, &(kiln_fit_opts){ .epochs = 2, .initial_epoch = 1, .batch_size = batch, .verbose = 0 }))) goto out;
     r->train_ips = (double)steps * batch / (cli_now() - t);
+    /* memory of training: the GPU allocator's peak (weights, optimizer slots, activations,
+     * workspaces, data); on the CPU the session's planned step + variables */
+    kiln_memory_stats ms;
+    kiln_session *s = kiln_model_session(m);
+    if (gpu && kiln_device_memory_stats(0, &ms) == KILN_OK) r->train_mib = (double)ms.peak / 1048576.0;
+    else if (!gpu && s) r->train_mib = (double)(kiln_session_planned_bytes(s) + kiln_session_variable_bytes(s)) / 1048576.0;
     /* inference: one warm-up call, then the timed one over the same examples */
     const kiln_tensor *x = kiln_dataset_x(timed);
     kiln_eval_opts eo = { .batch_size = batch };
@@ -96,8 +108,8 @@ int cmd_bench(int argc, char **argv) {
     }
     printf("kiln bench: %s, batch %d, %d timed steps, synthetic data, %s, %d CPU threads\n", model, batch, steps,
            adam ? "Adam 1e-3" : "SGD momentum 0.9 lr 0.01", threads > 0 ? threads : kiln_get_num_threads());
-    printf("%-7s %14s %22s %14s %10s\n", "device", "train img/s", "epoch of 50,000 img", "infer img/s", "speedup");
-    bench_result cpu = { 0, 0 }, gpu = { 0, 0 };
+    printf("%-7s %14s %22s %14s %10s %10s\n", "device", "train img/s", "epoch of 50,000 img", "infer img/s", "speedup", "train MiB");
+    bench_result cpu = { 0, 0, 0 }, gpu = { 0, 0, 0 };
     const char *names[2] = { "cpu", "cuda" };
     bench_result *res[2] = { &cpu, &gpu };
     bool want[2] = { want_cpu, want_gpu };
@@ -110,10 +122,10 @@ int cmd_bench(int argc, char **argv) {
         char speed[32] = "-";
         if (k == 1 && cpu.train_ips > 0) snprintf(speed, sizeof speed, "%.1fx", res[k]->train_ips / cpu.train_ips);
         else if (k == 0) snprintf(speed, sizeof speed, "1.0x");
-        printf("%-7s %14.1f %20.1f s %14.1f %10s\n", k ? "gpu" : "cpu", res[k]->train_ips, 50000.0 / res[k]->train_ips,
-               res[k]->infer_ips, speed);
-        printf("RESULT peer=kiln model=%s device=%s train_ips=%.1f infer_ips=%.1f\n", model, k ? "gpu" : "cpu",
-               res[k]->train_ips, res[k]->infer_ips);
+        printf("%-7s %14.1f %20.1f s %14.1f %10s %10.1f\n", k ? "gpu" : "cpu", res[k]->train_ips, 50000.0 / res[k]->train_ips,
+               res[k]->infer_ips, speed, res[k]->train_mib);
+        printf("RESULT peer=kiln model=%s device=%s train_ips=%.1f infer_ips=%.1f train_mib=%.1f\n", model, k ? "gpu" : "cpu",
+               res[k]->train_ips, res[k]->infer_ips, res[k]->train_mib);
         fflush(stdout);
     }
     if (!want_gpu && strcmp(device, "cpu")) printf("gpu: not measured (%s)\n", kiln_gpu_unavailable_reason());

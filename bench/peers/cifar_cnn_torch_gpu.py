@@ -10,7 +10,7 @@ warm-up steps that are not timed (torch.compile's compilation happens there), an
   cuDNN convolutions use TF32 by default, as Kiln's do; --no-conv-tf32 turns that off, to compare
   with Kiln run with KILN_CUDA_TF32=0)
 
-Last lines: RESULT mode=<eager|compile> device=<d> images_per_s=<x> epoch_s=<t> loss=<l>
+Last lines: RESULT mode=<eager|compile> device=<d> images_per_s=<x> epoch_s=<t> loss=<l> ... peak_mib=<m>
 """
 import argparse, sys, time
 import torch
@@ -49,6 +49,8 @@ def run(mode, args, dev):
         return loss
 
     fn = step
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     if mode == "compile":
         fn = torch.compile(step)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -64,8 +66,11 @@ def run(mode, args, dev):
     sync()
     dt = time.perf_counter() - t0
     ips = steps * bs / dt
+    # peak of PyTorch's caching allocator (tensors incl. the data set on the device); kiln bench's
+    # gpu "train MiB" is the same kind of figure for Kiln's allocator
+    peak = torch.cuda.max_memory_allocated() / 2**20 if dev.type == "cuda" else 0.0
     print(f"RESULT mode={mode} device={dev.type} images_per_s={ips:.0f} epoch_s={dt * args.images / (steps * bs):.3f} "
-          f"loss={loss.item():.4f} warmup_s={warm:.1f}", flush=True)
+          f"loss={loss.item():.4f} warmup_s={warm:.1f} peak_mib={peak:.1f}", flush=True)
     return ips
 
 
