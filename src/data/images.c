@@ -1,5 +1,6 @@
 /* Image folders ROOT/CLASS_NAME/{*.png,*.jpg,*.jpeg}, decoded with libpng (simplified API) and
- * libjpeg-turbo (libjpeg API, setjmp error handling, warnings about corrupt data are errors).
+ * libjpeg-turbo (libjpeg API, setjmp error handling, warnings about corrupt data are errors, but
+ * for extraneous bytes between segments).
  * Headers are checked when opening (same size everywhere); pixels are decoded on the pipeline's
  * worker threads. */
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <png.h>
 #include <jpeglib.h>
+#include <jerror.h>   /* JWRN_* message codes */
 #include "core/core.h"
 #include "data/pipeline_internal.h"
 
@@ -31,6 +33,10 @@ static void j_error_exit(j_common_ptr c) {
 
 static void j_emit(j_common_ptr c, int level) {
     jerr *e = (jerr *)c->err;
+    /* "N extraneous bytes before marker": junk between segments, common in real photo folders and
+     * harmless to the pixels (TensorFlow and PIL decode such files too). Every other warning means
+     * truncated or corrupt image data, so wrong pixels: an error. */
+    if (level < 0 && c->err->msg_code == JWRN_EXTRANEOUS_DATA) return;
     if (level < 0 && !e->warned) {      /* a warning: corrupt or truncated data */
         (*c->err->format_message)(c, e->msg);
         e->warned = true;

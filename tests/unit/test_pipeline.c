@@ -326,6 +326,34 @@ static void test_images(void) {
         kiln_data_iter_free(it);
     }
     kiln_data_free(d);
+    /* junk bytes between segments (before the end marker) decode to the same pixels, as in TF/PIL */
+    {
+        float clean[25], junk[25];
+        float *dst[2] = { clean, junk };
+        write_jpeg(p, 5, 5, 1);
+        f = fopen(p, "rb");
+        n = fread(buf, 1, sizeof buf - 3, f);
+        fclose(f);
+        for (int v = 0; v < 2; v++) {
+            if (v == 1) {   /* 3 bytes before the final FF D9 */
+                memmove(buf + n + 1, buf + n - 2, 2);
+                buf[n - 2] = 0x00; buf[n - 1] = 0x11; buf[n] = 0x22;
+                write_bytes(p, buf, n + 3);
+            }
+            d = NULL;
+            CHECK_OK(kiln_data_open(g, true, &d));
+            d = kiln_data_batch(d, 1, false);
+            if (d && kiln_data_iter_new(d, 0, &it) == KILN_OK) {
+                CHECK_OK(kiln_data_iter_next(it, &x, &y));
+                kiln_status st = kiln_data_iter_next(it, &x, &y);
+                CHECK_MSG(st == KILN_OK && x && kiln_shape_numel(x->shape) == 25, "junk before a marker (%d): %s", v, kiln_last_error());
+                if (st == KILN_OK && x) memcpy(dst[v], x->data, sizeof clean);
+                kiln_data_iter_free(it);
+            }
+            kiln_data_free(d);
+        }
+        CHECK(memcmp(clean, junk, sizeof clean) == 0);
+    }
     /* not an image at all */
     write_bytes(p, "GIF89a....", 10);
     kiln_status st = kiln_data_from_images(g, &d);
