@@ -3,19 +3,6 @@
 #include <string.h>
 #include "backend/ref/ref_reduce_shape.h"
 
-/* Row-major strides of a shape. */
-static void strides_of(kiln_shape s, int64_t *st) {
-    int64_t k = 1;
-    for (int d = s.rank - 1; d >= 0; d--) { st[d] = k; k *= s.dim[d]; }
-}
-
-/* Offset of the i-th element (row-major over dim[0..n)) in a buffer with strides str. */
-static int64_t offset_of(int64_t i, const int64_t *dim, const int64_t *str, int n) {
-    int64_t off = 0;
-    for (int d = n - 1; d >= 0; d--) { off += (i % dim[d]) * str[d]; i /= dim[d]; }
-    return off;
-}
-
 typedef enum { RED_SUM, RED_MEAN, RED_MAX } red_mode;
 
 /* Reduces input 0 over the dims flagged in rmask. The output enumerates the kept dims in

@@ -4,17 +4,6 @@
 #include <string.h>
 #include "backend/ref/ref_reduce_shape.h"
 
-static void strides_of(kiln_shape s, int64_t *st) {
-    int64_t k = 1;
-    for (int d = s.rank - 1; d >= 0; d--) { st[d] = k; k *= s.dim[d]; }
-}
-
-static int64_t offset_of(int64_t i, const int64_t *dim, const int64_t *str, int n) {
-    int64_t off = 0;
-    for (int d = n - 1; d >= 0; d--) { off += (i % dim[d]) * str[d]; i /= dim[d]; }
-    return off;
-}
-
 #define AT(p, i, es) ((char *)(p) + (size_t)(i) * (es))
 #define CAT(p, i, es) ((const char *)(p) + (size_t)(i) * (es))
 
