@@ -84,17 +84,9 @@ void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const int32_t
 
 static kiln_status check_data(kiln_model *m, const kiln_dataset *d, const char *what) {
     if (!d) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL dataset", what);
-    kiln_shape es = kiln_dataset_example_shape(d), is = m->input->out;
-    char a[96], b[96];
-    if (!kiln_shape_equal(es, is))
-        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: the dataset's examples are %s but model '%s' takes %s (batch excluded)",
-                              what, kiln_shape_str(es, a, sizeof a), m->name, kiln_shape_str(is, b, sizeof b));
-    if (!kiln_dataset_y(d)) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the dataset has no labels", what);
-    int nc = kiln_dataset_num_classes(d);
-    int64_t units = m->output->out.dim[0];
-    if (units > 1 && nc > units)
-        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: the dataset has %d classes but model '%s' outputs %lld values (%s); give the last Dense %d units",
-                              what, nc, m->name, (long long)units, m->output->name, nc);
+    kiln_status st = nn_check_examples(m, kiln_dataset_example_shape(d), kiln_dataset_y(d) != NULL,
+                                       kiln_dataset_num_classes(d), what, "the dataset");
+    if (st) return st;
     if (kiln_dataset_size(d) <= 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the dataset is empty", what);
     return KILN_OK;
 }

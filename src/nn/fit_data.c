@@ -13,19 +13,25 @@ kiln_status nn_data_status(void) {
     return strstr(e, "out of") ? KILN_OUT_OF_MEMORY : KILN_INVALID_ARGUMENT;
 }
 
-kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train) {
-    if (!d) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL pipeline", what);
-    kiln_shape es = kiln_data_example_shape(d), is = m->input->out;
+kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled, int nc, const char *what, const char *noun) {
+    kiln_shape is = m->input->out;
     char a[96], b[96];
     if (!kiln_shape_equal(es, is))
-        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: the data's examples are %s but model '%s' takes %s (batch excluded)",
-                              what, kiln_shape_str(es, a, sizeof a), m->name, kiln_shape_str(is, b, sizeof b));
-    int nc = kiln_data_num_classes(d);
-    if (nc <= 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the data has no labels", what);
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: %s's examples are %s but model '%s' takes %s (batch excluded)",
+                              what, noun, kiln_shape_str(es, a, sizeof a), m->name, kiln_shape_str(is, b, sizeof b));
+    if (!labelled) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: %s has no labels", what, noun);
     int64_t units = m->output->out.dim[0];
     if (units > 1 && nc > units)
-        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: the data has %d classes but model '%s' outputs %lld values (%s); give the last Dense %d units",
-                              what, nc, m->name, (long long)units, m->output->name, nc);
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: %s has %d classes but model '%s' outputs %lld values (%s); give the last Dense %d units",
+                              what, noun, nc, m->name, (long long)units, m->output->name, nc);
+    return KILN_OK;
+}
+
+kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train) {
+    if (!d) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL pipeline", what);
+    int nc = kiln_data_num_classes(d);
+    kiln_status st = nn_check_examples(m, kiln_data_example_shape(d), nc > 0, nc, what, "the data");
+    if (st) return st;
     if (kiln_data_cardinality(d) < 0)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the pipeline is infinite (kiln_data_repeat(-1)); one pass is one epoch, so bound it with kiln_data_take", what);
     if (kiln_data_cardinality(d) == 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the pipeline yields nothing (no examples)", what);
