@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <math.h>
 #include "kiln/kiln.h"
+#include "kiln/data.h"
 
 extern int check_passed, check_failed;
 #define CHECK(cond) do { if (cond) check_passed++; else { check_failed++; \
@@ -16,4 +17,6 @@ extern int check_passed, check_failed;
 #define CHECK_NEAR(a, b, tol) CHECK_MSG(fabs((double)(a) - (double)(b)) <= (tol), "%s = %g, %s = %g", #a, (double)(a), #b, (double)(b))
 /* Prints "<name>: N passed, N failed" and returns the process exit code. */
 int check_summary(const char *name);
+/* n examples [8] in three linearly separable classes (y = argmax(W x)), from seed. */
+kiln_dataset *separable(int64_t n, uint64_t seed);
 #endif
