@@ -48,25 +48,16 @@ static kiln_status k_gather_rows(const kiln_kctx *c) {
 }
 
 /* ---- RandomCropFlip: kiln_crop_flip_params (src/ops/data_ops.h) bit for bit ---- */
-__device__ __forceinline__ unsigned long long dd_mix64(unsigned long long x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-__device__ __forceinline__ double dd_uniform(unsigned long long key, unsigned long long ctr) {
-    return (double)(dd_mix64(key ^ dd_mix64(ctr)) >> 11) * (1.0 / 9007199254740992.0);
-}
 /* kiln_aug_rand_int: __dmul_rn so the product is rounded as on the host (no contraction) */
 __device__ __forceinline__ int dd_rand_int(unsigned long long key, unsigned long long ctr, int n) {
-    int v = (int)__dmul_rn(dd_uniform(key, ctr), (double)n);
+    int v = (int)__dmul_rn(cu_uniform(key, ctr), (double)n);
     return v < n ? v : n - 1;
 }
 /* counters 0, 1, 2: KILN_AUG_CTR_CROP_Y, _CROP_X, _FLIP */
 __device__ __forceinline__ void dd_crop_flip_params(unsigned long long key, int pad, double rate, int *dy, int *dx, bool *flip) {
     *dy = dd_rand_int(key, 0, 2 * pad + 1) - pad;
     *dx = dd_rand_int(key, 1, 2 * pad + 1) - pad;
-    *flip = rate > 0 && dd_uniform(key, 2) < rate;
+    *flip = rate > 0 && cu_uniform(key, 2) < rate;
 }
 
 /* One thread per output pixel (b, i, j), copying its C elements. The draw depends only on the

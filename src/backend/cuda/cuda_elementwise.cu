@@ -286,21 +286,14 @@ kiln_status cu_epilogue(const kiln_kctx *c) {
 }
 
 /* ---- Dropout: kiln_dropout_keep (op.h) bit for bit ---- */
-__device__ __forceinline__ unsigned long long d_mix64(unsigned long long x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
 /* step_ptr: when set (graph replay), the step is read from device memory (cu_set_step). */
 template <typename T>
 __global__ void dropout_kernel(const T *x, T *y, int64_t n, unsigned long long seed, unsigned long long step,
                                const unsigned long long *step_ptr, double rate, double scale) {
     unsigned long long st = step_ptr ? *step_ptr : step;
-    unsigned long long key = d_mix64(seed ^ d_mix64(st + 0x1234567ull));
+    unsigned long long key = cu_mix64(seed ^ cu_mix64(st + 0x1234567ull));
     CU_LOOP(i, n) {
-        double u = (double)(d_mix64(key ^ d_mix64((unsigned long long)i)) >> 11) * (1.0 / 9007199254740992.0);
+        double u = cu_uniform(key, (unsigned long long)i);
         double v = u >= rate ? (double)cu_ld(x, i) * scale : 0.0;
         cu_st(y, i, (typename cu_acc<T>::type)v);
     }

@@ -116,6 +116,18 @@ __device__ __forceinline__ long long cu_ld_label(const void *p, int dt, int64_t 
     if (dt == KILN_I32) return ((const int32_t *)p)[i];
     return (long long)cu_ld_any(p, dt, i);
 }
+/* Device twins of kiln_mix64 and kiln_rand_uniform (src/core): Dropout's masks and
+ * RandomCropFlip's draws must match the host's bit for bit. */
+__device__ __forceinline__ unsigned long long cu_mix64(unsigned long long x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+__device__ __forceinline__ double cu_uniform(unsigned long long key, unsigned long long ctr) {
+    return (double)(cu_mix64(key ^ cu_mix64(ctr)) >> 11) * (1.0 / 9007199254740992.0);
+}
+
 /* First error wins. */
 __device__ __forceinline__ void cu_report(cu_dev_error *e, int op, long long a, long long b, long long c,
                                           unsigned long long node) {
