@@ -15,15 +15,7 @@ Last lines: RESULT mode=<eager|compile> device=<d> images_per_s=<x> epoch_s=<t> 
 import argparse, sys, time
 import torch
 import torch.nn as nn
-
-
-def cifar_cnn():
-    # MaxPool 3 stride 2 'same' on 32 -> 16 -> 8 (padding=1 gives the same sizes)
-    return nn.Sequential(
-        nn.Conv2d(3, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1),
-        nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1),
-        nn.Flatten(), nn.Linear(64 * 8 * 8, 384), nn.ReLU(), nn.Linear(384, 192), nn.ReLU(),
-        nn.Linear(192, 10))
+from models import cifar_cnn
 
 
 def run(mode, args, dev):

@@ -12,6 +12,7 @@ import argparse, gzip, os, struct, time
 import numpy as np
 import torch
 import torch.nn as nn
+from models import cifar_cnn, fashion_cnn
 
 
 def read_idx(path):
@@ -21,23 +22,6 @@ def read_idx(path):
     ndim = magic & 0xFF
     dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def fashion_cnn():
-    # Keras 'same' padding for 3x3 stride 1 = padding 1
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
-
-
-def cifar_cnn():
-    # TF tutorial CNN; MaxPool 3 stride 2 'same' on 32 -> 16 -> 8 (padding=1 gives the same sizes)
-    return nn.Sequential(
-        nn.Conv2d(3, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1),
-        nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1),
-        nn.Flatten(), nn.Linear(64 * 8 * 8, 384), nn.ReLU(), nn.Linear(384, 192), nn.ReLU(),
-        nn.Linear(192, 10))
 
 
 def keras_init(model):
