@@ -5,11 +5,8 @@
  * queries offer one deterministic algorithm needing no workspace. Math in double (OpenBLAS). */
 #include <cblas.h>
 #include <vector>
-#include "cudnn.h"
-#include "sim_internal.h"
+#include "sim_dnn.h"
 
-struct cudnnContext { cudaStream_t stream = 0; };
-struct cudnnTensorStruct { bool set = false; cudnnTensorFormat_t f; cudnnDataType_t t; int n, c, h, w; };
 struct cudnnFilterStruct { bool set = false; cudnnTensorFormat_t f; cudnnDataType_t t; int k, c, h, w; };
 struct cudnnConvolutionStruct {
     bool set = false;
@@ -22,20 +19,7 @@ struct cudnnConvolutionStruct {
 using namespace cusim;
 
 namespace {
-bool elem_of(cudnnDataType_t t, elem *e) {
-    switch (t) {
-    case CUDNN_DATA_FLOAT: *e = elem::f32; return true;
-    case CUDNN_DATA_DOUBLE: *e = elem::f64; return true;
-    case CUDNN_DATA_HALF: *e = elem::f16; return true;
-    case CUDNN_DATA_BFLOAT16: *e = elem::bf16; return true;
-    default: return false;
-    }
-}
-bool fmt_ok(cudnnTensorFormat_t f) { return f == CUDNN_TENSOR_NCHW || f == CUDNN_TENSOR_NHWC; }
-
-size_t tidx(const cudnnTensorStruct &d, int n, int c, int h, int w) {
-    return d.f == CUDNN_TENSOR_NCHW ? (((size_t)n * d.c + c) * d.h + h) * d.w + w : (((size_t)n * d.h + h) * d.w + w) * d.c + c;
-}
+using cusim::numel;   /* the tensor overload, beside the filter one below */
 size_t fidx(const cudnnFilterStruct &d, int k, int c, int r, int s) {
     return d.f == CUDNN_TENSOR_NCHW ? (((size_t)k * d.c + c) * d.h + r) * d.w + s : (((size_t)k * d.h + r) * d.w + s) * d.c + c;
 }
@@ -58,16 +42,6 @@ cudnnStatus_t check(const char *fn, cudnnTensorDescriptor_t x, cudnnFilterDescri
     return CUDNN_STATUS_BAD_PARAM;
 }
 
-bool resident(const char *fn, const void *p, size_t elems, cudnnDataType_t t) {
-    elem e = elem::f32;
-    elem_of(t, &e);
-    if (in_device_memory(p, elems * elem_size(e))) return true;
-    fail("%s: a %zu-element operand at %p is not inside one device allocation", fn, elems, p);
-    set_error(cudaErrorIllegalAddress);
-    return false;
-}
-
-size_t numel(const cudnnTensorStruct *d) { return (size_t)d->n * d->c * d->h * d->w; }
 size_t numel(const cudnnFilterStruct *d) { return (size_t)d->k * d->c * d->h * d->w; }
 
 enum class dir { fwd, bwd_data, bwd_filter };

@@ -149,9 +149,13 @@ int main(void) {
     check("sparse xent [600,10]", b_xent, 2, (kiln_dtype[]){ F, I }, (kiln_shape[]){ KILN_SHAPE(600, 10), KILN_SHAPE(600) }, 0, 10, true, 1e-5);
     check("conv2d SAME [4,16,16,8]*[3,3,8,40]", b_conv_same, 2, (kiln_dtype[]){ F, F }, (kiln_shape[]){ KILN_SHAPE(4, 16, 16, 8), KILN_SHAPE(3, 3, 8, 40) }, -1, 1, true, 1e-5);
     check("conv2d groups 2 stride 2 [2,15,15,8]*[3,3,4,12] f16", b_conv_s2, 2, (kiln_dtype[]){ H, H }, (kiln_shape[]){ KILN_SHAPE(2, 15, 15, 8), KILN_SHAPE(3, 3, 4, 12) }, -1, 1, true, 3e-2);
+    /* pads (1,1): cuDNN's pooling (cuda_dnn_ops.cu); pads (0,1): ours (cuda_pool.cu) */
     check("max_pool 3x3/2 SAME [4,17,17,8]", b_maxpool, 1, &F, (kiln_shape[]){ KILN_SHAPE(4, 17, 17, 8) }, -1, 1, true, 1e-6);
+    check("max_pool 3x3/2 SAME pads (0,1) [4,16,16,8]", b_maxpool, 1, &F, (kiln_shape[]){ KILN_SHAPE(4, 16, 16, 8) }, -1, 1, true, 1e-6);
+    check("max_pool 3x3/2 SAME [2,17,17,8] f16", b_maxpool, 1, &H, (kiln_shape[]){ KILN_SHAPE(2, 17, 17, 8) }, -1, 1, true, 1e-3);
     check("avg_pool 3x3/1 SAME [2,33,9,3]", b_avgpool, 1, &F, (kiln_shape[]){ KILN_SHAPE(2, 33, 9, 3) }, -1, 1, true, 1e-5);
     check("batch_norm [64,8,8,16]", b_bn, 3, (kiln_dtype[]){ F, F, F }, (kiln_shape[]){ KILN_SHAPE(64, 8, 8, 16), KILN_SHAPE(16), KILN_SHAPE(16) }, -1, 1, true, 1e-4);
+    check("batch_norm [3000,24] (rank 2)", b_bn, 3, (kiln_dtype[]){ F, F, F }, (kiln_shape[]){ KILN_SHAPE(3000, 24), KILN_SHAPE(24), KILN_SHAPE(24) }, -1, 1, true, 1e-4);
     check("batch_norm [5000,3] f16", b_bn, 3, (kiln_dtype[]){ H, H, H }, (kiln_shape[]){ KILN_SHAPE(5000, 3), KILN_SHAPE(3), KILN_SHAPE(3) }, -1, 1, true, 3e-2);
     check("conv2d + bias + relu (fused) [4,16,16,8]*[3,3,8,24]", b_conv_bias_relu, 3, (kiln_dtype[]){ F, F, F },
           (kiln_shape[]){ KILN_SHAPE(4, 16, 16, 8), KILN_SHAPE(3, 3, 8, 24), KILN_SHAPE(24) }, -1, 1, true, 1e-5);

@@ -4,7 +4,8 @@
 #     tests/gpu/run.sh
 # 1. reports what the machine has (GPU, driver, nvcc, cuDNN wheel, OpenBLAS, zlib, torch)
 # 2. configures and builds Kiln with the CUDA backend for sm_90 in build-gpu
-# 3. runs the op conformance test (cuda vs ref): build-gpu/test_ops
+# 3. runs the op conformance test (cuda vs ref): build-gpu/test_ops, again with our pooling and
+#    batch-norm kernels in place of cuDNN's (KILN_CUDA_OWN_POOL_NORM=1), and test_cudasim_large
 # 4. trains fashion_cnn 2 epochs with seed 1 on the GPU and on the CPU; test accuracies must agree
 #    within 0.5 points
 # 5. runs `kiln bench` and the PyTorch peer (eager + torch.compile), prints a short table
@@ -127,6 +128,15 @@ else
   status test_ops "FAIL (not built)"
 fi
 
+if [ -x "$BUILD/test_ops" ] && [ "$(left)" -gt 200 ]; then   # our pooling / batch-norm kernels where cuDNN's run by default
+  say "-- test_ops with KILN_CUDA_OWN_POOL_NORM=1"
+  KILN_CUDA_OWN_POOL_NORM=1 timeout "$(tmo 120)" "$BUILD/test_ops" > "$LOGDIR/gpu_test_ops_own.log" 2>&1
+  rc=$?
+  grep -E "^FAIL" "$LOGDIR/gpu_test_ops_own.log" | head -20 | tee -a "$RESULTS"
+  tail -1 "$LOGDIR/gpu_test_ops_own.log" | tee -a "$RESULTS"
+  if [ $rc -eq 0 ]; then status test_ops_own "ok"; else status test_ops_own "FAIL (rc $rc)"; fi
+fi
+
 LARGE=$BUILD/tests/cudasim/test_cudasim_large   # multi-block / multi-pass shapes, cuda vs ref
 if [ -x "$LARGE" ]; then
   say "-- test_cudasim_large (on the real GPU)"
@@ -195,7 +205,7 @@ fi
 # ---- table ----
 say ""
 say "== summary ($(( $(date +%s) - START )) s) =="
-for k in build test_ops test_large accuracy kiln_bench torch_peer; do
+for k in build test_ops test_ops_own test_large accuracy kiln_bench torch_peer; do
   printf "%-12s %s\n" "$k" "${ROW[$k]:-not run}" | tee -a "$RESULTS"
 done
 say "results: $RESULTS"

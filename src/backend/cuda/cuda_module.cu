@@ -253,6 +253,7 @@ static kiln_kernel_fn dev_kernel(const kiln_node *n) {
     kiln_kernel_fn f;
     if ((f = cu_blas_kernel(n))) return f;
     if ((f = cu_dnn_kernel(n))) return f;
+    if ((f = cu_dnn_ops_kernel(n))) return f;
     if ((f = cu_pool_kernel(n))) return f;
     if ((f = cu_elementwise_kernel(n))) return f;
     if ((f = cu_reduce_kernel(n))) return f;
@@ -277,8 +278,13 @@ static size_t dev_workspace(const kiln_node *n) {
         return cu_dnn_workspace(n);
     case KILN_OP_REDUCE_SUM: case KILN_OP_REDUCE_MEAN: case KILN_OP_REDUCE_MAX: case KILN_OP_SUM_TO:
         return cu_reduce_workspace(n);
-    case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA:
-        return cu_norm_workspace(n);
+    case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA: {
+        /* a cuDNN kernel may fall back to ours (cuda_dnn_ops.cu): room for either */
+        size_t own = cu_norm_workspace(n), dnn = cu_dnn_ops_workspace(n);
+        return own > dnn ? own : dnn;
+    }
+    case KILN_OP_MAX_POOL: case KILN_OP_AVG_POOL: case KILN_OP_AVG_POOL_GRAD:
+        return cu_dnn_ops_workspace(n);
     default:
         return cu_loss_optim_workspace(n);
     }

@@ -1,6 +1,8 @@
 /* FusedBatchNorm (training and inference), FusedBatchNormGrad (dx) and BatchNormGammaGrad with
- * our own kernels, following ref exactly: channels are the last dim (M rows of C), batch mean and
- * biased variance by two passes in double, moving = momentum*moving + (1-momentum)*batch with the
+ * our own kernels where cuDNN's (cuda_dnn_ops.cu) do not run: f64/f16/bf16 (Kiln keeps gamma and
+ * the statistics in x's dtype, cuDNN in f32), training on one row per channel, and
+ * KILN_CUDA_OWN_POOL_NORM=1. They follow ref exactly: channels are the last dim (M rows of C),
+ * batch mean and biased variance by two passes in double, moving = momentum*moving + (1-momentum)*batch with the
  * unbiased variance n/(n-1), dx = gamma*rstd/M * (M*dy - sum(dy) - xhat*sum(dy*xhat)).
  * Column sums split the rows into S chunks (partials in the workspace, combined in order:
  * deterministic). Workspace: 2*S*C partials + 4*C per-channel values, all double. */

@@ -1,8 +1,9 @@
-/* Pooling (NHWC) with our own kernels rather than cuDNN's, because SEMANTICS.md fixes details
- * cuDNN does not promise: padded cells never win a max and are not counted in an average
- * (= CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING), a window holding a NaN has max NaN, and
- * MaxPoolGrad sends each window's dy to the FIRST cell (row-major) equal to its max (nothing when
- * the max is NaN). The gradients gather per input cell (no atomics: deterministic). */
+/* Pooling (NHWC) with our own kernels where cuDNN's (cuda_dnn_ops.cu) cannot do what SEMANTICS.md
+ * says: SAME padding with the extra cell at the bottom/right (cuDNN pads symmetrically), and
+ * MaxPoolGrad, which sends each window's dy to the FIRST cell (row-major) equal to its max and
+ * nothing when the max is NaN (cuDNN promises neither); also everything with
+ * KILN_CUDA_OWN_POOL_NORM=1. Padded cells never win a max and are not counted in an average; a
+ * window holding a NaN has max NaN. The gradients gather per input cell (no atomics: deterministic). */
 #include <math.h>
 #include "backend/cuda/cuda_internal.cuh"
 

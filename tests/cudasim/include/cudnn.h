@@ -1,5 +1,5 @@
-/* cuDNN subset for the simulator (legacy convolution API): names, signatures and enum values of
- * cuDNN 9's cudnn.h for what src/backend/cuda/cuda_dnn.cu uses. */
+/* cuDNN subset for the simulator (legacy convolution, pooling and batch-norm API): names,
+ * signatures and enum values of cuDNN 9's cudnn.h for what src/backend/cuda/cuda_dnn*.cu use. */
 #ifndef CUSIM_CUDNN_H
 #define CUSIM_CUDNN_H
 #include "cuda_runtime.h"
@@ -108,4 +108,41 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              cudnnTensorDescriptor_t dyd, const void *dy, cudnnConvolutionDescriptor_t cd,
                                              cudnnConvolutionBwdFilterAlgo_t algo, void *ws, size_t ws_bytes,
                                              const void *beta, cudnnFilterDescriptor_t dwd, void *dw);
+/* pooling and batch norm (cudnn_ops.h) */
+typedef enum { CUDNN_NOT_PROPAGATE_NAN = 0, CUDNN_PROPAGATE_NAN = 1 } cudnnNanPropagation_t;
+typedef enum {
+    CUDNN_POOLING_MAX = 0, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING = 1, CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING = 2,
+    CUDNN_POOLING_MAX_DETERMINISTIC = 3
+} cudnnPoolingMode_t;
+typedef enum { CUDNN_BATCHNORM_PER_ACTIVATION = 0, CUDNN_BATCHNORM_SPATIAL = 1, CUDNN_BATCHNORM_SPATIAL_PERSISTENT = 2 } cudnnBatchNormMode_t;
+#define CUDNN_BN_MIN_EPSILON 0.0
+typedef struct cudnnPoolingStruct *cudnnPoolingDescriptor_t;
+
+cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *d);
+cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t d);
+cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t d, cudnnPoolingMode_t mode, cudnnNanPropagation_t nan_opt,
+                                          int window_h, int window_w, int pad_v, int pad_h, int stride_v, int stride_h);
+cudnnStatus_t cudnnGetPooling2dForwardOutputDim(cudnnPoolingDescriptor_t d, cudnnTensorDescriptor_t x, int *n, int *c, int *h, int *w);
+cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, cudnnPoolingDescriptor_t pd, const void *alpha, cudnnTensorDescriptor_t xd,
+                                  const void *x, const void *beta, cudnnTensorDescriptor_t yd, void *y);
+cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, cudnnPoolingDescriptor_t pd, const void *alpha, cudnnTensorDescriptor_t yd,
+                                   const void *y, cudnnTensorDescriptor_t dyd, const void *dy, cudnnTensorDescriptor_t xd,
+                                   const void *x, const void *beta, cudnnTensorDescriptor_t dxd, void *dx);
+cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derived, cudnnTensorDescriptor_t xd, cudnnBatchNormMode_t mode);
+cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
+                                                     cudnnTensorDescriptor_t xd, const void *x, cudnnTensorDescriptor_t yd, void *y,
+                                                     cudnnTensorDescriptor_t bnd, const void *scale, const void *bias,
+                                                     double factor, void *running_mean, void *running_var, double epsilon,
+                                                     void *save_mean, void *save_inv_var);
+cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alpha,
+                                                      const void *beta, cudnnTensorDescriptor_t xd, const void *x,
+                                                      cudnnTensorDescriptor_t yd, void *y, cudnnTensorDescriptor_t bnd,
+                                                      const void *scale, const void *bias, const void *mean, const void *var,
+                                                      double epsilon);
+cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alpha_data,
+                                              const void *beta_data, const void *alpha_param, const void *beta_param,
+                                              cudnnTensorDescriptor_t xd, const void *x, cudnnTensorDescriptor_t dyd,
+                                              const void *dy, cudnnTensorDescriptor_t dxd, void *dx, cudnnTensorDescriptor_t bnd,
+                                              const void *scale, void *dscale, void *dbias, double epsilon,
+                                              const void *saved_mean, const void *saved_inv_var);
 #endif
