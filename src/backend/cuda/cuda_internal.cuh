@@ -190,6 +190,7 @@ kiln_kernel_fn cu_dnn_kernel(const kiln_node *n);
 size_t cu_dnn_workspace(const kiln_node *n);
 void cu_dnn_release(void);
 kiln_kernel_fn cu_pool_kernel(const kiln_node *n);
+size_t cu_pool_workspace(const kiln_node *n);
 /* pooling and batch norm through cuDNN where it computes what the ops say (cuda_dnn_ops.cu) */
 kiln_kernel_fn cu_dnn_ops_kernel(const kiln_node *n);
 size_t cu_dnn_ops_workspace(const kiln_node *n);

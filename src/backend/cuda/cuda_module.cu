@@ -285,6 +285,8 @@ static size_t dev_workspace(const kiln_node *n) {
     }
     case KILN_OP_MAX_POOL: case KILN_OP_AVG_POOL: case KILN_OP_AVG_POOL_GRAD:
         return cu_dnn_ops_workspace(n);
+    case KILN_OP_MAX_POOL_GRAD:
+        return cu_pool_workspace(n);
     default:
         return cu_loss_optim_workspace(n);
     }

@@ -3,7 +3,8 @@
  * MaxPoolGrad, which sends each window's dy to the FIRST cell (row-major) equal to its max and
  * nothing when the max is NaN (cuDNN promises neither); also everything with
  * KILN_CUDA_OWN_POOL_NORM=1. Padded cells never win a max and are not counted in an average; a
- * window holding a NaN has max NaN. The gradients gather per input cell (no atomics: deterministic). */
+ * window holding a NaN has max NaN. The gradients gather per input cell (no atomics: deterministic);
+ * MaxPoolGrad first records each window's pick in the workspace (one int per output cell). */
 #include <math.h>
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -62,8 +63,30 @@ __global__ void pool_fwd_kernel(const T *x, T *y, pool_geo g, bool is_max) {
     }
 }
 
+/* MaxPoolGrad in two passes: each window finds the first cell (row-major) equal to its max y
+ * (-1 when y is NaN or no cell equals it), then each input cell sums the dy of the windows whose
+ * pick it is: a window is scanned once, not once per cell it covers. */
 template <typename T>
-__global__ void max_pool_grad_kernel(const T *x, const T *y, const T *dy, T *dx, pool_geo g) {
+__global__ void max_pool_pick_kernel(const T *x, const T *y, int *pick, pool_geo g) {
+    typedef typename cu_acc<T>::type Cc;
+    int64_t total = g.N * g.OH * g.OW * g.C;
+    CU_LOOP(i, total) {
+        int64_t ch = i % g.C, r = i / g.C, ow = r % g.OW;
+        r /= g.OW;
+        int64_t oh = r % g.OH, n = r / g.OH;
+        int64_t h0, h1, w0, w1;
+        win(g, oh, ow, &h0, &h1, &w0, &w1);
+        Cc m = cu_ld(y, i);
+        int p = -1;
+        for (int64_t h = h0; h < h1 && p < 0; h++)
+            for (int64_t w = w0; w < w1; w++)
+                if (cu_ld(x, ((n * g.H + h) * g.W + w) * g.C + ch) == m) { p = (int)((h - h0) * g.kw + (w - w0)); break; }
+        pick[i] = p;
+    }
+}
+
+template <typename T>
+__global__ void max_pool_grad_kernel(const int *pick, const T *dy, T *dx, pool_geo g) {
     typedef typename cu_acc<T>::type Cc;
     int64_t total = g.N * g.H * g.W * g.C;
     CU_LOOP(i, total) {
@@ -79,12 +102,7 @@ __global__ void max_pool_grad_kernel(const T *x, const T *y, const T *dy, T *dx,
                 int64_t h0, h1, w0, w1;
                 win(g, oh, ow, &h0, &h1, &w0, &w1);
                 int64_t yi = ((n * g.OH + oh) * g.OW + ow) * g.C + ch;
-                Cc m = cu_ld(y, yi);
-                int64_t ah = -1, aw = -1;
-                for (int64_t hh = h0; hh < h1 && ah < 0; hh++)
-                    for (int64_t ww = w0; ww < w1; ww++)
-                        if (cu_ld(x, ((n * g.H + hh) * g.W + ww) * g.C + ch) == m) { ah = hh; aw = ww; break; }
-                if (ah == h && aw == w) acc += (double)cu_ld(dy, yi);
+                if (pick[yi] == (int)((h - h0) * g.kw + (w - w0))) acc += (double)cu_ld(dy, yi);
             }
         cu_st(dx, i, (Cc)acc);
     }
@@ -122,13 +140,23 @@ static kiln_status k_pool_fwd(const kiln_kctx *c) {
     return cu_launch_check(c);
 }
 
+size_t cu_pool_workspace(const kiln_node *n) {
+    return n->op == KILN_OP_MAX_POOL_GRAD ? cu_align((size_t)cu_numel(n->in[1]->shape) * sizeof(int)) : 0;
+}
+
 static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     pool_geo g = geo_of(c->node, c->in[0].shape, c->in[1].shape);
-    int64_t total = c->out.numel;
+    int64_t total = c->out.numel, outs = c->in[1].numel;
     if (total == 0) return KILN_OK;
+    if (!c->workspace || c->ws_bytes < (size_t)outs * sizeof(int))
+        return cu_fail(KILN_INTERNAL, "%s: MaxPoolGrad workspace is %zu bytes, needs %zu", c->node->name, c->ws_bytes, (size_t)outs * sizeof(int));
+    int *pick = (int *)c->workspace;
     cudaStream_t s = cu_stream();
+    if (outs > 0)
+        CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(max_pool_pick_kernel<T>, cu_blocks(outs), CU_THREADS, 0, s)(
+            (const T *)c->in[0].data, (const T *)c->in[1].data, pick, g))
     CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(max_pool_grad_kernel<T>, cu_blocks(total), CU_THREADS, 0, s)(
-        (const T *)c->in[0].data, (const T *)c->in[1].data, (const T *)c->in[2].data, (T *)c->out.data, g))
+        pick, (const T *)c->in[2].data, (T *)c->out.data, g))
     return cu_launch_check(c);
 }
 
