@@ -2,8 +2,12 @@
  * KCRS (NCHW) / KRSC (NHWC) filters, symmetric padding, stride, dilation, groups, cross-
  * correlation or convolution (flipped filter), y = alpha * op + beta * y (beta == 0: y not read).
  * Descriptors are validated like cuDNN (CUDNN_STATUS_BAD_PARAM when shapes disagree). Algorithm
- * queries offer one deterministic algorithm needing no workspace. Math in double (OpenBLAS). */
+ * queries offer, fastest first, an FFT algorithm (stride 1, no dilation, one group) and a GEMM one,
+ * both deterministic and workspace-free. The FFT one computes the same values but, like a real
+ * transform, turns a whole image's output NaN (a whole filter gradient, for backward-filter) when
+ * any of its inputs is NaN or Inf. Math in double (OpenBLAS). */
 #include <cblas.h>
+#include <cmath>
 #include <vector>
 #include "sim_dnn.h"
 
@@ -102,13 +106,37 @@ void compute(dir d, const conv_problem &pr, elem e, const void *x, const void *w
             for (int q = 0; q < Q; q++) { int c = q % W.c, t = q / W.c; acc[fidx(W, k, c, t / W.w, t % W.w)] = dw[(size_t)k * Q + q]; }
 }
 
-cudnnStatus_t run(const char *fn, dir d, cudnnHandle_t h, const void *alpha, const void *beta, cudnnTensorDescriptor_t xd,
+/* What a transform algorithm does with a non-finite input: image n's outputs (all outputs for the
+ * filter gradient, a sum over images) become NaN when any input of image n is NaN or Inf. */
+void spread_nonfinite(dir d, const conv_problem &pr, elem e, const void *x, const void *w, const void *y, std::vector<double> &acc) {
+    const cudnnTensorStruct &X = pr.X, &Y = pr.Y;
+    size_t wn = (size_t)pr.W.k * pr.W.c * pr.W.h * pr.W.w, xi = numel(&X) / X.n, yi = numel(&Y) / Y.n;
+    bool w_bad = false;
+    if (d != dir::bwd_filter)
+        for (size_t i = 0; i < wn && !w_bad; i++) w_bad = !std::isfinite(load(w, e, i));
+    for (int n = 0; n < X.n; n++) {
+        bool bad = w_bad;   /* NCHW or NHWC: image n is one contiguous block either way */
+        if (d != dir::bwd_data)
+            for (size_t i = 0; i < xi && !bad; i++) bad = !std::isfinite(load(x, e, n * xi + i));
+        if (d != dir::fwd)
+            for (size_t i = 0; i < yi && !bad; i++) bad = !std::isfinite(load(y, e, n * yi + i));
+        if (!bad) continue;
+        if (d == dir::bwd_filter) { for (double &v : acc) v = NAN; return; }
+        size_t per = d == dir::fwd ? yi : xi;
+        for (size_t i = 0; i < per; i++) acc[n * per + i] = NAN;
+    }
+}
+
+bool fft_ok(const cudnnConvolutionStruct *cd) { return cd->u == 1 && cd->v == 1 && cd->dh == 1 && cd->dw == 1 && cd->groups == 1; }
+
+cudnnStatus_t run(const char *fn, dir d, bool fft, cudnnHandle_t h, const void *alpha, const void *beta, cudnnTensorDescriptor_t xd,
                   const void *x, cudnnFilterDescriptor_t wd, const void *w, cudnnConvolutionDescriptor_t cd,
                   cudnnTensorDescriptor_t yd, const void *y, void *out) {
     if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
     cudnnStatus_t st = check(fn, xd, wd, cd, yd);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     if (!alpha || !beta) return CUDNN_STATUS_BAD_PARAM;
+    if (fft && !fft_ok(cd)) { fail("%s: the FFT algorithm does not support this convolution", fn); return CUDNN_STATUS_NOT_SUPPORTED; }
     if (!resident(fn, x, numel(xd), xd->t) || !resident(fn, w, numel(wd), wd->t) || !resident(fn, y, numel(yd), yd->t))
         return CUDNN_STATUS_EXECUTION_FAILED;
     bool dbl = xd->t == CUDNN_DATA_DOUBLE;   /* alpha/beta: double for double data, else float */
@@ -120,6 +148,7 @@ cudnnStatus_t run(const char *fn, dir d, cudnnHandle_t h, const void *alpha, con
         size_t nout = d == dir::fwd ? numel(&pr.Y) : d == dir::bwd_data ? numel(&pr.X) : numel(&pr.W);
         std::vector<double> acc(nout, 0.0);
         compute(d, pr, e, x, w, y, acc);
+        if (fft) spread_nonfinite(d, pr, e, x, w, y, acc);
         for (size_t i = 0; i < nout; i++) store(out, e, i, al * acc[i] + (be == 0.0 ? 0.0 : be * load(out, e, i)));
     });
     return CUDNN_STATUS_SUCCESS;
@@ -130,7 +159,7 @@ cudnnStatus_t run(const char *fn, dir d, cudnnHandle_t h, const void *alpha, con
 template <typename Perf, typename Algo>
 cudnnStatus_t offer(const char *fn, bool find, cudnnHandle_t h, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
                     cudnnConvolutionDescriptor_t cd, cudnnTensorDescriptor_t y, int requested, int *returned, Perf *perf,
-                    Algo algo) {
+                    Algo fft, Algo algo) {
     if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
     if (!returned || !perf || requested < 1) return CUDNN_STATUS_BAD_PARAM;
     cudnnStatus_t st = check(fn, x, w, cd, y);
@@ -141,13 +170,17 @@ cudnnStatus_t offer(const char *fn, bool find, cudnnHandle_t h, cudnnTensorDescr
         s->invalidated = true;
         return CUDNN_STATUS_EXECUTION_FAILED;
     }
-    *returned = 1;
-    perf[0] = Perf{};
-    perf[0].algo = algo;
-    perf[0].status = CUDNN_STATUS_SUCCESS;
-    perf[0].memory = 0;
-    perf[0].determinism = CUDNN_DETERMINISTIC;
-    perf[0].mathType = cd->math;
+    Algo menu[2] = { fft, algo };
+    int k = 0;
+    for (int i = fft_ok(cd) ? 0 : 1; i < 2 && k < requested; i++, k++) {
+        perf[k] = Perf{};
+        perf[k].algo = menu[i];
+        perf[k].status = CUDNN_STATUS_SUCCESS;
+        perf[k].memory = 0;
+        perf[k].determinism = CUDNN_DETERMINISTIC;
+        perf[k].mathType = cd->math;
+    }
+    *returned = k;
     return CUDNN_STATUS_SUCCESS;
 }
 }  // namespace
@@ -220,38 +253,38 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(cudnnConvolutionDescriptor_t
     return *h > 0 && *wd > 0 ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
 }
 
-#define CUSIM_QUERY(name, find, perf_t, algo, a1t, a1, a2t, a2, a4t, a4, X, W, Y) \
+#define CUSIM_QUERY(name, find, perf_t, fft, algo, a1t, a1, a2t, a2, a4t, a4, X, W, Y) \
     cudnnStatus_t name(cudnnHandle_t h, a1t a1, a2t a2, cudnnConvolutionDescriptor_t cd, a4t a4, int req, int *ret, perf_t *p) { \
-        return offer(#name, find, h, X, W, cd, Y, req, ret, p, algo); \
+        return offer(#name, find, h, X, W, cd, Y, req, ret, p, fft, algo); \
     }
-CUSIM_QUERY(cudnnFindConvolutionForwardAlgorithm, true, cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+CUSIM_QUERY(cudnnFindConvolutionForwardAlgorithm, true, cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
             cudnnTensorDescriptor_t, x, cudnnFilterDescriptor_t, w, cudnnTensorDescriptor_t, y, x, w, y)
-CUSIM_QUERY(cudnnGetConvolutionForwardAlgorithm_v7, false, cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+CUSIM_QUERY(cudnnGetConvolutionForwardAlgorithm_v7, false, cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
             cudnnTensorDescriptor_t, x, cudnnFilterDescriptor_t, w, cudnnTensorDescriptor_t, y, x, w, y)
-CUSIM_QUERY(cudnnFindConvolutionBackwardDataAlgorithm, true, cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+CUSIM_QUERY(cudnnFindConvolutionBackwardDataAlgorithm, true, cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
             cudnnFilterDescriptor_t, w, cudnnTensorDescriptor_t, dy, cudnnTensorDescriptor_t, dx, dx, w, dy)
-CUSIM_QUERY(cudnnGetConvolutionBackwardDataAlgorithm_v7, false, cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+CUSIM_QUERY(cudnnGetConvolutionBackwardDataAlgorithm_v7, false, cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
             cudnnFilterDescriptor_t, w, cudnnTensorDescriptor_t, dy, cudnnTensorDescriptor_t, dx, dx, w, dy)
-CUSIM_QUERY(cudnnFindConvolutionBackwardFilterAlgorithm, true, cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+CUSIM_QUERY(cudnnFindConvolutionBackwardFilterAlgorithm, true, cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
             cudnnTensorDescriptor_t, x, cudnnTensorDescriptor_t, dy, cudnnFilterDescriptor_t, dw, x, dw, dy)
-CUSIM_QUERY(cudnnGetConvolutionBackwardFilterAlgorithm_v7, false, cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+CUSIM_QUERY(cudnnGetConvolutionBackwardFilterAlgorithm_v7, false, cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
             cudnnTensorDescriptor_t, x, cudnnTensorDescriptor_t, dy, cudnnFilterDescriptor_t, dw, x, dw, dy)
 #undef CUSIM_QUERY
 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, cudnnTensorDescriptor_t xd, const void *x,
                                       cudnnFilterDescriptor_t wd, const void *w, cudnnConvolutionDescriptor_t cd,
-                                      cudnnConvolutionFwdAlgo_t, void *, size_t, const void *beta, cudnnTensorDescriptor_t yd, void *y) {
-    return run("cudnnConvolutionForward", dir::fwd, h, alpha, beta, xd, x, wd, w, cd, yd, y, y);
+                                      cudnnConvolutionFwdAlgo_t algo, void *, size_t, const void *beta, cudnnTensorDescriptor_t yd, void *y) {
+    return run("cudnnConvolutionForward", dir::fwd, algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT, h, alpha, beta, xd, x, wd, w, cd, yd, y, y);
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, cudnnFilterDescriptor_t wd, const void *w,
                                            cudnnTensorDescriptor_t dyd, const void *dy, cudnnConvolutionDescriptor_t cd,
-                                           cudnnConvolutionBwdDataAlgo_t, void *, size_t, const void *beta,
+                                           cudnnConvolutionBwdDataAlgo_t algo, void *, size_t, const void *beta,
                                            cudnnTensorDescriptor_t dxd, void *dx) {
-    return run("cudnnConvolutionBackwardData", dir::bwd_data, h, alpha, beta, dxd, dx, wd, w, cd, dyd, dy, dx);
+    return run("cudnnConvolutionBackwardData", dir::bwd_data, algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, h, alpha, beta, dxd, dx, wd, w, cd, dyd, dy, dx);
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha, cudnnTensorDescriptor_t xd, const void *x,
                                              cudnnTensorDescriptor_t dyd, const void *dy, cudnnConvolutionDescriptor_t cd,
-                                             cudnnConvolutionBwdFilterAlgo_t, void *, size_t, const void *beta,
+                                             cudnnConvolutionBwdFilterAlgo_t algo, void *, size_t, const void *beta,
                                              cudnnFilterDescriptor_t dwd, void *dw) {
-    return run("cudnnConvolutionBackwardFilter", dir::bwd_filter, h, alpha, beta, xd, x, dwd, dw, cd, dyd, dy, dw);
+    return run("cudnnConvolutionBackwardFilter", dir::bwd_filter, algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, h, alpha, beta, xd, x, dwd, dw, cd, dyd, dy, dw);
 }

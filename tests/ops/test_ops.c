@@ -223,8 +223,10 @@ int main(void) {
     seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
     printf("test_ops: seed %llu (KILN_TEST_SEED=%llu reproduces)\n", (unsigned long long)seed, (unsigned long long)seed);
     rng = kiln_rng_new(seed);
-    /* exact f32 on the GPU (no TF32 tensor cores) unless asked: the tolerances are f32's */
+    /* exact f32 on the GPU unless asked (no TF32 tensor cores, no FFT/Winograd convolutions): the
+     * tolerances are f32's, and NaN/Inf parity needs direct or GEMM convolution */
     setenv("KILN_CUDA_TF32", "0", 0);
+    setenv("KILN_CUDNN_EXACT", "1", 0);
     gpu = kiln_gpu_available();
     /* every op needs a ref kernel, a case, and a gradient check unless it is NO_GRAD */
     for (int op = 0; op < KILN_OP_COUNT; op++) {

@@ -302,6 +302,8 @@ static void test_cli_cifar(void) {
 }
 
 int main(void) {
+    /* runs are compared bit for bit: on a real GPU that needs deterministic cuDNN algorithms */
+    setenv("KILN_DETERMINISTIC", "1", 0);
     test_same_losses();
     test_augment_prefetch();
     test_evaluate_data();

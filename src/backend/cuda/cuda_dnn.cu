@@ -8,7 +8,10 @@
  * Algorithms: chosen once per shape (cache keyed by op, dtype, geometry) with cudnnFind* at plan
  * time (workspace()), limited to KILN_CUDNN_WORKSPACE_MB (default 256) of cuDNN workspace, or
  * cudnnGet*_v7 heuristics when benchmarking is impossible (during graph capture). KILN_DETERMINISTIC=1
- * keeps only deterministic algorithms. f32 may use TF32 tensor cores (CUDNN_DEFAULT_MATH) unless
+ * keeps only deterministic algorithms and takes the heuristics' choice without timing, so two
+ * processes pick the same algorithm (cudnnFind ranks by measured time, which varies run to run).
+ * KILN_CUDNN_EXACT=1 leaves out the FFT and Winograd algorithms, whose transforms round
+ * differently and spread a NaN or Inf over a whole tile: the op conformance tests set it. f32 may use TF32 tensor cores (CUDNN_DEFAULT_MATH) unless
  * KILN_CUDA_TF32=0 (CUDNN_FMA_MATH): PyTorch's default for convolutions. */
 #include <stdlib.h>
 #include "backend/cuda/cuda_internal.cuh"
@@ -80,17 +83,30 @@ void cu_dnn_release(void) {
 
 static bool env_on(const char *name) { const char *v = getenv(name); return v && *v && *v != '0'; }
 
+/* FFT / Winograd algorithms (KILN_CUDNN_EXACT leaves them out). */
+static bool transform_algo(int op, int algo) {
+    if (op == KILN_OP_CONV2D)
+        return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    if (op == KILN_OP_CONV2D_BWD_INPUT)
+        return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+           algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 /* Picks an algorithm with cuDNN's benchmark (find) or heuristics, within budget bytes. */
 static bool choose_algo(conv_entry *e, bool find, size_t budget) {
     cu_device *d = cu_dev();
     if (!d) return false;
-    bool det = env_on("KILN_DETERMINISTIC");
+    bool det = env_on("KILN_DETERMINISTIC"), exact = env_on("KILN_CUDNN_EXACT");
     int got = 0;
     cudnnStatus_t st;
 #define PICK(perf, cnt) \
     for (int i = 0; i < (cnt); i++) { \
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > budget) continue; \
         if (det && perf[i].determinism != CUDNN_DETERMINISTIC) continue; \
+        if (exact && transform_algo(e->k.op, (int)perf[i].algo)) continue; \
         e->algo = (int)perf[i].algo; e->ws = perf[i].memory; e->math = perf[i].mathType; return true; \
     }
     if (e->k.op == KILN_OP_CONV2D) {
@@ -157,7 +173,7 @@ size_t cu_dnn_workspace(const kiln_node *n) {
     conv_entry *e = entry_for(n);
     if (!e) return 0;
     cu_device *d = cu_dev();
-    if (!e->found && d && !d->capturing) {
+    if (!e->found && d && !d->capturing && !env_on("KILN_DETERMINISTIC")) {
         conv_entry keep = *e;
         if (!choose_algo(e, true, cu.conv_ws_limit)) { e->algo = keep.algo; e->ws = keep.ws; e->math = keep.math; }
         e->found = true;

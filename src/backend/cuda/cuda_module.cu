@@ -1,9 +1,9 @@
 /* The CUDA backend module: entry point, devices, the caching allocator, stream, copies, sync
  * (with the device-side error flag), kernel dispatch and whole-step CUDA graphs.
  *
- * Numerics: TF32 is off by default (cuBLAS CUBLAS_DEFAULT_MATH: plain f32 FMA for Sgemm; cuDNN
- * CUDNN_FMA_MATH) so f32 results match the ref kernels within 1e-4; KILN_CUDA_TF32=1 turns tensor
- * cores on for f32 matmul and conv (PyTorch's default for convolutions).
+ * Numerics: TF32 as PyTorch's defaults: on for f32 convolutions (cuDNN CUDNN_DEFAULT_MATH), off
+ * for f32 matmuls (cuBLAS CUBLAS_DEFAULT_MATH: plain f32 FMA). KILN_CUDA_TF32=0 turns it off for
+ * both (the op conformance tests do: f32 then matches the ref kernels within 1e-4), =1 on for both.
  * Run-time data errors found on the device (a label outside [0, C)) cannot fail the kernel call:
  * the first is recorded in mapped pinned memory and sync() reports it as KILN_INVALID_ARGUMENT. */
 #include <stdarg.h>
@@ -39,7 +39,9 @@ static const char *op_name(const kiln_node *n) {
 kiln_status cu_launch_check(const kiln_kctx *c) {
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) return KILN_OK;
-    return cu_fail(KILN_DEVICE_ERROR, "%s (%s): CUDA kernel launch failed on GPU %d: %s",
+    /* a fault of an earlier asynchronous kernel surfaces at the next check: say where it was seen */
+    return cu_fail(KILN_DEVICE_ERROR, "%s (%s): CUDA error detected while launching its kernels on GPU %d: %s "
+                   "(it may come from an earlier kernel; CUDA_LAUNCH_BLOCKING=1 pins it down)",
                    c && c->node ? c->node->name : "?", op_name(c ? c->node : NULL), cu.cur, cudaGetErrorString(e));
 }
 
