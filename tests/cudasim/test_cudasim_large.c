@@ -79,6 +79,7 @@ static const int ax0[] = { 0 }, ax02[] = { 0, 2 }, ax1[] = { 1 };
 static kiln_node *b_sum0(kiln_graph *g, kiln_node **x) { return kiln_reduce_sum(g, x[0], ax0, 1, false); }
 static kiln_node *b_sum02(kiln_graph *g, kiln_node **x) { return kiln_reduce_sum(g, x[0], ax02, 2, false); }
 static kiln_node *b_mean1(kiln_graph *g, kiln_node **x) { return kiln_reduce_mean(g, x[0], ax1, 1, true); }
+static kiln_node *b_mean0(kiln_graph *g, kiln_node **x) { return kiln_reduce_mean(g, x[0], ax0, 1, false); }
 static kiln_node *b_max_all(kiln_graph *g, kiln_node **x) { return kiln_reduce_max(g, x[0], NULL, 0, false); }
 static kiln_node *b_softmax(kiln_graph *g, kiln_node **x) { return kiln_softmax(g, x[0], 1); }
 static kiln_node *b_log_softmax0(kiln_graph *g, kiln_node **x) { return kiln_log_softmax(g, x[0], 0); }
@@ -142,6 +143,8 @@ int main(void) {
     check("reduce_sum axis 0 [300,70]", b_sum0, 1, &F, (kiln_shape[]){ KILN_SHAPE(300, 70) }, -1, 1, true, 1e-5);
     check("reduce_sum axes (0,2) [40,9,50]", b_sum02, 1, &F, (kiln_shape[]){ KILN_SHAPE(40, 9, 50) }, -1, 1, true, 1e-5);
     check("reduce_mean axis 1 [7,1000] f16", b_mean1, 1, &H, (kiln_shape[]){ KILN_SHAPE(7, 1000) }, -1, 1, false, 2e-2);
+    /* few outputs, many partials: pass 2 as a block tree per output */
+    check("reduce_mean axis 0 [40000,6]", b_mean0, 1, &F, (kiln_shape[]){ KILN_SHAPE(40000, 6) }, -1, 1, true, 1e-5);
     check("reduce_max all [513,257]", b_max_all, 1, &F, (kiln_shape[]){ KILN_SHAPE(513, 257) }, -1, 1, true, 1e-6);
     check("softmax [64,1000]", b_softmax, 1, &F, (kiln_shape[]){ KILN_SHAPE(64, 1000) }, -3, 3, true, 1e-5);
     check("log_softmax axis 0 [300,5]", b_log_softmax0, 1, &F, (kiln_shape[]){ KILN_SHAPE(300, 5) }, -3, 3, true, 1e-5);

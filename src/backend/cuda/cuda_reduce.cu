@@ -1,8 +1,9 @@
 /* Reductions (Sum, Mean, Max over any axes; SumTo), Softmax/LogSoftmax on any axis, ArgMax and
  * GlobalAvgPool. Accumulation in double like ref. A reduction runs in two passes when its
  * outputs alone cannot fill the GPU: pass 1 splits the reduced range into S chunks (partials in
- * the planned workspace, S*outputs doubles), pass 2 combines them in a fixed order, so results
- * are deterministic. Max: NaN wins and stays (numpy); Mean of nothing is NaN; Max of nothing -inf. */
+ * the planned workspace, S*outputs doubles, each output's S together), pass 2 combines them in a
+ * fixed order (a block per output and a shared-memory tree when S is large), so results are
+ * deterministic. Max: NaN wins and stays (numpy); Mean of nothing is NaN; Max of nothing -inf. */
 #include <math.h>
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -87,7 +88,7 @@ __global__ void reduce_pass1(const T *__restrict__ x, T *y, double *part, red_pl
             if (mode == RED_MEAN) acc /= (double)p.nred;
             cu_st(y, o, (typename cu_acc<T>::type)acc);
         } else {
-            part[w] = acc;
+            part[o * p.S + s] = acc;
         }
     }
 }
@@ -96,9 +97,34 @@ template <typename T>
 __global__ void reduce_pass2(T *y, const double *part, red_plan p, int mode) {
     CU_LOOP(o, p.nout) {
         double acc = mode == RED_MAX ? -INFINITY : 0.0;
-        for (int64_t s = 0; s < p.S; s++) acc = red_combine(mode, acc, part[s * p.nout + o]);
+        for (int64_t s = 0; s < p.S; s++) acc = red_combine(mode, acc, part[o * p.S + s]);
         if (mode == RED_MEAN) acc /= (double)p.nred;
         cu_st(y, o, (typename cu_acc<T>::type)acc);
+    }
+}
+
+/* Pass 2 for many partials (few outputs, e.g. a bias gradient): one block per output, each thread
+ * combines a strided share, then a fixed-order tree, instead of one thread's long serial chain. */
+#define P2_THREADS 256
+#define P2_MIN_S 32
+template <typename T>
+__global__ void reduce_pass2_block(T *y, const double *part, red_plan p, int mode) {
+    __shared__ double sh[P2_THREADS];
+    for (int64_t o = blockIdx.x; o < p.nout; o += gridDim.x) {
+        double acc = mode == RED_MAX ? -INFINITY : 0.0;
+        for (int64_t s = threadIdx.x; s < p.S; s += P2_THREADS) acc = red_combine(mode, acc, part[o * p.S + s]);
+        sh[threadIdx.x] = acc;
+        __syncthreads();
+        for (int k = P2_THREADS / 2; k > 0; k >>= 1) {
+            if ((int)threadIdx.x < k) sh[threadIdx.x] = red_combine(mode, sh[threadIdx.x], sh[threadIdx.x + k]);
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            double r = sh[0];
+            if (mode == RED_MEAN) r /= (double)p.nred;
+            cu_st(y, o, (typename cu_acc<T>::type)r);
+        }
+        __syncthreads();
     }
 }
 
@@ -116,7 +142,8 @@ static kiln_status k_reduce(const kiln_kctx *c) {
     int64_t workers = p.nout * p.S;
     CU_FLOAT_SWITCH(c->out.dtype, T,
         CU_LAUNCH(reduce_pass1<T>, cu_blocks(workers), CU_THREADS, 0, s)((const T *)c->in[0].data, (T *)c->out.data, part, p, mode);
-        if (p.S > 1) CU_LAUNCH(reduce_pass2<T>, cu_blocks(p.nout), CU_THREADS, 0, s)((T *)c->out.data, part, p, mode))
+        if (p.S >= P2_MIN_S) CU_LAUNCH(reduce_pass2_block<T>, (unsigned)(p.nout < 65536 ? p.nout : 65536), P2_THREADS, 0, s)((T *)c->out.data, part, p, mode);
+        else if (p.S > 1) CU_LAUNCH(reduce_pass2<T>, cu_blocks(p.nout), CU_THREADS, 0, s)((T *)c->out.data, part, p, mode))
     return cu_launch_check(c);
 }
 
