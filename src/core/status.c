@@ -1,13 +1,18 @@
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "core/core.h"
 
 static _Thread_local char last_error[1024];
 
 const char *kiln_last_error(void) { return last_error; }
 
+/* Formats into a scratch buffer first: callers often pass kiln_last_error() itself as an
+ * argument (wrapping the previous message), and vsnprintf must not write over its own input. */
 kiln_status kiln_set_errorv(kiln_status s, const char *fmt, va_list ap) {
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    char msg[sizeof last_error];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(last_error, msg, sizeof msg);
     return s;
 }
 

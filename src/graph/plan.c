@@ -2,10 +2,12 @@
  * an arena offset in its memory space from its lifetime (first write .. last read); buffers are
  * reused once dead, aliases (reshape) share their input's storage, and elementwise ops write in
  * place over an input that dies with them. */
+#include <stdint.h>
 #include <string.h>
 #include "graph/plan.h"
 
-typedef struct buf { int64_t bytes, start, end, offset; int space; } buf;
+typedef kiln_plan_buf buf;
+
 
 static int64_t align64(int64_t x) { return (x + 63) & ~(int64_t)63; }
 
@@ -73,8 +75,17 @@ static int new_buf(builder *b, int64_t bytes, int start, int end, int space) {
         b->cap = b->cap ? 2 * b->cap : 256;
         b->bufs = kiln_realloc(b->bufs, (size_t)b->cap * sizeof *b->bufs);
     }
-    b->bufs[b->nb] = (buf){ bytes, start, end > start ? end : start, 0, space };
+    b->bufs[b->nb] = (buf){ bytes, start, end > start ? end : start, 0, space, 0 };
     return b->nb++;
+}
+
+/* A buffer holding node n's value scales with the batch when n's leading dim is the batch (the
+ * leading dim every feed shares). Coincidences (a [batch, k] weight gradient) count too: small. */
+static int value_buf(builder *b, const kiln_node *n, int64_t bytes, int start, int end, int space) {
+    int i = new_buf(b, bytes, start, end, space);
+    if (b->p->batch > 0 && n->shape.rank > 0 && n->shape.dim[0] == b->p->batch)
+        b->bufs[i].scaled = kiln_shape_numel(n->shape) * (int64_t)kiln_dtype_size(n->dtype);
+    return i;
 }
 
 static int64_t value_bytes(const kiln_node *n) {
@@ -87,7 +98,7 @@ static void add_copy(builder *b, kiln_node *src, int dst_space, int at) {
     kiln_plan *p = b->p;
     p->steps[p->n_steps++] = (kiln_plan_step){ .kind = KILN_STEP_COPY, .node = src, .space = dst_space,
                                                .backend = "copy", .view_base = -1, .ws_offset = -1 };
-    b->val[dst_space][src->id] = new_buf(b, value_bytes(src), at, b->lastread[dst_space][src->id], dst_space);
+    b->val[dst_space][src->id] = value_buf(b, src, value_bytes(src), at, b->lastread[dst_space][src->id], dst_space);
 }
 
 static bool is_source(const kiln_node *n) { return (kiln_op_get(n->op)->flags & KILN_OPF_SOURCE) != 0; }
@@ -109,6 +120,12 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
         for (int i = 0; i < n; i++) { p->offset[s][i] = -1; b.val[s][i] = -1; b.lastread[s][i] = -1; }
     }
     p->feed_ids = dup_ids(r->feeds, r->n_feeds); p->n_feeds = r->n_feeds;
+    p->batch = -1;
+    for (int i = 0; i < r->n_feeds; i++) {   /* the batch: the leading dim every feed shares */
+        kiln_shape fs = r->feeds[i]->shape;
+        int64_t lead = fs.rank > 0 ? fs.dim[0] : -1;
+        p->batch = i == 0 ? lead : (p->batch == lead ? p->batch : -1);
+    }
     p->fetch_ids = dup_ids(r->fetches, r->n_fetches); p->n_fetches = r->n_fetches;
     p->target_ids = dup_ids(r->targets, r->n_targets); p->n_targets = r->n_targets;
 
@@ -231,7 +248,7 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
             if (tail != id) {
                 stp->out_id = tail;
                 int64_t tb = value_bytes(g->nodes[tail]) + (space == KILN_SPACE_HOST ? (int64_t)r->guard : 0);
-                b.val[space][tail] = new_buf(&b, tb, id, b.lastread[space][tail], space);
+                b.val[space][tail] = value_buf(&b, g->nodes[tail], tb, id, b.lastread[space][tail], space);
                 if (stp->ws_bytes) stp->ws_offset = new_buf(&b, (int64_t)stp->ws_bytes, id, id, space);
                 continue;
             }
@@ -246,7 +263,7 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
             b.bufs[iv].end = end > id ? end : id;
             continue;
         }
-        b.val[space][id] = new_buf(&b, bytes, id, b.lastread[space][id], space);
+        b.val[space][id] = value_buf(&b, nd, bytes, id, b.lastread[space][id], space);
         if (stp->ws_bytes) stp->ws_offset = new_buf(&b, (int64_t)stp->ws_bytes, id, id, space);   /* index for now */
     }
     if (st == KILN_OK) {
@@ -257,7 +274,9 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
         for (int i = 0; i < p->n_steps; i++)
             if (p->steps[i].ws_offset >= 0) p->steps[i].ws_offset = b.bufs[p->steps[i].ws_offset].offset;
     }
-    kiln_free(need); kiln_free(fetched); kiln_free(b.bufs);
+    p->bufs = b.bufs;     /* kept for kiln_plan_arena_at */
+    p->n_bufs = b.nb;
+    kiln_free(need); kiln_free(fetched);
     kiln_free(n_cons); kiln_free(cons); kiln_free(fused);
     for (int s = 0; s < KILN_SPACE_COUNT; s++) { kiln_free(b.val[s]); kiln_free(b.lastread[s]); }
     if (st != KILN_OK) { kiln_plan_free(p); p = NULL; }
@@ -271,5 +290,20 @@ void kiln_plan_free(kiln_plan *p) {
     kiln_free(p->steps); kiln_free(p->views); kiln_free(p->sources);
     kiln_free(p->home); kiln_free(p->alias_of);
     for (int s = 0; s < KILN_SPACE_COUNT; s++) kiln_free(p->offset[s]);
+    kiln_free(p->bufs);
     kiln_free(p);
+}
+
+size_t kiln_plan_arena_at(const kiln_plan *p, int space, int64_t batch) {
+    if (p->batch <= 0 || batch == p->batch) return p->arena_bytes[space];
+    buf *t = kiln_malloc((size_t)(p->n_bufs ? p->n_bufs : 1) * sizeof *t);
+    if (!t) return SIZE_MAX;
+    for (int i = 0; i < p->n_bufs; i++) {
+        t[i] = p->bufs[i];
+        t[i].bytes += t[i].scaled / p->batch * batch - t[i].scaled;
+        if (t[i].bytes < 1) t[i].bytes = 1;
+    }
+    size_t total = (size_t)place_buffers(t, p->n_bufs, space);
+    kiln_free(t);
+    return total;
 }

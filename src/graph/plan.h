@@ -21,6 +21,10 @@ typedef struct kiln_plan_step {
     bool relu;                  /* fused Relu */
 } kiln_plan_step;
 
+/* One arena buffer of the memory plan: a value (or a kernel's workspace) alive over [start, end]
+ * in node-id time. scaled: the bytes of it that grow with the batch (0: fixed). */
+typedef struct kiln_plan_buf { int64_t bytes, start, end, offset; int space; int64_t scaled; } kiln_plan_buf;
+
 typedef struct kiln_plan {
     /* key */
     int *feed_ids, n_feeds;
@@ -40,6 +44,9 @@ typedef struct kiln_plan {
     int *alias_of;              /* id whose storage it shares (ALIAS0 chains resolved), or -1 */
     int64_t *offset[KILN_SPACE_COUNT];   /* arena offset of the node's value in that space, or -1 */
     size_t arena_bytes[KILN_SPACE_COUNT];
+    kiln_plan_buf *bufs;        /* the planned buffers (for kiln_plan_arena_at) */
+    int n_bufs;
+    int64_t batch;              /* the leading dim all feeds share, or -1 */
     size_t guard;               /* bytes after each host output kept free and checked (tests) */
     bool uses_device;
     bool host_steps_between;    /* some host kernel or mid-step copy: no whole-step graph capture */
@@ -64,6 +71,9 @@ typedef struct kiln_plan_request {
 
 kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan **out);
 void kiln_plan_free(kiln_plan *p);
+/* The arena bytes of `space` this plan would need if its batch (plan->batch) were `batch`: the
+ * same lifetimes and placement with batch-sized buffers rescaled. */
+size_t kiln_plan_arena_at(const kiln_plan *p, int space, int64_t batch);
 /* Marks the nodes the fetches and targets need (need must hold g->n_nodes entries). */
 void kiln_plan_needed(kiln_graph *g, kiln_node *const *fetches, int n_fetches, kiln_node *const *targets,
                       int n_targets, bool *need);

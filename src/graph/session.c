@@ -171,10 +171,11 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     return s;
 }
 
+/* The largest arena the GPU's allocator can still give (limit, driver memory and its segment
+ * granularity included): what the out-of-memory advice sizes the batch against. */
 static size_t cuda_free_memory(void) {
-    kiln_device_info d;
     const kiln_cuda_module *cu = kiln_cuda();
-    return cu && cu->device_info(0, &d) == KILN_OK ? d.free_memory : 0;
+    return cu ? cu->max_alloc() : 0;
 }
 
 kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
@@ -341,24 +342,21 @@ static kiln_status arena_oom(kiln_session *s, kiln_plan *p, int sp) {
         if (k >= sizeof big) break;
     }
     kiln_free(used);
-    /* The batch: the leading dim every fed placeholder shares. Activations grow about linearly
-     * with it, so the memory free now says roughly which batch would fit. */
-    int64_t batch = -1;
-    for (int i = 0; i < p->n_feeds; i++) {
-        kiln_shape fs = s->g->nodes[p->feed_ids[i]]->shape;
-        int64_t b = fs.rank > 0 ? fs.dim[0] : -1;
-        batch = i == 0 ? b : (batch == b ? batch : -1);
-    }
-    char fit[256] = "lower the batch size (memory grows with it roughly linearly)";
+    /* The largest batch whose memory plan fits in what is free: the same plan with its
+     * batch-sized buffers rescaled (kiln_plan_arena_at), found by bisection. */
+    char fit[256] = "lower the batch size";
     size_t avail = sp == KILN_SPACE_DEVICE && s->hooks && s->hooks->free_memory ? s->hooks->free_memory() : 0;
-    if (batch > 1 && avail > 0) {
-        int64_t b = (int64_t)((double)batch * (double)avail / (double)p->arena_bytes[sp]);
-        if (b >= 8) b -= b % 8;
-        if (b >= 1 && b < batch)
-            snprintf(fit, sizeof fit, "use a batch size of about %lld instead of %lld (%.1f MiB are free)", (long long)b,
-                     (long long)batch, avail / 1048576.0);
-        else if (b < 1)
-            snprintf(fit, sizeof fit, "even batch size 1 does not fit in the %.1f MiB free: a smaller model, or the CPU", avail / 1048576.0);
+    if (p->batch > 1 && avail > 0) {
+        int64_t lo = 0, hi = p->batch - 1;     /* lo fits (0 trivially), answer in [lo, hi] */
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo + 1) / 2;
+            if (kiln_plan_arena_at(p, sp, mid) <= avail) lo = mid; else hi = mid - 1;
+        }
+        if (lo >= 1)
+            snprintf(fit, sizeof fit, "use a batch size of %lld or less instead of %lld (its memory plan needs %.1f MiB; %.1f MiB can be allocated)",
+                     (long long)lo, (long long)p->batch, kiln_plan_arena_at(p, sp, lo) / 1048576.0, avail / 1048576.0);
+        else
+            snprintf(fit, sizeof fit, "even batch size 1 does not fit in the %.1f MiB that can be allocated: a smaller model, or the CPU", avail / 1048576.0);
     }
     return kiln_set_error(KILN_OUT_OF_MEMORY,
         "out of memory on %s: the step's activations need %.1f MiB (variables hold %.1f MiB more); largest tensors: %s. "

@@ -15,7 +15,7 @@ typedef struct kiln_device_hooks {
     kiln_status (*graph_launch)(void *graph_exec);
     void (*graph_free)(void *graph_exec);
     kiln_status (*set_step)(uint64_t step);   /* the step captured dropout kernels read; may be NULL */
-    size_t (*free_memory)(void);              /* device bytes free now (out-of-memory advice); may be NULL */
+    size_t (*free_memory)(void);              /* largest device allocation possible now (out-of-memory advice); may be NULL */
     /* Host -> device copies on a second stream, overlapping the step being computed
      * (kiln_session_run_ahead); copy_ahead_wait waits for them. Both NULL: no copies ahead. */
     kiln_status (*copy_ahead)(void *dst, const void *src, size_t bytes);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include "backend/cuda/cuda_alloc_pool.h"
 
 static int fails, raw_allocs, raw_frees, fail_next;
@@ -78,6 +79,20 @@ int main(void) {
     pool_reset_peak(&p);
     CHECK(p.st.peak == 0);
     CHECK(pool_configure(&p, 0, true) && p.st.reserved == 0);
+    /* pool_max_alloc: the largest request that succeeds now (the out-of-memory advice uses it) */
+    CHECK(pool_configure(&p, 12u << 20, true));
+    void *v1 = pool_alloc(&p, 1600000), *v2 = pool_alloc(&p, 1600000), *v3 = pool_alloc(&p, 3000);
+    void *fr = pool_alloc(&p, 3u << 20);
+    CHECK(v1 && v2 && v3 && fr && pool_free(&p, fr));      /* a wholly free 4 MiB segment: releasable */
+    size_t m = pool_max_alloc(&p, SIZE_MAX);
+    CHECK(p.st.reserved == (8u << 20));                      /* v1, v2 (v3 in v1's tail): 2 MiB each; fr's 4 MiB */
+    CHECK(m == (8u << 20));                                  /* the limit less v1's and v2's segments */
+    CHECK(pool_max_alloc(&p, 1u << 20) == (4u << 20));        /* the driver offers 1 MiB + the 4 MiB released */
+    void *mm = pool_alloc(&p, m);
+    CHECK(mm != NULL);
+    CHECK(pool_free(&p, mm) && pool_release_cached(&p) > 0);
+    CHECK(pool_alloc(&p, m + POOL_ROUND) == NULL);
+    CHECK(pool_free(&p, v1) && pool_free(&p, v2) && pool_free(&p, v3));
     pool_destroy(&p);
     printf("%s (%d failures)\n", fails ? "FAILED" : "alloc pool: all checks passed", fails);
     return fails ? 1 : 0;

@@ -2,6 +2,7 @@
  * and a message that names the node or call and what is wrong. */
 #include <string.h>
 #include "check.h"
+#include "core/core.h"
 
 static kiln_graph *g;
 
@@ -15,6 +16,10 @@ static void expect(kiln_node *n, kiln_status st, const char *what, const char *w
 }
 
 int main(void) {
+    /* a message that wraps the previous one (kiln_last_error() passed as an argument) keeps it whole */
+    kiln_set_error(KILN_IO_ERROR, "cannot allocate %d bytes", 64);
+    kiln_set_error(KILN_OUT_OF_MEMORY, "variable w does not fit: %s", kiln_last_error());
+    CHECK_MSG(!strcmp(kiln_last_error(), "variable w does not fit: cannot allocate 64 bytes"), "wrapped message: '%s'", kiln_last_error());
     g = kiln_graph_new();
     kiln_node *a = kiln_placeholder(g, "a", KILN_F32, KILN_SHAPE(4, 3));
     kiln_node *d = kiln_placeholder(g, "d", KILN_F64, KILN_SHAPE(4, 3));

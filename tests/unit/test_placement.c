@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "core/core.h"
 #include "kiln/device.h"
 #include "graph/session_internal.h"
 
@@ -222,6 +223,28 @@ static int count(const char *s, const char *sub) {
     return n;
 }
 
+/* One matmul-relu-matmul-relu step at batch `batch` on the fake device (OOM checks). w*w is a
+ * batch-independent 1 MiB buffer of the plan, so memory is not proportional to the batch. */
+static kiln_status oom_run(int64_t batch) {
+    kiln_graph *g = kiln_graph_new();
+    kiln_node *x = kiln_placeholder(g, "x", KILN_F32, KILN_SHAPE(batch, 512));
+    kiln_node *w = kiln_variable(g, "w", KILN_F32, KILN_SHAPE(512, 512), kiln_init_glorot_uniform(1));
+    kiln_node *h = kiln_relu(g, kiln_matmul(g, kiln_relu(g, kiln_matmul(g, x, kiln_mul(g, w, w), false, false)), w, false, false));
+    kiln_node *loss = kiln_reduce_sum(g, h, NULL, 0, false);
+    kiln_tensor *tx = kiln_tensor_new(KILN_F32, KILN_SHAPE(batch, 512)), *out = NULL;
+    memset(tx->data, 0, kiln_tensor_nbytes(tx));
+    kiln_session *s = kiln_session_new_with_device(g, NULL, &fake, &hooks);
+    kiln_status st = kiln_session_run(s, (kiln_feed[]){ { x, tx } }, 1, &loss, &out, 1, NULL, 0);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", kiln_last_error());
+    kiln_session_free(s);
+    kiln_tensor_free(tx);
+    kiln_tensor_free(out);
+    kiln_graph_free(g);
+    kiln_set_error(st, "%s", msg);   /* keep the run's message for the caller */
+    return st;
+}
+
 int main(void) {
     /* no GPU here: the reason names the cause; CUDA_VISIBLE_DEVICES="" hides every GPU */
     setenv("CUDA_VISIBLE_DEVICES", "", 1);
@@ -305,26 +328,20 @@ int main(void) {
     CHECK_MSG(launches == 18, "graph launches: %d (20 runs - 2 warm-up runs)", launches);
     kiln_session_free(s);
 
-    /* out of device memory: the message sizes the step, names the biggest tensors and the batch
-     * that would fit */
-    {
-        kiln_graph *g = kiln_graph_new();
-        kiln_node *x = kiln_placeholder(g, "x", KILN_F32, KILN_SHAPE(1024, 512));
-        kiln_node *w = kiln_variable(g, "w", KILN_F32, KILN_SHAPE(512, 512), kiln_init_glorot_uniform(1));
-        kiln_node *h = kiln_relu(g, kiln_matmul(g, kiln_relu(g, kiln_matmul(g, x, w, false, false)), w, false, false));
-        kiln_node *loss = kiln_reduce_sum(g, h, NULL, 0, false);
-        kiln_tensor *tx = kiln_tensor_new(KILN_F32, KILN_SHAPE(1024, 512)), *out = NULL;
-        dev_limit = 1u << 20;   /* 1 MiB: w fits, the step's activations (2 x 512 KiB + more) do not */
-        s = kiln_session_new_with_device(g, NULL, &fake, &hooks);
-        kiln_status oom = kiln_session_run(s, (kiln_feed[]){ { x, tx } }, 1, &loss, &out, 1, NULL, 0);
-        CHECK_MSG(oom == KILN_OUT_OF_MEMORY, "%s: %s", kiln_status_name(oom), kiln_last_error());
-        CHECK_MSG(strstr(kiln_last_error(), "out of memory on /device:GPU:0") && strstr(kiln_last_error(), "MatMul") &&
-                  strstr(kiln_last_error(), "batch size of about") && strstr(kiln_last_error(), "instead of 1024"), "%s", kiln_last_error());
-        dev_limit = 0;
-        kiln_session_free(s);
-        kiln_tensor_free(tx);
-        kiln_graph_free(g);
+    /* out of device memory: the message sizes the step, names the biggest tensors and the largest
+     * batch that fits by the memory plan; that batch then runs, one more does not */
+    dev_limit = 3u << 19;   /* 1.5 MiB: w (1 MiB) fits, the step's arena at batch 1024 does not */
+    kiln_status oom = oom_run(1024);
+    CHECK_MSG(oom == KILN_OUT_OF_MEMORY, "%s: %s", kiln_status_name(oom), kiln_last_error());
+    const char *fit = strstr(kiln_last_error(), "use a batch size of ");
+    long long nb = fit ? atoll(fit + strlen("use a batch size of ")) : 0;
+    CHECK_MSG(strstr(kiln_last_error(), "out of memory on /device:GPU:0") && strstr(kiln_last_error(), "MatMul") && nb > 0 &&
+              strstr(kiln_last_error(), "or less instead of 1024"), "%s", kiln_last_error());
+    if (nb > 0) {
+        CHECK_MSG(oom_run(nb) == KILN_OK, "batch %lld, advised: %s", nb, kiln_last_error());
+        CHECK_MSG(oom_run(nb + 1) == KILN_OUT_OF_MEMORY, "batch %lld ran too: the advice is not the largest", nb + 1);
     }
+    dev_limit = 0;
 
     check_copy_ahead();
     kiln_graph_free(a.g); kiln_graph_free(b.g); kiln_graph_free(c.g); kiln_graph_free(d.g);

@@ -198,3 +198,24 @@ void pool_oom_message(const kiln_pool *p, int device, char *buf, size_t n) {
              p->last_request, device, p->st.in_use, p->st.reserved, lim,
              p->grow ? "" : ", reserved up front");
 }
+
+size_t pool_max_alloc(const kiln_pool *p, size_t device_free) {
+    size_t best = 0, releasable = 0;
+    for (const pool_block *b = p->blocks; b; b = b->next) {
+        if (b->free && b->size > best) best = b->size;
+        if (b->free && b->seg_head && !b->seg_next) releasable += b->size;   /* a wholly free segment */
+    }
+    if (!p->grow) return best;
+    /* a new segment: round_to(r, POOL_SEGMENT) from the driver, or trimmed to pool_round(r) near
+     * the limit (pool_alloc); fully free segments are released first when that helps */
+    size_t held = p->st.reserved - releasable, fresh = SIZE_MAX;
+    if (device_free != SIZE_MAX) {
+        size_t drv = device_free + releasable;
+        fresh = drv / POOL_SEGMENT * POOL_SEGMENT;
+    }
+    if (p->st.limit) {
+        size_t room = p->st.limit > held ? (p->st.limit - held) / POOL_ROUND * POOL_ROUND : 0;
+        if (room < fresh) fresh = room;
+    }
+    return fresh > best ? fresh : best;
+}

@@ -53,6 +53,9 @@ bool pool_free(kiln_pool *p, void *ptr);
 /* Frees every segment with no block in use; returns the bytes given back. */
 size_t pool_release_cached(kiln_pool *p);
 void pool_reset_peak(kiln_pool *p);
+/* The largest single request pool_alloc can serve now: the largest free block, or a new segment
+ * within the limit and within device_free more bytes from the driver (SIZE_MAX: unbounded). */
+size_t pool_max_alloc(const kiln_pool *p, size_t device_free);
 /* Writes the OOM reason of the last failed pool_alloc. */
 void pool_oom_message(const kiln_pool *p, int device, char *buf, size_t n);
 size_t pool_round(size_t bytes);

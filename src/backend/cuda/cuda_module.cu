@@ -348,10 +348,18 @@ static void graph_free(void *graph_exec) {
     if (graph_exec) cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
 }
 
+static size_t max_alloc(void) {
+    cu_device *d = cu_dev();
+    if (!d) return 0;
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { cudaGetLastError(); fr = 0; }
+    return pool_max_alloc(&d->pool, fr);
+}
+
 static const kiln_cuda_module cuda_module = {
     KILN_CUDA_MODULE_ABI, &cuda_backend, device_count, device_info, set_device, memory_stats, reset_peak,
     set_memory_options, host_alloc, host_free, capture_begin, capture_end, graph_launch, graph_free,
-    set_step, copy_ahead, copy_ahead_wait,
+    set_step, copy_ahead, copy_ahead_wait, max_alloc,
 };
 
 static long env_long(const char *name, long dflt) {

@@ -7,7 +7,7 @@
 #include "backend/backend.h"
 #include "kiln/device.h"
 
-#define KILN_CUDA_MODULE_ABI 2
+#define KILN_CUDA_MODULE_ABI 3
 #define KILN_CUDA_MODULE_SYMBOL "kiln_cuda_module_init"
 
 /* Services libkiln gives the module. */
@@ -48,6 +48,9 @@ typedef struct kiln_cuda_module {
      * buffers may then be reused). */
     kiln_status (*copy_ahead)(void *dst, const void *src, size_t bytes);
     kiln_status (*copy_ahead_wait)(void);
+    /* The largest single allocation the current device's allocator can serve now (within the
+     * memory limit and the driver's free memory): the out-of-memory advice sizes batches by it. */
+    size_t (*max_alloc)(void);
 } kiln_cuda_module;
 
 /* Exported by the module. On failure returns NULL and writes a one-line reason into why
