@@ -246,6 +246,9 @@ typedef struct kiln_fit_opts {
     int epochs;                        /* train epochs initial_epoch+1 .. epochs (0 -> 1) */
     int initial_epoch;                 /* e.g. kiln_model_epoch() after loading a checkpoint */
     int batch_size;                    /* 0 -> 32 */
+    int steps_per_epoch;               /* > 0: at most this many batches per epoch (Keras'
+                                          steps_per_epoch; each epoch still starts a fresh,
+                                          reshuffled pass); 0: every full batch */
     bool no_shuffle;                   /* shuffling (seeded, per epoch) is on by default */
     uint64_t shuffle_seed;
     const kiln_dataset *validation;    /* evaluated at each epoch end (every example) */

@@ -8,7 +8,6 @@
 
 typedef kiln_plan_buf buf;
 
-
 static int64_t align64(int64_t x) { return (x + 63) & ~(int64_t)63; }
 
 static int *dup_ids(kiln_node *const *nodes, int n) {

@@ -123,6 +123,8 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
     int64_t steps = full_steps(train);
     if (steps <= 0)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: the training pipeline yields no full batch of %d examples; use a smaller batch size", batch);
+    if (o->steps_per_epoch < 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: steps_per_epoch %d is negative", o->steps_per_epoch);
+    if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
     kiln_status st;
     if ((st = nn_ensure_train(m, batch))) return st;
     m->last_fit_batch = batch;
@@ -194,7 +196,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             logs.seconds = kiln_now() - t0;
             nn_progress_batch(&prog, s, &logs);
             if ((st = nn_callbacks_batch_end(m, o, &logs))) goto done;
-            if (m->stop) break;
+            if (m->stop || (o->steps_per_epoch > 0 && s >= o->steps_per_epoch)) break;
         }
         logs.seconds = kiln_now() - t0;
         kiln_data_iter_free(it);                /* stops prefetch workers mid-epoch too */

@@ -198,6 +198,12 @@ if [ -n "$PY" ] && [ "$(left)" -gt 30 ]; then
   E=$(grep -oE "mode=eager device=cuda images_per_s=[0-9]+" "$LOGDIR/gpu_torch.log" | grep -oE "[0-9]+$")
   C=$(grep -oE "mode=compile device=cuda images_per_s=[0-9]+" "$LOGDIR/gpu_torch.log" | grep -oE "[0-9]+$")
   if [ -n "$E" ]; then status torch_peer "eager $E img/s${C:+, compile $C img/s}"; else status torch_peer "FAIL (rc $rc)"; fi
+  # Kiln's GPU training images/s over PyTorch's, same model, batch and GPU (goal: >= 1.5x eager, >= 1.0x compile)
+  K=$(grep -oE "RESULT peer=kiln model=cifar_cnn device=gpu train_ips=[0-9.]+" "$LOGDIR/gpu_bench.log" 2>/dev/null | grep -oE "[0-9.]+$")
+  if [ -n "$K" ] && [ -n "$E" ]; then
+    r() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+    status kiln_vs_torch "kiln $K img/s: $(r "$K" "$E") eager${C:+, $(r "$K" "$C") torch.compile}"
+  fi
 else
   status torch_peer "skipped (no python3 or no time left)"
 fi
@@ -205,7 +211,7 @@ fi
 # ---- table ----
 say ""
 say "== summary ($(( $(date +%s) - START )) s) =="
-for k in build test_ops test_ops_own test_large accuracy kiln_bench torch_peer; do
+for k in build test_ops test_ops_own test_large accuracy kiln_bench torch_peer kiln_vs_torch; do
   printf "%-12s %s\n" "$k" "${ROW[$k]:-not run}" | tee -a "$RESULTS"
 done
 say "results: $RESULTS"

@@ -301,6 +301,31 @@ static void test_cli_cifar(void) {
     rmdir(dir);
 }
 
+/* steps_per_epoch caps each epoch's batches (host and resident data); the cap above the full
+ * count changes nothing; a negative one is an error. */
+static void test_steps_per_epoch(void) {
+    kiln_dataset *ds = separable(200, 5);    /* 10 batches of 20 */
+    for (int resident = 0; resident < 2; resident++) {
+        kiln_model *m = tiny_mlp(3);
+        CHECK_OK(kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 2, .batch_size = 20, .steps_per_epoch = 3, .data_on_device = resident }));
+        int n = 0;
+        const kiln_logs *h = kiln_model_history(m, &n);
+        CHECK_MSG(n == 2 && h[0].steps == 3 && h[1].steps == 3 && h[1].batch == 3, "resident %d: %d epochs, steps %lld", resident, n,
+                  n ? (long long)h[0].steps : -1LL);
+        CHECK_MSG(kiln_session_step(kiln_model_session(m)) == 6, "resident %d: %llu training steps run, wanted 6", resident,
+                  (unsigned long long)kiln_session_step(kiln_model_session(m)));
+        CHECK_OK(kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 3, .initial_epoch = 2, .batch_size = 20, .steps_per_epoch = 100, .data_on_device = resident }));
+        h = kiln_model_history(m, &n);
+        CHECK_MSG(n == 3 && h[2].steps == 10, "resident %d: a cap above the epoch: %lld steps", resident, n == 3 ? (long long)h[2].steps : -1LL);
+        kiln_model_free(m);
+    }
+    kiln_model *m = tiny_mlp(3);
+    CHECK(kiln_fit(m, ds, &(kiln_fit_opts){ .batch_size = 20, .steps_per_epoch = -1 }) == KILN_INVALID_ARGUMENT);
+    CHECK_MSG(has(kiln_last_error(), "steps_per_epoch"), "%s", kiln_last_error());
+    kiln_model_free(m);
+    kiln_dataset_free(ds);
+}
+
 int main(void) {
     /* runs are compared bit for bit: on a real GPU that needs deterministic cuDNN algorithms */
     setenv("KILN_DETERMINISTIC", "1", 0);
@@ -308,6 +333,7 @@ int main(void) {
     test_augment_prefetch();
     test_evaluate_data();
     test_split_source();
+    test_steps_per_epoch();
     test_cli_cifar();
     return check_summary("test_fit_data");
 }
