@@ -292,9 +292,11 @@ typedef struct opt_args {
     bool nesterov, has_slot2;
 } opt_args;
 
+/* out: the op's scalar 0, written here when no finish kernel follows (not Adam). */
 template <typename T>
-__global__ void opt_kernel(T *w, const T *gr, T *s1, T *s2, int64_t n, opt_args a) {
+__global__ void opt_kernel(T *w, const T *gr, T *s1, T *s2, int64_t n, opt_args a, float *out) {
     typedef typename cu_acc<T>::type Cc;
+    if (out && blockIdx.x == 0 && threadIdx.x == 0) out[0] = 0.0f;
     double lr = cu_ld_any(a.lr, a.lr_dt, 0), alpha = 0.0;
     if (a.kind == OPT_ADAM) {
         double t = (double)a.t[0] + 1.0;
@@ -346,7 +348,8 @@ __global__ void opt_kernel(T *w, const T *gr, T *s1, T *s2, int64_t n, opt_args 
     }
 }
 
-/* Adam's t += 1 after every element has read the old t (stream order), then the op's 0. */
+/* Adam's t += 1 after every element has read the old t (stream order: a separate kernel, since
+ * blocks of opt_kernel may start after another has finished), then the op's 0. */
 __global__ void opt_finish_kernel(float *t, float *out) {
     if (t) t[0] = (float)((double)t[0] + 1.0);
     out[0] = 0.0f;
@@ -366,11 +369,12 @@ static kiln_status k_opt(const kiln_kctx *c) {
     if (a.kind == OPT_RMSPROP && c->n_in > 4) s2 = c->in[4].data;
     int64_t ne = c->in[0].numel;
     cudaStream_t s = cu_stream();
+    bool finish = a.kind == OPT_ADAM || ne == 0;   /* else opt_kernel writes the op's 0: one kernel per variable */
     if (ne > 0) {
         CU_FLOAT_SWITCH(c->in[0].dtype, T, CU_LAUNCH(opt_kernel<T>, cu_blocks(ne), CU_THREADS, 0, s)(
-            (T *)c->in[0].data, (const T *)c->in[1].data, (T *)s1, (T *)s2, ne, a))
+            (T *)c->in[0].data, (const T *)c->in[1].data, (T *)s1, (T *)s2, ne, a, finish ? NULL : (float *)c->out.data))
     }
-    CU_LAUNCH(opt_finish_kernel, 1, 1, 0, s)(a.kind == OPT_ADAM ? (float *)c->in[5].data : NULL, (float *)c->out.data);
+    if (finish) CU_LAUNCH(opt_finish_kernel, 1, 1, 0, s)(a.kind == OPT_ADAM ? (float *)c->in[5].data : NULL, (float *)c->out.data);
     return cu_launch_check(c);
 }
 
