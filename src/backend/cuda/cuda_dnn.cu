@@ -13,6 +13,7 @@
  * KILN_CUDNN_EXACT=1 leaves out the FFT and Winograd algorithms, whose transforms round
  * differently and spread a NaN or Inf over a whole tile: the op conformance tests set it. f32 may use TF32 tensor cores (CUDNN_DEFAULT_MATH) unless
  * KILN_CUDA_TF32=0 (CUDNN_FMA_MATH): PyTorch's default for convolutions. */
+#include <limits.h>
 #include <stdlib.h>
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -57,6 +58,9 @@ static bool key_of(const kiln_node *n, conv_key *k) {
     const int64_t dims[7] = { k->N, k->H, k->W, k->C, k->OH, k->OW, k->CO };
     for (int i = 0; i < 7; i++)
         if (dims[i] <= 0 || dims[i] > (1 << 30)) return false;
+    /* cuDNN's strides are int: x (pre-padded too) and y must have fewer than 2^31 elements */
+    double xe = (double)(k->H + k->pt + k->pb) * (double)(k->W + k->pl + k->pr) * (double)k->C * (double)k->N;
+    if (xe > INT_MAX || (double)k->OH * (double)k->OW * (double)k->CO * (double)k->N > INT_MAX) return false;
     return k->sh > 0 && k->sw > 0;
 }
 

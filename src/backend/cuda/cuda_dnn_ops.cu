@@ -14,6 +14,7 @@
  *   Training needs 2 or more rows per channel (the unbiased variance divides by M - 1).
  * A cuDNN that answers NOT_SUPPORTED for a shape gets our kernel for it from then on.
  * KILN_CUDA_OWN_POOL_NORM=1 keeps all of these on our kernels (A/B in tests/gpu/run.sh). */
+#include <limits.h>
 #include <stdlib.h>
 #include "backend/cuda/cuda_internal.cuh"
 
@@ -56,6 +57,7 @@ static bool key_of(const kiln_node *n, ops_key *k) {
         if (x.rank != 4 || y.rank != 4 || a->pt != a->pb || a->pl != a->pr) return false;
         for (int d = 0; d < 4; d++)
             if (!fits_int(x.dim[d]) || !fits_int(y.dim[d])) return false;
+        if (cu_numel(x) > INT_MAX || cu_numel(y) > INT_MAX) return false;   /* cuDNN's strides are int */
         k->N = (int)x.dim[0]; k->H = (int)x.dim[1]; k->W = (int)x.dim[2]; k->C = (int)x.dim[3];
         k->OH = (int)y.dim[1]; k->OW = (int)y.dim[2];
         k->kh = a->kh; k->kw = a->kw; k->sh = a->sh; k->sw = a->sw; k->ph = a->pt; k->pw = a->pl;
@@ -65,7 +67,7 @@ static bool key_of(const kiln_node *n, ops_key *k) {
     kiln_shape x = n->in[0]->shape;
     if (x.rank < 2) return false;
     int64_t C = x.dim[x.rank - 1], M = C > 0 ? cu_numel(x) / C : 0;
-    if (!fits_int(C) || !fits_int(M)) return false;
+    if (!fits_int(C) || !fits_int(M) || cu_numel(x) > INT_MAX) return false;
     k->training = n->op != KILN_OP_BATCH_NORM || n->attrs.training;
     if (k->training && M < 2) return false;
     k->C = (int)C;
