@@ -9,8 +9,10 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
     switch (n->op) {
     case KILN_OP_MATMUL: case KILN_OP_BATCH_MATMUL:
         return cpu_matmul_kernel(n);
-    case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
-        return cpu_conv_kernel(n);
+    case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER: {
+        kiln_kernel_fn f = cpu_dnnl_conv_kernel(n);
+        return f ? f : cpu_conv_kernel(n);
+    }
     case KILN_OP_MAX_POOL: case KILN_OP_MAX_POOL_GRAD: case KILN_OP_AVG_POOL:
     case KILN_OP_AVG_POOL_GRAD: case KILN_OP_GLOBAL_AVG_POOL:
         return cpu_pool_kernel(n);
@@ -26,7 +28,7 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
     if (!n || !kiln_cpu_kernel(n)) return 0;
     switch (n->op) {
     case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
-        return cpu_conv_workspace(n);
+        return cpu_dnnl_conv_kernel(n) ? cpu_dnnl_conv_workspace(n) : cpu_conv_workspace(n);
     default:
         return cpu_loss_optim_workspace(n);
     }
@@ -35,7 +37,7 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
 /* Conv2D and 2-D MatMul apply a bias + relu epilogue while their output is still in cache. */
 bool kiln_cpu_fuses(const kiln_node *n) {
     if (!n || n->dtype != KILN_F32) return false;
-    if (n->op == KILN_OP_CONV2D) return cpu_conv_kernel(n) != NULL;
+    if (n->op == KILN_OP_CONV2D) return kiln_cpu_kernel(n) != NULL;
     if (n->op == KILN_OP_MATMUL) return cpu_matmul_kernel(n) != NULL;
     return false;
 }

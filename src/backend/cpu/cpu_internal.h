@@ -58,6 +58,10 @@ static inline void cpu_epilogue(const kiln_kctx *c, float *y, int64_t rows, int6
 }
 
 kiln_kernel_fn cpu_matmul_kernel(const kiln_node *n);
+/* oneDNN convolutions (cpu_conv_dnnl.c): NULL when the build has no oneDNN, it cannot run the
+ * node, or KILN_CPU_DNNL=0 */
+kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n);
+size_t cpu_dnnl_conv_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_conv_kernel(const kiln_node *n);
 size_t cpu_conv_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_pool_kernel(const kiln_node *n);

@@ -1,0 +1,225 @@
+/* Conv2D and its two gradients through oneDNN when the build found it (KILN_HAVE_DNNL), else
+ * cpu_conv.c's im2col + sgemm. oneDNN picks its own (blocked) layouts (format "any") for its
+ * direct AVX-512/AVX2 kernels, which beat im2col + sgemm on these shapes (bench: see README);
+ * Kiln's NHWC activations and HWIO weights are reordered into them and the result back, all in
+ * the planned workspace (oneDNN's scratchpad too: user mode), so a step allocates nothing of
+ * Kiln's. Primitives are built once per shape and cached (a mutex guards the cache; execution is
+ * thread-safe). Cross-correlation, any stride, dilation, groups and asymmetric padding. */
+#include "backend/cpu/cpu_internal.h"
+
+#ifdef KILN_HAVE_DNNL
+#include <pthread.h>
+#include <stdlib.h>
+#include <dnnl.h>
+
+typedef struct dconv_key {
+    int op, G;
+    int64_t N, H, W, C, OH, OW, CO;
+    int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
+} dconv_key;
+
+/* One cached convolution: the primitive, and per operand the user (Kiln) and oneDNN layouts with
+ * the reorder between them (NULL when they match). Operands: 0 x / dx, 1 w / dw, 2 y / dy. */
+typedef struct dconv {
+    dconv_key k;
+    bool ok;
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t user[3], inner[3], scratch;
+    dnnl_primitive_t reorder[3];       /* user -> inner for inputs, inner -> user for the output */
+    size_t off[3], scratch_off, ws;    /* workspace layout: inner buffers, then the scratchpad */
+} dconv;
+
+#define DCONV_CACHE 128
+static dconv *cache[DCONV_CACHE];
+static int n_cache;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static dnnl_engine_t engine;
+
+static bool key_of(const kiln_node *n, dconv_key *k) {
+    const kiln_attrs *a = &n->attrs;
+    kiln_shape xs, ys, ws;
+    switch (n->op) {
+    case KILN_OP_CONV2D: xs = n->in[0]->shape; ws = n->in[1]->shape; ys = n->shape; break;
+    case KILN_OP_CONV2D_BWD_INPUT: ws = n->in[0]->shape; ys = n->in[1]->shape; xs = n->shape; break;
+    case KILN_OP_CONV2D_BWD_FILTER: xs = n->in[0]->shape; ys = n->in[1]->shape; ws = n->shape; break;
+    default: return false;
+    }
+    if (xs.rank != 4 || ys.rank != 4 || ws.rank != 4) return false;
+    memset(k, 0, sizeof *k);
+    k->op = n->op;
+    k->G = a->groups > 0 ? a->groups : 1;
+    k->N = xs.dim[0]; k->H = xs.dim[1]; k->W = xs.dim[2]; k->C = xs.dim[3];
+    k->OH = ys.dim[1]; k->OW = ys.dim[2]; k->CO = ys.dim[3];
+    k->kh = (int)ws.dim[0]; k->kw = (int)ws.dim[1];
+    k->sh = a->sh; k->sw = a->sw; k->dh = a->dh > 0 ? a->dh : 1; k->dw = a->dw > 0 ? a->dw : 1;
+    k->pt = a->pt; k->pb = a->pb; k->pl = a->pl; k->pr = a->pr;
+    return k->C % k->G == 0 && k->CO % k->G == 0 && ws.dim[2] == k->C / k->G && ws.dim[3] == k->CO && ys.dim[0] == k->N &&
+           k->sh > 0 && k->sw > 0;
+}
+
+static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
+
+/* Kiln's layouts as oneDNN memory descriptors: NHWC activations (logical dims N, C, H, W) and
+ * HWIO weights (logical O, I, H, W, or G, O/G, I/G, H, W with groups). */
+static bool user_descs(const dconv_key *k, dnnl_memory_desc_t *x, dnnl_memory_desc_t *w, dnnl_memory_desc_t *y) {
+    dnnl_dims_t xd = { k->N, k->C, k->H, k->W }, yd = { k->N, k->CO, k->OH, k->OW };
+    if (dnnl_memory_desc_init_by_tag(x, 4, xd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(y, 4, yd, dnnl_f32, dnnl_nhwc) != dnnl_success)
+        return false;
+    int64_t Cg = k->C / k->G, COg = k->CO / k->G;
+    if (k->G == 1) {
+        dnnl_dims_t wd = { k->CO, k->C, k->kh, k->kw };
+        return dnnl_memory_desc_init_by_tag(w, 4, wd, dnnl_f32, dnnl_hwio) == dnnl_success;
+    }
+    /* [kh, kw, Cg, G*COg]: g stride COg, o stride 1, i stride CO, h stride kw*Cg*CO, w stride Cg*CO */
+    dnnl_dims_t wd = { k->G, COg, Cg, k->kh, k->kw }, st = { COg, 1, k->CO, (int64_t)k->kw * Cg * k->CO, Cg * k->CO };
+    return dnnl_memory_desc_init_by_strides(w, 5, wd, dnnl_f32, st) == dnnl_success;
+}
+
+static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, dnnl_primitive_t *out) {
+    *out = NULL;
+    if (dnnl_memory_desc_equal(from, to)) return true;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL) != dnnl_success) return false;
+    dnnl_status_t s = dnnl_primitive_create(out, pd);
+    dnnl_primitive_desc_destroy(pd);
+    return s == dnnl_success;
+}
+
+static bool build(dconv *e) {
+    const dconv_key *k = &e->k;
+    dnnl_memory_desc_t any[3];
+    if (!user_descs(k, &e->user[0], &e->user[1], &e->user[2])) return false;
+    for (int i = 0; i < 3; i++) {
+        int nd = e->user[i].ndims;
+        if (dnnl_memory_desc_init_by_tag(&any[i], nd, e->user[i].dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success) return false;
+    }
+    dnnl_dims_t strides = { k->sh, k->sw }, dil = { k->dh - 1, k->dw - 1 }, pl = { k->pt, k->pl }, pr = { k->pb, k->pr };
+    dnnl_primitive_attr_t attr;
+    if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
+    dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    dnnl_convolution_desc_t fd, cd;
+    dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+    bool ok = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &any[0], &any[1],
+                                                         NULL, &any[2], strides, dil, pl, pr) == dnnl_success &&
+              dnnl_primitive_desc_create(&fpd, &fd, attr, engine, NULL) == dnnl_success;
+    if (ok && k->op == KILN_OP_CONV2D) { pd = fpd; fpd = NULL; }
+    else if (ok && k->op == KILN_OP_CONV2D_BWD_INPUT)
+        ok = dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &any[0], &any[1], &any[2], strides, dil,
+                                                              pl, pr) == dnnl_success &&
+             dnnl_primitive_desc_create(&pd, &cd, attr, engine, fpd) == dnnl_success;
+    else if (ok)
+        ok = dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &any[0], &any[1], NULL, &any[2],
+                                                                 strides, dil, pl, pr) == dnnl_success &&
+             dnnl_primitive_desc_create(&pd, &cd, attr, engine, fpd) == dnnl_success;
+    dnnl_primitive_attr_destroy(attr);
+    if (fpd) dnnl_primitive_desc_destroy(fpd);
+    if (!ok) { if (pd) dnnl_primitive_desc_destroy(pd); return false; }
+    /* the layouts oneDNN chose; which operand is the output depends on the op */
+    dnnl_query_t q[3] = { dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md };
+    if (k->op == KILN_OP_CONV2D_BWD_INPUT) { q[0] = dnnl_query_diff_src_md; q[2] = dnnl_query_diff_dst_md; }
+    if (k->op == KILN_OP_CONV2D_BWD_FILTER) { q[1] = dnnl_query_diff_weights_md; q[2] = dnnl_query_diff_dst_md; }
+    int out = k->op == KILN_OP_CONV2D ? 2 : k->op == KILN_OP_CONV2D_BWD_INPUT ? 0 : 1;
+    size_t at = 0;
+    for (int i = 0; i < 3 && ok; i++) {
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, q[i], 0);
+        if (!md) { ok = false; break; }
+        e->inner[i] = *md;
+        ok = i == out ? make_reorder(&e->inner[i], &e->user[i], &e->reorder[i]) : make_reorder(&e->user[i], &e->inner[i], &e->reorder[i]);
+        e->off[i] = at;
+        if (e->reorder[i]) at += align64(dnnl_memory_desc_get_size(&e->inner[i]));
+    }
+    const dnnl_memory_desc_t *sp = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
+    if (sp) e->scratch = *sp;
+    e->scratch_off = at;
+    e->ws = at + (sp ? align64(dnnl_memory_desc_get_size(sp)) : 0) + 64;
+    ok = ok && dnnl_primitive_create(&e->prim, pd) == dnnl_success;
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+/* The cached convolution for n, built on first sight; NULL when oneDNN cannot run it. */
+static dconv *entry_for(const kiln_node *n) {
+    dconv_key k;
+    if (!key_of(n, &k)) return NULL;
+    dconv *e = NULL;
+    pthread_mutex_lock(&cache_lock);
+    for (int i = 0; i < n_cache && !e; i++)
+        if (!memcmp(&cache[i]->k, &k, sizeof k)) e = cache[i];
+    if (!e && n_cache < DCONV_CACHE && (engine || dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success)) {
+        e = calloc(1, sizeof *e);
+        if (e) {
+            e->k = k;
+            e->ok = build(e);
+            cache[n_cache++] = e;    /* kept when unsupported too: the answer is not recomputed */
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return e && e->ok ? e : NULL;
+}
+
+size_t cpu_dnnl_conv_workspace(const kiln_node *n) {
+    dconv *e = entry_for(n);
+    return e ? e->ws : 0;
+}
+
+static bool run(dnnl_primitive_t p, dnnl_stream_t s, int nargs, const dnnl_exec_arg_t *args) {
+    return dnnl_primitive_execute(p, s, nargs, args) == dnnl_success;
+}
+
+static kiln_status k_dnnl_conv(const kiln_kctx *c) {
+    dconv *e = entry_for(c->node);
+    if (!e) return kiln_set_error(KILN_INTERNAL, "%s: no oneDNN convolution for this shape", c->node->name);
+    if (!c->workspace || c->ws_bytes < e->ws)
+        return kiln_set_error(KILN_INTERNAL, "%s: oneDNN convolution workspace is %zu bytes, needs %zu", c->node->name, c->ws_bytes, e->ws);
+    const dconv_key *k = &e->k;
+    char *ws = (char *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63);
+    /* Kiln's buffers for operands 0 (x/dx), 1 (w/dw), 2 (y/dy) */
+    void *user[3];
+    if (k->op == KILN_OP_CONV2D) { user[0] = c->in[0].data; user[1] = c->in[1].data; user[2] = c->out.data; }
+    else if (k->op == KILN_OP_CONV2D_BWD_INPUT) { user[0] = c->out.data; user[1] = c->in[0].data; user[2] = c->in[1].data; }
+    else { user[0] = c->in[0].data; user[1] = c->out.data; user[2] = c->in[1].data; }
+    int out = k->op == KILN_OP_CONV2D ? 2 : k->op == KILN_OP_CONV2D_BWD_INPUT ? 0 : 1;
+    dnnl_stream_t st = NULL;
+    dnnl_memory_t um[3] = { 0 }, im[3] = { 0 }, sm = NULL;
+    bool ok = dnnl_stream_create(&st, engine, dnnl_stream_default_flags) == dnnl_success;
+    for (int i = 0; i < 3 && ok; i++) {
+        ok = dnnl_memory_create(&um[i], &e->user[i], engine, user[i]) == dnnl_success;
+        if (ok && e->reorder[i]) ok = dnnl_memory_create(&im[i], &e->inner[i], engine, ws + e->off[i]) == dnnl_success;
+    }
+    if (ok && dnnl_memory_desc_get_size(&e->scratch) > 0)
+        ok = dnnl_memory_create(&sm, &e->scratch, engine, ws + e->scratch_off) == dnnl_success;
+    dnnl_memory_t m[3];
+    for (int i = 0; i < 3; i++) m[i] = im[i] ? im[i] : um[i];
+    for (int i = 0; i < 3 && ok; i++)     /* inputs into oneDNN's layouts */
+        if (i != out && e->reorder[i])
+            ok = run(e->reorder[i], st, 2, (dnnl_exec_arg_t[]){ { DNNL_ARG_FROM, um[i] }, { DNNL_ARG_TO, im[i] } });
+    if (ok) {
+        int a0 = k->op == KILN_OP_CONV2D_BWD_INPUT ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
+        int a1 = k->op == KILN_OP_CONV2D_BWD_FILTER ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
+        int a2 = k->op == KILN_OP_CONV2D ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
+        ok = run(e->prim, st, sm ? 4 : 3, (dnnl_exec_arg_t[]){ { a0, m[0] }, { a1, m[1] }, { a2, m[2] }, { DNNL_ARG_SCRATCHPAD, sm } });
+    }
+    if (ok && e->reorder[out])            /* the result back into Kiln's layout */
+        ok = run(e->reorder[out], st, 2, (dnnl_exec_arg_t[]){ { DNNL_ARG_FROM, im[out] }, { DNNL_ARG_TO, um[out] } });
+    if (ok) ok = dnnl_stream_wait(st) == dnnl_success;
+    for (int i = 0; i < 3; i++) { if (um[i]) dnnl_memory_destroy(um[i]); if (im[i]) dnnl_memory_destroy(im[i]); }
+    if (sm) dnnl_memory_destroy(sm);
+    if (st) dnnl_stream_destroy(st);
+    if (!ok) return kiln_set_error(KILN_INTERNAL, "%s: oneDNN convolution failed", c->node->name);
+    if (k->op == KILN_OP_CONV2D) cpu_epilogue(c, (float *)c->out.data, k->N * k->OH * k->OW, k->CO);
+    return KILN_OK;
+}
+
+kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n) {
+    const char *v = getenv("KILN_CPU_DNNL");    /* 0: im2col + sgemm (A/B, tests) */
+    if (v && *v == '0') return NULL;
+    return cpu_is_f32(n) && entry_for(n) ? k_dnnl_conv : NULL;
+}
+
+#else   /* no oneDNN in this build */
+
+kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n) { (void)n; return NULL; }
+size_t cpu_dnnl_conv_workspace(const kiln_node *n) { (void)n; return 0; }
+
+#endif
