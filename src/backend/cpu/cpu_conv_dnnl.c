@@ -207,7 +207,15 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
     if (sm) dnnl_memory_destroy(sm);
     if (st) dnnl_stream_destroy(st);
     if (!ok) return kiln_set_error(KILN_INTERNAL, "%s: oneDNN convolution failed", c->node->name);
-    if (k->op == KILN_OP_CONV2D) cpu_epilogue(c, (float *)c->out.data, k->N * k->OH * k->OW, k->CO);
+    if (k->op == KILN_OP_CONV2D && (c->epi_bias || c->epi_relu)) {   /* fused bias + relu, rows split over the threads */
+        int64_t rows = k->N * k->OH * k->OW, per = (rows + 63) / 64;
+        float *y = (float *)c->out.data;
+        #pragma omp parallel for schedule(static) num_threads(cpu_par(c, rows * k->CO))
+        for (int64_t b = 0; b < 64; b++) {
+            int64_t r0 = b * per, r1 = r0 + per < rows ? r0 + per : rows;
+            if (r0 < r1) cpu_epilogue(c, y + r0 * k->CO, r1 - r0, k->CO);
+        }
+    }
     return KILN_OK;
 }
 
