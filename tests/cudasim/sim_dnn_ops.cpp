@@ -11,6 +11,8 @@
  * Descriptors and operands are validated (BAD_PARAM, operands inside device allocations); work runs
  * on the handle's stream. Math in double. */
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 #include "sim_dnn.h"
 
@@ -43,6 +45,13 @@ cudnnStatus_t pool_check(const char *fn, cudnnPoolingDescriptor_t pd, cudnnTenso
 }
 
 double scalar(const void *p) { return *(const float *)p; }   /* alpha/beta: float for non-double data */
+
+/* CUSIM_DNN_REFUSE=<part of a function name>: those calls answer NOT_SUPPORTED, as a cuDNN
+ * lacking a layout would, so Kiln's fallback to its own kernels can be tested. */
+bool refused(const char *fn) {
+    const char *v = getenv("CUSIM_DNN_REFUSE");
+    return v && *v && strstr(fn, v);
+}
 
 /* Window of output (oh, ow) clipped to x: rows [h0, h1), cols [w0, w1). */
 void window(const cudnnPoolingStruct &p, const cudnnTensorStruct &X, int oh, int ow, int *h0, int *h1, int *w0, int *w1) {
@@ -125,6 +134,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, cudnnPoolingDescriptor_t pd, 
                                   const void *x, const void *beta, cudnnTensorDescriptor_t yd, void *y) {
     const char *fn = "cudnnPoolingForward";
     if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
+    if (refused(fn)) return CUDNN_STATUS_NOT_SUPPORTED;
     cudnnStatus_t st = pool_check(fn, pd, xd, yd);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     if (!alpha || !beta) return bad(fn, "alpha or beta is NULL");
@@ -162,6 +172,7 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, cudnnPoolingDescriptor_t pd,
                                    const void *x, const void *beta, cudnnTensorDescriptor_t dxd, void *dx) {
     const char *fn = "cudnnPoolingBackward";
     if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
+    if (refused(fn)) return CUDNN_STATUS_NOT_SUPPORTED;
     cudnnStatus_t st = pool_check(fn, pd, xd, yd);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     if (!ready(dyd) || !ready(dxd) || !same(yd, dyd) || !same(xd, dxd)) return bad(fn, "dy/dx descriptors differ from y/x");
@@ -208,6 +219,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t h, cudnnBatch
                                                      void *save_inv_var) {
     const char *fn = "cudnnBatchNormalizationForwardTraining";
     if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
+    if (refused(fn)) return CUDNN_STATUS_NOT_SUPPORTED;
     cudnnStatus_t st = bn_check(fn, mode, xd, yd, bnd, eps);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     if (!alpha || !beta || !scale || !bias) return bad(fn, "alpha, beta, scale or bias is NULL");
@@ -248,6 +260,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t h, cudnnBatc
                                                       const void *mean, const void *var, double eps) {
     const char *fn = "cudnnBatchNormalizationForwardInference";
     if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
+    if (refused(fn)) return CUDNN_STATUS_NOT_SUPPORTED;
     cudnnStatus_t st = bn_check(fn, mode, xd, yd, bnd, eps);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     if (!alpha || !beta || !scale || !bias || !mean || !var) return bad(fn, "a pointer argument is NULL");
@@ -277,6 +290,7 @@ cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t h, cudnnBatchNormMod
                                               const void *saved_inv_var) {
     const char *fn = "cudnnBatchNormalizationBackward";
     if (!h) return CUDNN_STATUS_NOT_INITIALIZED;
+    if (refused(fn)) return CUDNN_STATUS_NOT_SUPPORTED;
     cudnnStatus_t st = bn_check(fn, mode, xd, dyd, bnd, eps);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     if (!ready(dxd) || !same(xd, dxd)) return bad(fn, "x and dx descriptors differ");

@@ -121,7 +121,7 @@ if [ -x "$BUILD/test_ops" ]; then
   say "-- test_ops"
   timeout "$(tmo 120)" "$BUILD/test_ops" > "$LOGDIR/gpu_test_ops.log" 2>&1
   rc=$?
-  grep -E "^FAIL|cuda|passed|failed|skipped" "$LOGDIR/gpu_test_ops.log" | head -40 | tee -a "$RESULTS"
+  grep -E "^FAIL|cuda|passed|failed|skipped|cuDNN cannot" "$LOGDIR/gpu_test_ops.log" | head -40 | tee -a "$RESULTS"
   tail -3 "$LOGDIR/gpu_test_ops.log" | tee -a "$RESULTS"
   if [ $rc -eq 0 ]; then status test_ops "ok"; elif [ $rc -eq 124 ]; then status test_ops "TIMEOUT"; else status test_ops "FAIL (rc $rc, $(grep -c '^FAIL' "$LOGDIR/gpu_test_ops.log") failures)"; fi
 else

@@ -12,7 +12,7 @@
  *   ops, so each runs cudnnBatchNormalizationBackward and keeps its part (the rest goes to the
  *   workspace). f16/bf16 stay ours: cuDNN keeps their scale/statistics in f32, Kiln in x's dtype.
  *   Training needs 2 or more rows per channel (the unbiased variance divides by M - 1).
- * A cuDNN that answers NOT_SUPPORTED for a shape gets our kernel for it from then on.
+ * A cuDNN that refuses a call (NOT_SUPPORTED, BAD_PARAM) gets our kernel for that shape from then on.
  * KILN_CUDA_OWN_POOL_NORM=1 keeps all of these on our kernels (A/B in tests/gpu/run.sh). */
 #include <limits.h>
 #include <stdlib.h>
@@ -128,10 +128,14 @@ size_t cu_dnn_ops_workspace(const kiln_node *n) {
     }
 }
 
-/* cuDNN said no at run time: this shape runs our kernel from now on. */
+/* cuDNN refused the call (its layout/shape support varies by version): this shape runs our
+ * kernel from now on, said once on stderr so a GPU run shows which path it took. */
 static kiln_status fall_back(const kiln_kctx *c, ops_entry *e, cudnnStatus_t st) {
-    if (st != CUDNN_STATUS_NOT_SUPPORTED) return cu_dnn_check(st, c->node->name);
+    if (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM) return cu_dnn_check(st, c->node->name);
     e->ok = false;
+    const kiln_op_def *d = cu.host->op_get ? cu.host->op_get(c->node->op) : NULL;
+    fprintf(stderr, "kiln: cuDNN cannot run %s (%s) here (%s); Kiln's own kernel runs it\n", c->node->name, d ? d->name : "?",
+            cudnnGetErrorString(st));
     kiln_kernel_fn own = is_pool(e->k.op) ? cu_pool_kernel(c->node) : cu_norm_kernel(c->node);
     if (!own) return cu_dnn_check(st, c->node->name);
     return own(c);
