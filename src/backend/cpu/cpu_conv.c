@@ -19,13 +19,7 @@ typedef struct conv_p {
 static bool conv_params(const kiln_node *n, conv_p *p) {
     const kiln_attrs *a = &n->attrs;
     kiln_shape xs, ys, ws;
-    switch (n->op) {
-    case KILN_OP_CONV2D: xs = n->in[0]->shape; ws = n->in[1]->shape; ys = n->shape; break;
-    case KILN_OP_CONV2D_BWD_INPUT: ws = n->in[0]->shape; ys = n->in[1]->shape; xs = n->shape; break;
-    case KILN_OP_CONV2D_BWD_FILTER: xs = n->in[0]->shape; ys = n->in[1]->shape; ws = n->shape; break;
-    default: return false;
-    }
-    if (xs.rank != 4 || ys.rank != 4 || ws.rank != 4) return false;
+    if (!cpu_conv_shapes(n, &xs, &ws, &ys)) return false;
     int G = a->groups > 0 ? a->groups : 1;
     *p = (conv_p){ xs.dim[0], xs.dim[1], xs.dim[2], xs.dim[3], ys.dim[1], ys.dim[2], ys.dim[3],
                    a->kh, a->kw, a->sh, a->sw, a->dh > 0 ? a->dh : 1, a->dw > 0 ? a->dw : 1, a->pt, a->pl, G,

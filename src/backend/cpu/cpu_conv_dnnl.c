@@ -38,13 +38,7 @@ static dnnl_engine_t engine;
 static bool key_of(const kiln_node *n, dconv_key *k) {
     const kiln_attrs *a = &n->attrs;
     kiln_shape xs, ys, ws;
-    switch (n->op) {
-    case KILN_OP_CONV2D: xs = n->in[0]->shape; ws = n->in[1]->shape; ys = n->shape; break;
-    case KILN_OP_CONV2D_BWD_INPUT: ws = n->in[0]->shape; ys = n->in[1]->shape; xs = n->shape; break;
-    case KILN_OP_CONV2D_BWD_FILTER: xs = n->in[0]->shape; ys = n->in[1]->shape; ws = n->shape; break;
-    default: return false;
-    }
-    if (xs.rank != 4 || ys.rank != 4 || ws.rank != 4) return false;
+    if (!cpu_conv_shapes(n, &xs, &ws, &ys)) return false;
     memset(k, 0, sizeof *k);
     k->op = n->op;
     k->G = a->groups > 0 ? a->groups : 1;
