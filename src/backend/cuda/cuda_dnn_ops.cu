@@ -116,16 +116,25 @@ static ops_entry *entry_for(const kiln_node *n) {
 static size_t x_bytes(const ops_key *k) { return (size_t)k->N * k->H * k->W * k->C * kiln_dtype_size_cu((kiln_dtype)k->dtype); }
 
 /* cuDNN's part of the workspace: AvgPoolGrad's unread x operand; BN gradients' discarded outputs. */
-size_t cu_dnn_ops_workspace(const kiln_node *n) {
-    ops_entry *e = own_only() ? NULL : entry_for(n);
-    if (!e) return 0;
+static size_t ws_need(const ops_entry *e) {
     size_t cb = cu_align((size_t)e->k.C * sizeof(float));
-    switch (n->op) {
+    switch (e->k.op) {
     case KILN_OP_AVG_POOL_GRAD: return cu_align(x_bytes(&e->k));
     case KILN_OP_BATCH_NORM_GRAD: return 2 * cb;
     case KILN_OP_BN_GRAD_GAMMA: return cu_align(x_bytes(&e->k)) + 2 * cb;
     default: return 0;
     }
+}
+
+size_t cu_dnn_ops_workspace(const kiln_node *n) {
+    ops_entry *e = own_only() ? NULL : entry_for(n);
+    return e ? ws_need(e) : 0;
+}
+
+/* Our kernel for the node (cuda_pool.cu / cuda_norm.cu), run in cuDNN's place. */
+static kiln_status run_own(const kiln_kctx *c) {
+    kiln_kernel_fn own = is_pool(c->node->op) ? cu_pool_kernel(c->node) : cu_norm_kernel(c->node);
+    return own ? own(c) : cu_fail(KILN_INTERNAL, "%s: no CUDA kernel of Kiln's own for it", c->node->name);
 }
 
 /* cuDNN refused the call (its layout/shape support varies by version): this shape runs our
@@ -136,9 +145,7 @@ static kiln_status fall_back(const kiln_kctx *c, ops_entry *e, cudnnStatus_t st)
     const kiln_op_def *d = cu.host->op_get ? cu.host->op_get(c->node->op) : NULL;
     fprintf(stderr, "kiln: cuDNN cannot run %s (%s) here (%s); Kiln's own kernel runs it\n", c->node->name, d ? d->name : "?",
             cudnnGetErrorString(st));
-    kiln_kernel_fn own = is_pool(e->k.op) ? cu_pool_kernel(c->node) : cu_norm_kernel(c->node);
-    if (!own) return cu_dnn_check(st, c->node->name);
-    return own(c);
+    return run_own(c);
 }
 
 static kiln_status k_dnn_pool(const kiln_kctx *c) {
@@ -146,7 +153,7 @@ static kiln_status k_dnn_pool(const kiln_kctx *c) {
     ops_entry *e = entry_for(n);
     cu_device *d = cu_dev();
     if (!d) return KILN_DEVICE_ERROR;
-    if (!e) { kiln_kernel_fn own = cu_pool_kernel(n); return own ? own(c) : cu_fail(KILN_INTERNAL, "%s: no pooling kernel", n->name); }
+    if (!e) return run_own(c);
     float one = 1.0f, zero = 0.0f;
     cudnnStatus_t st;
     if (n->op == KILN_OP_AVG_POOL_GRAD) {
@@ -167,9 +174,9 @@ static kiln_status k_dnn_bn(const kiln_kctx *c) {
     ops_entry *e = entry_for(n);
     cu_device *d = cu_dev();
     if (!d) return KILN_DEVICE_ERROR;
-    if (!e) { kiln_kernel_fn own = cu_norm_kernel(n); return own ? own(c) : cu_fail(KILN_INTERNAL, "%s: no batch-norm kernel", n->name); }
+    if (!e) return run_own(c);
     const kiln_attrs *a = &n->attrs;
-    size_t need = cu_dnn_ops_workspace(n), cb = cu_align((size_t)e->k.C * sizeof(float));
+    size_t need = ws_need(e), cb = cu_align((size_t)e->k.C * sizeof(float));
     if (need && (!c->workspace || c->ws_bytes < need))
         return cu_fail(KILN_INTERNAL, "%s: batch norm workspace is %zu bytes, needs %zu", n->name, c->ws_bytes, need);
     char *ws = (char *)c->workspace;
