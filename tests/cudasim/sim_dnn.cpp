@@ -142,8 +142,7 @@ cudnnStatus_t run(const char *fn, dir d, bool fft, cudnnHandle_t h, const void *
     bool dbl = xd->t == CUDNN_DATA_DOUBLE;   /* alpha/beta: double for double data, else float */
     double al = dbl ? *(const double *)alpha : *(const float *)alpha, be = dbl ? *(const double *)beta : *(const float *)beta;
     conv_problem pr{ *xd, *yd, *wd, *cd };
-    elem e = elem::f32;
-    elem_of(xd->t, &e);
+    elem e = elem_t(xd->t);
     enqueue(h->stream, [=] {
         size_t nout = d == dir::fwd ? numel(&pr.Y) : d == dir::bwd_data ? numel(&pr.X) : numel(&pr.W);
         std::vector<double> acc(nout, 0.0);

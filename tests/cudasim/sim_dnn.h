@@ -17,15 +17,19 @@ inline bool elem_of(cudnnDataType_t t, elem *e) {
     default: return false;
     }
 }
+/* The element type of t for load/store (descriptors hold only types elem_of accepted). */
+inline elem elem_t(cudnnDataType_t t) {
+    elem e = elem::f32;
+    elem_of(t, &e);
+    return e;
+}
 inline bool fmt_ok(cudnnTensorFormat_t f) { return f == CUDNN_TENSOR_NCHW || f == CUDNN_TENSOR_NHWC; }
 
 inline size_t tidx(const cudnnTensorStruct &d, int n, int c, int h, int w) {
     return d.f == CUDNN_TENSOR_NCHW ? (((size_t)n * d.c + c) * d.h + h) * d.w + w : (((size_t)n * d.h + h) * d.w + w) * d.c + c;
 }
 inline bool resident(const char *fn, const void *p, size_t elems, cudnnDataType_t t) {
-    elem e = elem::f32;
-    elem_of(t, &e);
-    if (in_device_memory(p, elems * elem_size(e))) return true;
+    if (in_device_memory(p, elems * elem_size(elem_t(t)))) return true;
     fail("%s: a %zu-element operand at %p is not inside one device allocation", fn, elems, p);
     set_error(cudaErrorIllegalAddress);
     return false;
