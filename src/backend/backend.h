@@ -22,6 +22,18 @@ typedef struct kiln_backend {
     bool (*fuses)(const kiln_node *n);
 } kiln_backend;
 
+/* For every backend's convolution kernels: x (or dx), w (or dw) and y (or dy) of Conv2D and its
+ * two gradients, whichever op n is; false when n is none of them or an operand is not rank 4. */
+static inline bool kiln_conv_shapes(const kiln_node *n, kiln_shape *xs, kiln_shape *ws, kiln_shape *ys) {
+    switch (n->op) {
+    case KILN_OP_CONV2D: *xs = n->in[0]->shape; *ws = n->in[1]->shape; *ys = n->shape; break;
+    case KILN_OP_CONV2D_BWD_INPUT: *ws = n->in[0]->shape; *ys = n->in[1]->shape; *xs = n->shape; break;
+    case KILN_OP_CONV2D_BWD_FILTER: *xs = n->in[0]->shape; *ys = n->in[1]->shape; *ws = n->shape; break;
+    default: return false;
+    }
+    return xs->rank == 4 && ys->rank == 4 && ws->rank == 4;
+}
+
 const kiln_backend *kiln_backend_ref(void);
 const kiln_backend *kiln_backend_cpu(void);
 

@@ -19,7 +19,7 @@ typedef struct conv_p {
 static bool conv_params(const kiln_node *n, conv_p *p) {
     const kiln_attrs *a = &n->attrs;
     kiln_shape xs, ys, ws;
-    if (!cpu_conv_shapes(n, &xs, &ws, &ys)) return false;
+    if (!kiln_conv_shapes(n, &xs, &ws, &ys)) return false;
     int G = a->groups > 0 ? a->groups : 1;
     *p = (conv_p){ xs.dim[0], xs.dim[1], xs.dim[2], xs.dim[3], ys.dim[1], ys.dim[2], ys.dim[3],
                    a->kh, a->kw, a->sh, a->sw, a->dh > 0 ? a->dh : 1, a->dw > 0 ? a->dw : 1, a->pt, a->pl, G,

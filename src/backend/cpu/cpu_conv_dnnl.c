@@ -38,7 +38,7 @@ static dnnl_engine_t engine;
 static bool key_of(const kiln_node *n, dconv_key *k) {
     const kiln_attrs *a = &n->attrs;
     kiln_shape xs, ys, ws;
-    if (!cpu_conv_shapes(n, &xs, &ws, &ys)) return false;
+    if (!kiln_conv_shapes(n, &xs, &ws, &ys)) return false;
     memset(k, 0, sizeof *k);
     k->op = n->op;
     k->G = a->groups > 0 ? a->groups : 1;

@@ -58,17 +58,6 @@ static inline void cpu_epilogue(const kiln_kctx *c, float *y, int64_t rows, int6
 }
 
 kiln_kernel_fn cpu_matmul_kernel(const kiln_node *n);
-/* x (or dx), w (or dw) and y (or dy) of Conv2D and its two gradients, whichever op n is; false
- * when n is none of them or an operand is not rank 4. */
-static inline bool cpu_conv_shapes(const kiln_node *n, kiln_shape *xs, kiln_shape *ws, kiln_shape *ys) {
-    switch (n->op) {
-    case KILN_OP_CONV2D: *xs = n->in[0]->shape; *ws = n->in[1]->shape; *ys = n->shape; break;
-    case KILN_OP_CONV2D_BWD_INPUT: *ws = n->in[0]->shape; *ys = n->in[1]->shape; *xs = n->shape; break;
-    case KILN_OP_CONV2D_BWD_FILTER: *xs = n->in[0]->shape; *ys = n->in[1]->shape; *ws = n->shape; break;
-    default: return false;
-    }
-    return xs->rank == 4 && ys->rank == 4 && ws->rank == 4;
-}
 /* oneDNN convolutions (cpu_conv_dnnl.c): NULL when the build has no oneDNN, it cannot run the
  * node, or KILN_CPU_DNNL=0 */
 kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n);

@@ -41,11 +41,7 @@ static int n_cache;
 
 static bool key_of(const kiln_node *n, conv_key *k) {
     kiln_shape x, w, y;
-    if (n->op == KILN_OP_CONV2D) { x = n->in[0]->shape; w = n->in[1]->shape; y = n->shape; }
-    else if (n->op == KILN_OP_CONV2D_BWD_INPUT) { x = n->shape; w = n->in[0]->shape; y = n->in[1]->shape; }
-    else if (n->op == KILN_OP_CONV2D_BWD_FILTER) { x = n->in[0]->shape; w = n->shape; y = n->in[1]->shape; }
-    else return false;
-    if (x.rank != 4 || w.rank != 4 || y.rank != 4) return false;
+    if (!kiln_conv_shapes(n, &x, &w, &y)) return false;
     const kiln_attrs *a = &n->attrs;
     memset(k, 0, sizeof *k);
     k->op = n->op; k->dtype = n->dtype; k->groups = a->groups > 0 ? a->groups : 1;
