@@ -26,6 +26,15 @@ const char *kiln_last_error(void);
 /* Short name of a status code, e.g. "SHAPE_MISMATCH". */
 const char *kiln_status_name(kiln_status s);
 
+/* What the library says outside of errors: warnings (soft placement, a cuDNN fallback, no GPU
+ * found), notes (KILN_VERBOSE detail) and reports (KILN_PROFILE, device placement logs). */
+typedef enum kiln_log_level { KILN_LOG_INFO = 0, KILN_LOG_WARNING, KILN_LOG_LEVEL_COUNT } kiln_log_level;
+/* Receives one message (no trailing newline) at a time. */
+typedef void (*kiln_log_fn)(kiln_log_level level, const char *msg, void *user);
+/* Routes the library's messages to fn (NULL: back to the default, one line each on stderr).
+ * Process-wide; set it before the first session. */
+void kiln_set_log_callback(kiln_log_fn fn, void *user);
+
 #ifdef __cplusplus
 }
 #endif

@@ -91,7 +91,7 @@ void kiln_note_cpu_fallback(void) {
     pthread_mutex_lock(&print_lock);
     if (!reason_printed) {
         reason_printed = true;
-        fprintf(stderr, "kiln: no GPU used (%s); running on the CPU\n", reason);
+        kiln_log_msg(KILN_LOG_WARNING, "kiln: no GPU used (%s); running on the CPU", reason);
     }
     pthread_mutex_unlock(&print_lock);
 }

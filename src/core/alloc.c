@@ -8,9 +8,22 @@ static _Atomic uint64_t alloc_count;
 
 uint64_t kiln_alloc_count(void) { return atomic_load(&alloc_count); }
 
-void *kiln_malloc(size_t n) { atomic_fetch_add(&alloc_count, 1); return malloc(n ? n : 1); }
-void *kiln_calloc(size_t c, size_t s) { atomic_fetch_add(&alloc_count, 1); return calloc(c ? c : 1, s ? s : 1); }
-void *kiln_realloc(void *p, size_t n) { atomic_fetch_add(&alloc_count, 1); return realloc(p, n ? n : 1); }
+/* kiln_alloc_fail_at: allocations left before the one that fails (0: none armed). */
+static _Atomic uint64_t fail_countdown;
+
+uint64_t kiln_alloc_fail_at(uint64_t n) { return atomic_exchange(&fail_countdown, n); }
+
+/* Counts one allocation; false when it is the one a test asked to fail. */
+static bool counted(void) {
+    atomic_fetch_add(&alloc_count, 1);
+    uint64_t left = atomic_load(&fail_countdown);
+    while (left > 0 && !atomic_compare_exchange_weak(&fail_countdown, &left, left - 1)) {}
+    return left != 1;
+}
+
+void *kiln_malloc(size_t n) { return counted() ? malloc(n ? n : 1) : NULL; }
+void *kiln_calloc(size_t c, size_t s) { return counted() ? calloc(c ? c : 1, s ? s : 1) : NULL; }
+void *kiln_realloc(void *p, size_t n) { return counted() ? realloc(p, n ? n : 1) : NULL; }
 void kiln_free(void *p) { free(p); }
 
 char *kiln_strdup(const char *s) {
@@ -21,7 +34,7 @@ char *kiln_strdup(const char *s) {
 }
 
 void *kiln_malloc_aligned(size_t n) {
-    atomic_fetch_add(&alloc_count, 1);
+    if (!counted()) return NULL;
     n = (n + 63) & ~(size_t)63;
     return aligned_alloc(64, n ? n : 64);
 }

@@ -24,6 +24,14 @@ void *kiln_host_alloc_staging(size_t bytes, bool *pinned);
 void kiln_host_free_staging(void *p, bool pinned);
 void kiln_set_staging_allocator(void *(*alloc)(size_t), void (*release)(void *));
 
+/* Test hook: the n-th heap allocation from now (kiln_malloc/calloc/realloc/malloc_aligned, 1 =
+ * the next) fails; 0 disarms. Returns the allocations that were still to go before the armed
+ * failure (0: it fired, or none was armed), so a sweep knows when N passed the last allocation. */
+uint64_t kiln_alloc_fail_at(uint64_t n);
+
+/* One message through the log callback (kiln_set_log_callback; default: a line on stderr). */
+void kiln_log_msg(kiln_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Sets this thread's last error and returns s. */
 kiln_status kiln_set_error(kiln_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 kiln_status kiln_set_errorv(kiln_status s, const char *fmt, va_list ap);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "op_case.h"
-#include "graph/session_internal.h"
+#include "runtime/session_internal.h"
 #include "kiln/device.h"
 
 static int n_ran, n_skipped, n_failed;

@@ -7,7 +7,7 @@
 #include "check.h"
 #include "core/core.h"
 #include "kiln/device.h"
-#include "graph/session_internal.h"
+#include "runtime/session_internal.h"
 
 /* ---- the fake device ---- */
 #define SCRAMBLE 0x5A

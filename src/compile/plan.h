@@ -1,18 +1,21 @@
-/* Execution plan: which nodes run, where, with which kernel, the copies between host and device,
- * and a static memory plan (one arena per memory space, offsets from value lifetimes). */
+/* Execution plan: which nodes run, where, with which kernel, the copies between memory spaces,
+ * and a static memory plan (one arena per space, offsets from value lifetimes). Built by the
+ * compile passes (placement decides the spaces first), run by src/runtime. */
 #ifndef KILN_PLAN_H
 #define KILN_PLAN_H
 #include "backend/backend.h"
+#include "compile/memplan.h"
 
-enum { KILN_SPACE_HOST = 0, KILN_SPACE_DEVICE = 1, KILN_SPACE_COUNT = 2 };
+/* Memory spaces: 0 is host memory (ref and cpu backends share it); 1.. are devices. */
+enum { KILN_SPACE_HOST = 0, KILN_SPACE_DEVICE = 1 };
 typedef enum kiln_step_kind { KILN_STEP_KERNEL, KILN_STEP_COPY } kiln_step_kind;
 
 typedef struct kiln_plan_step {
     kiln_step_kind kind;
     kiln_node *node;            /* kernel: the node run; copy: the node whose value is copied */
-    int space;                  /* kernel: where it runs; copy: the destination space */
+    int space;                  /* kernel: where it runs; copy: the destination space (from: its home) */
     kiln_kernel_fn kernel;
-    const char *backend;        /* "cpu", "ref", "cuda", ... */
+    const char *backend;        /* "cpu", "ref", "cuda", "copy" */
     int view_base;              /* kernel: index of its first input view in plan->views */
     int64_t ws_offset;          /* arena offset of its workspace (in `space`), or -1 */
     size_t ws_bytes;
@@ -20,10 +23,6 @@ typedef struct kiln_plan_step {
     int bias_id;                /* fused BiasAdd's bias, or -1 */
     bool relu;                  /* fused Relu */
 } kiln_plan_step;
-
-/* One arena buffer of the memory plan: a value (or a kernel's workspace) alive over [start, end]
- * in node-id time. scaled: the bytes of it that grow with the batch (0: fixed). */
-typedef struct kiln_plan_buf { int64_t bytes, start, end, offset; int space; int64_t scaled; } kiln_plan_buf;
 
 typedef struct kiln_plan {
     /* key */
@@ -33,46 +32,44 @@ typedef struct kiln_plan {
     /* schedule */
     kiln_plan_step *steps;
     int n_steps;
-    int n_feed_copies;          /* the first n_feed_copies steps copy fed placeholders to the device */
+    int n_feed_copies;          /* the first n_feed_copies steps copy fed placeholders to a device */
     kiln_view *views;
     int n_views;
     int *sources;               /* ids of source nodes the plan reads */
     int n_sources;
-    /* id-indexed (n_ids entries) */
-    int n_ids;
+    /* id-indexed (n_ids entries; offset: n_spaces * n_ids) */
+    int n_ids, n_spaces;
     int8_t *home;               /* space of each node's own value (-1: not in the plan) */
     int *alias_of;              /* id whose storage it shares (ALIAS0 chains resolved), or -1 */
-    int64_t *offset[KILN_SPACE_COUNT];   /* arena offset of the node's value in that space, or -1 */
-    size_t arena_bytes[KILN_SPACE_COUNT];
+    int64_t *offset;            /* [space * n_ids + id]: arena offset of the value there, or -1 */
+    size_t *arena_bytes;        /* [space] */
     kiln_plan_buf *bufs;        /* the planned buffers (for kiln_plan_arena_at) */
     int n_bufs;
     int64_t batch;              /* the leading dim all feeds share, or -1 */
     size_t guard;               /* bytes after each host output kept free and checked (tests) */
-    bool uses_device;
+    int device_space;           /* the one device space the kernels run in, -1: none, -2: several */
     bool host_steps_between;    /* some host kernel or mid-step copy: no whole-step graph capture */
-    bool has_dropout;           /* step-dependent RNG ops (dropout): capture only when the device can take the step per replay (set_step) */
-    /* whole-step CUDA graph (device-only plans) */
-    void *graph_exec;
-    uint64_t graph_arena_gen;
-    int warm_runs;
-    bool capture_failed;
+    bool has_dropout;           /* step-dependent RNG ops (dropout): capture only with set_step */
 } kiln_plan;
+
+static inline int64_t kiln_plan_offset(const kiln_plan *p, int space, int id) { return p->offset[(size_t)space * p->n_ids + id]; }
 
 typedef struct kiln_plan_request {
     kiln_node *const *feeds; int n_feeds;
     kiln_node *const *fetches; int n_fetches;
     kiln_node *const *targets; int n_targets;
-    const kiln_backend *host;   /* cpu or ref */
-    const kiln_backend *device; /* NULL: host only */
-    const int8_t *place;        /* id -> space, for every needed node (from the session) */
+    const kiln_backend *const *backends;   /* [space]: [0] the host backend (cpu or ref), then devices */
+    int n_spaces;
+    const int8_t *place;        /* id -> space, for every needed node (from the placement pass) */
     size_t guard;
     bool no_fusion;
 } kiln_plan_request;
 
+/* KILN_OUT_OF_MEMORY when host memory runs out, KILN_UNSUPPORTED when a device lacks a kernel. */
 kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan **out);
 void kiln_plan_free(kiln_plan *p);
 /* The arena bytes of `space` this plan would need if its batch (plan->batch) were `batch`: the
- * same lifetimes and placement with batch-sized buffers rescaled. */
+ * same lifetimes and placement with batch-sized buffers rescaled. SIZE_MAX when out of memory. */
 size_t kiln_plan_arena_at(const kiln_plan *p, int space, int64_t batch);
 /* Marks the nodes the fetches and targets need (need must hold g->n_nodes entries). */
 void kiln_plan_needed(kiln_graph *g, kiln_node *const *fetches, int n_fetches, kiln_node *const *targets,

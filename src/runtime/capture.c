@@ -1,0 +1,38 @@
+/* Whole-step CUDA graphs: a plan whose kernels all run on one device (no host kernel or copy
+ * between them) is captured once after two warm-up runs and replayed; feeds are copied before
+ * the replay. If capture fails: plain launches, said when KILN_VERBOSE is set. */
+#include "runtime/runtime_internal.h"
+
+kiln_status rt_run_captured(kiln_session *s, run_plan *rp, bool *done) {
+    kiln_plan *p = rp->plan;
+    *done = false;
+    if (p->device_space < 1 || !s->hooks || s->opts.no_cuda_graphs || s->prof || p->host_steps_between || rp->capture_failed ||
+        (p->has_dropout && !s->hooks->set_step))
+        return KILN_OK;
+    if (rp->graph_exec && rp->graph_arena_gen != s->arena_gen) {   /* buffers moved: capture again */
+        s->hooks->graph_free(rp->graph_exec);
+        rp->graph_exec = NULL;
+        rp->warm_runs = 0;
+    }
+    if (!rp->graph_exec && rp->warm_runs < 2) { rp->warm_runs++; return KILN_OK; }
+    kiln_status st = rt_run_steps(s, p, 0, p->n_feed_copies);
+    if (st != KILN_OK) return st;
+    *done = true;
+    if (!rp->graph_exec) {
+        st = s->hooks->capture_begin();
+        if (st == KILN_OK) {
+            kiln_status rs = rt_run_steps(s, p, p->n_feed_copies, p->n_steps);
+            void *ge = NULL;
+            st = s->hooks->capture_end(&ge);
+            if (rs != KILN_OK) { if (ge) s->hooks->graph_free(ge); return rs; }
+            if (st == KILN_OK) { rp->graph_exec = ge; rp->graph_arena_gen = s->arena_gen; }
+        }
+        if (st != KILN_OK) {
+            rp->capture_failed = true;
+            if (s->verbose) kiln_log_msg(KILN_LOG_INFO, "kiln: CUDA graph capture failed (%s); using plain launches", kiln_last_error());
+            return rt_run_steps(s, p, p->n_feed_copies, p->n_steps);
+        }
+    }
+    if (s->hooks->set_step && (st = s->hooks->set_step(s->step ^ kiln_mix64(s->opts.seed))) != KILN_OK) return st;
+    return s->hooks->graph_launch(rp->graph_exec);
+}

@@ -1,0 +1,85 @@
+/* The session's state, shared by the runtime files: session.c (creation, variables),
+ * plan_cache.c (plans per fetch set, arenas), executor.c (binding and running steps),
+ * capture.c (whole-step CUDA graphs), copy_ahead.c (the next batch's copies) and profile.c. */
+#ifndef KILN_RUNTIME_INTERNAL_H
+#define KILN_RUNTIME_INTERNAL_H
+#include "compile/plan.h"
+#include "runtime/session_internal.h"
+
+#define KILN_MAX_PLANS 16
+#define KILN_MAX_AHEAD 8   /* fed placeholders copied ahead (kiln_session_run_ahead) */
+
+/* A placeholder's value copied to the device during the previous run: two device slots used in
+ * turn, so the copy stream writes one while this run's compute stream reads the other. */
+typedef struct ahead_copy {
+    int id;                 /* placeholder id, -1 unused */
+    size_t bytes;
+    void *slot[2];
+    int cur;                /* slot holding the copy of src */
+    const void *src;        /* host data it copies */
+    uint64_t run;           /* the run that made it; valid only for the run after */
+} ahead_copy;
+
+/* A cached plan and what the runtime keeps with it: its whole-step CUDA graph. */
+typedef struct run_plan {
+    kiln_plan *plan;
+    void *graph_exec;
+    uint64_t graph_arena_gen;   /* arena generation the graph was captured with */
+    int warm_runs;
+    bool capture_failed;
+} run_plan;
+
+struct kiln_session {
+    kiln_graph *g;
+    const kiln_backend *host, *dev;   /* dev: NULL when there is no device */
+    const kiln_backend *be[2];        /* by memory space: [0] host, [1] dev */
+    int n_spaces;                     /* 1 + (dev != NULL) */
+    const kiln_device_hooks *hooks;   /* graph capture etc. (NULL: none); points at hooks_copy */
+    kiln_device_hooks hooks_copy;
+    kiln_session_opts opts;
+    int num_threads;
+    int n_ids;
+    void **var_data;            /* id -> variable storage, in var_home[id]'s space */
+    int8_t *var_home;
+    void **const_dev;           /* id -> device copy of a constant */
+    int8_t *place;              /* id -> space (-1: not decided yet) */
+    bool *logged;
+    run_plan plans[KILN_MAX_PLANS];
+    int n_plans, next_evict;
+    void *arena[2];
+    size_t arena_bytes[2];
+    uint64_t arena_gen;         /* bumped when an arena moves (captured graphs then re-capture) */
+    void **data[2];             /* [space][id] -> bound pointer for the current run */
+    uint64_t step;
+    uint64_t runs;              /* kiln_session_run calls (copies ahead are valid for the next one) */
+    ahead_copy ahead[KILN_MAX_AHEAD];
+    size_t planned_bytes;
+    size_t guard;
+    bool warned_soft, verbose;
+    double *prof;               /* KILN_PROFILE=1: seconds per op (indexed by kiln_op), printed at free */
+    int64_t *prof_n;
+};
+
+static inline size_t node_bytes(const kiln_node *n) { return (size_t)kiln_shape_numel(n->shape) * kiln_dtype_size(n->dtype); }
+
+/* session.c */
+kiln_status rt_grow_ids(kiln_session *s);
+kiln_status rt_place(kiln_session *s);
+kiln_status rt_var_store(kiln_session *s, kiln_node *v, int space);
+/* plan_cache.c: the cached plan for this fetch set, built (placement, plan, variables moved,
+ * arenas grown) on first use. */
+kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
+                        int n_fetches, kiln_node *const *targets, int n_targets, run_plan **out);
+void rt_plans_free(kiln_session *s);
+/* executor.c */
+kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to);
+/* capture.c: runs the plan as a replayed CUDA graph when it can; *done says whether it ran. */
+kiln_status rt_run_captured(kiln_session *s, run_plan *rp, bool *done);
+/* copy_ahead.c */
+ahead_copy *rt_ahead_ready(kiln_session *s, const kiln_node *n, const void *src);
+kiln_status rt_copy_ahead(kiln_session *s, const kiln_plan *p, const kiln_feed *next, int n_next, bool *issued);
+void rt_ahead_free(kiln_session *s);
+/* profile.c */
+kiln_status rt_profile_init(kiln_session *s);
+void rt_profile_report(const kiln_session *s);
+#endif
