@@ -199,7 +199,7 @@ kiln_node *kiln_apply_adamw(kiln_graph *g, kiln_node *const *vars, kiln_node *co
 kiln_node *kiln_apply_rmsprop(kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n, const kiln_rmsprop_opts *o);
 kiln_node *kiln_apply_adagrad(kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n, const kiln_adagrad_opts *o);
 /* Scales grads so their global L2 norm is at most clip_norm (tf.clip_by_global_norm);
- * clipped[i] receives the new gradient nodes. */
+ * clipped[i] receives the new gradient nodes (clipped may be grads itself, to clip in place). */
 kiln_status kiln_clip_by_global_norm(kiln_graph *g, kiln_node *const *grads, int n, double clip_norm,
                                      kiln_node **clipped);
 /* Groups several nodes into one target (runs all of them). */

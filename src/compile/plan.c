@@ -22,6 +22,8 @@ typedef struct builder {
     int *val, *lastread;
     int *n_readers, *reader;
     kiln_epilogue *epi;
+    int *made_at;            /* [n] when the value is written: its own id, or its fused producer's */
+    int *member;             /* [n] its buffer inside the gradient block, -1: not in it */
     kiln_memplan mem;
     int max_steps;
 } builder;
@@ -60,6 +62,8 @@ static kiln_status alloc_all(builder *b) {
     p->alias_of = kiln_malloc(n * sizeof *p->alias_of);
     p->offset = kiln_malloc(nsn * sizeof *p->offset);
     p->arena_bytes = kiln_calloc((size_t)b->ns, sizeof *p->arena_bytes);
+    p->grad_offset = kiln_malloc((size_t)b->ns * sizeof *p->grad_offset);
+    p->grad_bytes = kiln_calloc((size_t)b->ns, sizeof *p->grad_bytes);
     p->feed_ids = dup_ids(r->feeds, r->n_feeds);
     p->fetch_ids = dup_ids(r->fetches, r->n_fetches);
     p->target_ids = dup_ids(r->targets, r->n_targets);
@@ -71,6 +75,10 @@ static kiln_status alloc_all(builder *b) {
     b->n_readers = kiln_calloc(n, sizeof *b->n_readers);
     b->reader = kiln_malloc(n * sizeof *b->reader);
     b->epi = kiln_malloc(n * sizeof *b->epi);
+    b->made_at = kiln_malloc(n * sizeof *b->made_at);
+    b->member = kiln_malloc(n * sizeof *b->member);
+    if (!p->grad_offset || !p->grad_bytes || !b->made_at || !b->member) return oom();
+    for (int s = 0; s < b->ns; s++) p->grad_offset[s] = -1;
     if (!p->home || !p->alias_of || !p->offset || !p->arena_bytes || !p->feed_ids || !p->fetch_ids || !p->target_ids ||
         !b->need || !b->fetched || !b->absorbed || !b->val || !b->lastread || !b->n_readers || !b->reader || !b->epi)
         return oom();
@@ -196,6 +204,13 @@ static kiln_status add_copy(builder *b, kiln_node *src, int dst_space, int at) {
     return i < 0 ? oom() : KILN_OK;
 }
 
+/* Buffer iv (or the block it sits in) stays alive at least until `end`. */
+static void extend(builder *b, int iv, int64_t end) {
+    kiln_plan_buf *x = &b->mem.bufs[iv];
+    if (x->parent >= 0) x = &b->mem.bufs[x->parent];
+    if (x->end < end) x->end = end;
+}
+
 /* The buffer node id's kernel writes (alias, in place over a dying input, or its own). */
 static kiln_status plan_output(builder *b, kiln_plan_step *stp, const kiln_op_def *d) {
     kiln_node *nd = stp->node;
@@ -203,29 +218,78 @@ static kiln_status plan_output(builder *b, kiln_plan_step *stp, const kiln_op_de
     if (b->p->alias_of[id] >= 0) {
         int iv = *VAL(b, space, nd->in[0]->id);
         *VAL(b, space, id) = iv >= 0 ? iv : -3;
-        if (iv >= 0 && b->mem.bufs[iv].end < *LAST(b, space, id)) b->mem.bufs[iv].end = *LAST(b, space, id);
+        if (iv >= 0) extend(b, iv, *LAST(b, space, id));
         return KILN_OK;
     }
     int64_t guard = space == KILN_SPACE_HOST ? (int64_t)b->r->guard : 0;
     int tail = stp->out_id;
-    if (tail == id) {
+    if (b->member[tail] >= 0) {                   /* its place in the gradient block */
+        *VAL(b, space, tail) = b->member[tail];
+    } else if (tail == id) {
         int64_t bytes = value_bytes(nd) + guard;
         kiln_node *in0 = nd->n_in > 0 ? nd->in[0] : NULL;
         int iv = in0 ? *VAL(b, space, in0->id) : -1;
-        if ((d->flags & KILN_OPF_INPLACE0) && iv >= 0 && *LAST(b, space, in0->id) == id &&
+        if ((d->flags & KILN_OPF_INPLACE0) && iv >= 0 && *LAST(b, space, in0->id) == id && b->mem.bufs[iv].parent < 0 &&
             b->mem.bufs[iv].end <= id && b->mem.bufs[iv].bytes == bytes && !b->fetched[in0->id]) {
             *VAL(b, space, id) = iv;                  /* write over input 0, which dies here */
-            int end = *LAST(b, space, id);
-            b->mem.bufs[iv].end = end > id ? end : id;
+            extend(b, iv, *LAST(b, space, id) > id ? *LAST(b, space, id) : id);
             return KILN_OK;
         }
     }
-    kiln_node *t = b->g->nodes[tail];
-    int i = value_buf(b, t, value_bytes(t) + guard, id, *LAST(b, space, tail), space);
-    if (i < 0) return oom();
-    *VAL(b, space, tail) = i;
+    if (b->member[tail] < 0) {
+        kiln_node *t = b->g->nodes[tail];
+        int i = value_buf(b, t, value_bytes(t) + guard, id, *LAST(b, space, tail), space);
+        if (i < 0) return oom();
+        *VAL(b, space, tail) = i;
+    }
     if (stp->ws_bytes && (stp->ws_offset = kiln_memplan_add(&b->mem, (int64_t)stp->ws_bytes, id, id, space, 0)) < 0) return oom();
     return KILN_OK;   /* ws_offset holds the buffer index until plan_offsets */
+}
+
+/* The gradient block: the gradients optimizer updates read (input 1 of KILN_OPF_UPDATE ops), back
+ * to back in one buffer per space in the order they are made, alive from the first made to the
+ * last read (they are alive that long anyway: the updates run after the whole backward pass), so
+ * a data-parallel all-reduce is one call per bucket over it (llm.c's layout). Gradients that are
+ * views of another value (reshape) or sources stay outside. */
+static kiln_status plan_grad_block(builder *b) {
+    kiln_plan *p = b->p;
+    kiln_graph *g = b->g;
+    for (int id = 0; id < b->n; id++) { b->made_at[id] = id; b->member[id] = -1; }
+    for (int id = 0; id < b->n; id++)
+        if (b->need[id] && b->epi[id].tail != id) b->made_at[b->epi[id].tail] = id;
+    for (int id = 0; id < b->n; id++) {       /* mark the gradients: -2 */
+        kiln_node *u = g->nodes[id];
+        if (!b->need[id] || !(kiln_op_get(u->op)->flags & KILN_OPF_UPDATE) || u->n_in < 2) continue;
+        int gid = u->in[1]->id;
+        bool fused_away = b->absorbed[gid] && b->made_at[gid] == gid;
+        if (!is_source(u->in[1]) && p->alias_of[gid] < 0 && !fused_away) b->member[gid] = -2;
+    }
+    for (int s = 0; s < b->ns; s++) {
+        int64_t total = 0, start = INT64_MAX, end = -1, scaled = 0;
+        int64_t guard = s == KILN_SPACE_HOST ? (int64_t)b->r->guard : 0;
+        for (int id = 0; id < b->n; id++) {
+            if (b->member[id] != -2 || p->home[id] != s) continue;
+            kiln_node *gn = g->nodes[id];
+            total = kiln_align64(total) + value_bytes(gn) + guard;
+            if (b->made_at[id] < start) start = b->made_at[id];
+            if (*LAST(b, s, id) > end) end = *LAST(b, s, id);
+            if (p->batch > 0 && gn->shape.rank > 0 && gn->shape.dim[0] == p->batch) scaled += value_bytes(gn);
+        }
+        if (end < 0) continue;
+        int blk = kiln_memplan_add(&b->mem, total, start, end, s, scaled);
+        if (blk < 0) return oom();
+        int64_t rel = 0;
+        for (int id = 0; id < b->n; id++) {
+            if (b->member[id] != -2 || p->home[id] != s) continue;
+            int64_t bytes = value_bytes(g->nodes[id]) + guard;
+            if ((b->member[id] = kiln_memplan_add_inside(&b->mem, blk, rel, bytes)) < 0) return oom();
+            rel = kiln_align64(rel + bytes);
+            p->n_grads++;
+        }
+        p->grad_offset[s] = blk;      /* the buffer index until plan_offsets */
+        p->grad_bytes[s] = total;
+    }
+    return KILN_OK;
 }
 
 /* Pass 3: the schedule (copies for inputs living elsewhere, then the kernel) and the buffers. */
@@ -286,6 +350,8 @@ static kiln_status plan_offsets(builder *b) {
         if (b->val[i] >= 0) p->offset[i] = b->mem.bufs[b->val[i]].offset;
     for (int i = 0; i < p->n_steps; i++)
         if (p->steps[i].ws_offset >= 0) p->steps[i].ws_offset = b->mem.bufs[p->steps[i].ws_offset].offset;
+    for (int s = 0; s < b->ns; s++)
+        if (p->grad_offset[s] >= 0) p->grad_offset[s] = b->mem.bufs[p->grad_offset[s]].offset;
     return KILN_OK;
 }
 
@@ -305,6 +371,9 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
         plan_liveness(&b);
         kiln_fusion_request fr = { b.need, p->home, b.n_readers, b.reader, b.fetched, can_fuse, &b };
         kiln_fuse(g, &fr, b.epi, b.absorbed);
+        st = plan_grad_block(&b);
+    }
+    if (st == KILN_OK) {
         st = plan_schedule(&b);
     }
     if (st == KILN_OK) st = plan_offsets(&b);
@@ -313,6 +382,7 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
     kiln_free(b.need); kiln_free(b.fetched); kiln_free(b.absorbed);
     kiln_free(b.val); kiln_free(b.lastread);
     kiln_free(b.n_readers); kiln_free(b.reader); kiln_free(b.epi);
+    kiln_free(b.made_at); kiln_free(b.member);
     if (st != KILN_OK) { kiln_plan_free(p); return st; }
     *out = p;
     return KILN_OK;
@@ -324,6 +394,7 @@ void kiln_plan_free(kiln_plan *p) {
     kiln_free(p->steps); kiln_free(p->views); kiln_free(p->sources);
     kiln_free(p->home); kiln_free(p->alias_of);
     kiln_free(p->offset); kiln_free(p->arena_bytes);
+    kiln_free(p->grad_offset); kiln_free(p->grad_bytes);
     kiln_free(p->bufs);
     kiln_free(p);
 }

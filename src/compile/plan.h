@@ -43,6 +43,10 @@ typedef struct kiln_plan {
     int *alias_of;              /* id whose storage it shares (ALIAS0 chains resolved), or -1 */
     int64_t *offset;            /* [space * n_ids + id]: arena offset of the value there, or -1 */
     size_t *arena_bytes;        /* [space] */
+    /* the gradient block of each space: the gradients the optimizer updates read, back to back in
+     * node order (each 64-byte aligned), so an all-reduce is one call per bucket; -1 / 0: none */
+    int64_t *grad_offset, *grad_bytes;    /* [space] */
+    int n_grads;                          /* gradients in the blocks */
     kiln_plan_buf *bufs;        /* the planned buffers (for kiln_plan_arena_at) */
     int n_bufs;
     int64_t batch;              /* the leading dim all feeds share, or -1 */

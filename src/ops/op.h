@@ -87,6 +87,8 @@ enum {
     KILN_OPF_SOURCE    = 1u << 2,   /* placeholder / variable / constant */
     KILN_OPF_INPLACE0  = 1u << 3,   /* output may share input 0's buffer (same size, elementwise) */
     KILN_OPF_ALIAS0    = 1u << 4,   /* output IS input 0's data (reshape / identity): no kernel copy */
+    KILN_OPF_UPDATE    = 1u << 5,   /* an optimizer update: input 0 the variable, input 1 its gradient
+                                       (the planner lays such gradients out in one block) */
 };
 
 typedef struct kiln_op_def {

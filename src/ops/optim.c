@@ -88,7 +88,7 @@ static kiln_status apply_adagrad_infer(kiln_node *n) {
     return s;
 }
 
-#define APPLY_FLAGS (KILN_OPF_NO_GRAD | KILN_OPF_MUTATES)
+#define APPLY_FLAGS (KILN_OPF_NO_GRAD | KILN_OPF_MUTATES | KILN_OPF_UPDATE)
 const kiln_op_def kiln_opdef_apply_sgd = { "ApplySGD", 3, 4, APPLY_FLAGS, apply_sgd_infer, NULL, kiln_ref_apply_sgd, NULL };
 const kiln_op_def kiln_opdef_apply_adam = { "ApplyAdam", 6, 6, APPLY_FLAGS, apply_adam_infer, NULL, kiln_ref_apply_adam, NULL };
 const kiln_op_def kiln_opdef_apply_rmsprop = { "ApplyRMSProp", 4, 5, APPLY_FLAGS, apply_rmsprop_infer, NULL, kiln_ref_apply_rmsprop, NULL };
@@ -152,7 +152,6 @@ kiln_status kiln_clip_by_global_norm(kiln_graph *g, kiln_node *const *grads, int
     if (!g) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_clip_by_global_norm: NULL graph");
     if (!clipped || !grads || n <= 0)
         return kiln_graph_fail(g, KILN_INVALID_ARGUMENT, "kiln_clip_by_global_norm: need n > 0 gradients and an output array (n = %d)", n);
-    for (int i = 0; i < n; i++) clipped[i] = NULL;
     if (!(clip_norm > 0.0) || !isfinite(clip_norm))
         return kiln_graph_fail(g, KILN_INVALID_ARGUMENT, "kiln_clip_by_global_norm: clip_norm must be a positive finite number, got %g", clip_norm);
     for (int i = 0; i < n; i++)
