@@ -209,7 +209,7 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
         *stp = (kiln_plan_step){ .kind = KILN_STEP_KERNEL, .node = nd, .space = space, .view_base = v, .ws_offset = -1,
                                  .out_id = id, .bias_id = -1 };
         v += nd->n_in;
-        stp->kernel = be->kernel(nd);
+        stp->kernel = be->kernel(be, nd);
         stp->backend = be->name;
         if (!stp->kernel && space == KILN_SPACE_HOST) { stp->kernel = d->ref; stp->backend = "ref"; }
         if (!stp->kernel) {
@@ -219,7 +219,7 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
         if (space == KILN_SPACE_HOST) p->host_steps_between = true;
         else p->uses_device = true;
         stp->ws_bytes = stp->kernel == d->ref ? (d->ref_workspace ? d->ref_workspace(nd) : 0)
-                                               : (be->workspace ? be->workspace(nd) : 0);
+                                               : (be->workspace ? be->workspace(be, nd) : 0);
         if (p->alias_of[id] >= 0) {
             int iv = b.val[space][nd->in[0]->id];
             b.val[space][id] = iv >= 0 ? iv : -3;
@@ -227,7 +227,7 @@ kiln_status kiln_plan_build(kiln_graph *g, const kiln_plan_request *r, kiln_plan
             continue;
         }
         /* epilogue fusion: producer -> [BiasAdd] -> [Relu], each link its input's only reader */
-        if (!r->no_fusion && be->fuses && be->fuses(nd) && stp->kernel != d->ref) {
+        if (!r->no_fusion && be->fuses && be->fuses(be, nd) && stp->kernel != d->ref) {
             int tail = id;
             kiln_node *c = n_cons[id] == 1 && !fetched[id] ? g->nodes[cons[id]] : NULL;
             if (c && c->op == KILN_OP_BIAS_ADD && c->in[0] == nd && c->in[1] != nd && p->home[c->id] == space &&

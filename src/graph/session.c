@@ -6,7 +6,6 @@
 #include "graph/plan.h"
 #include "graph/session_internal.h"
 #include "backend/registry.h"
-#include "backend/cuda/cuda_module.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -29,8 +28,6 @@ typedef struct ahead_copy {
 struct kiln_session {
     kiln_graph *g;
     const kiln_backend *host, *dev;
-    const kiln_device_hooks *hooks;   /* graph capture etc. (NULL: none); points at hooks_copy */
-    kiln_device_hooks hooks_copy;
     kiln_session_opts opts;
     int num_threads;
     int n_ids;
@@ -115,31 +112,30 @@ static kiln_status var_store(kiln_session *s, kiln_node *v, int space) {
         host = s->var_data[v->id];
         if (space == KILN_SPACE_HOST) {
             void *h = kiln_malloc_aligned(bytes);
-            kiln_status st = h ? s->dev->copy(h, host, bytes, KILN_COPY_D2H) : KILN_OUT_OF_MEMORY;
-            if (st == KILN_OK) st = s->dev->sync();
+            kiln_status st = h ? s->dev->copy(s->dev, h, host, bytes, KILN_COPY_D2H) : KILN_OUT_OF_MEMORY;
+            if (st == KILN_OK) st = s->dev->sync(s->dev);
             if (st != KILN_OK) { kiln_free_aligned(h); return kiln_set_error(st, "variable %s: cannot move it to the host: %s", v->name, kiln_last_error()); }
-            s->dev->free(host);
+            s->dev->free(s->dev, host);
             s->var_data[v->id] = h;
             s->var_home[v->id] = KILN_SPACE_HOST;
             return KILN_OK;
         }
     }
-    void *d = s->dev->alloc(bytes);
+    void *d = s->dev->alloc(s->dev, bytes);
     if (!d) {
         if (host != s->var_data[v->id]) kiln_free_aligned(host);
         return kiln_set_error(KILN_OUT_OF_MEMORY, "variable %s (%zu bytes) does not fit on the GPU: %s", v->name, bytes, kiln_last_error());
     }
-    kiln_status st = s->dev->copy(d, host, bytes, KILN_COPY_H2D);
-    if (st == KILN_OK) st = s->dev->sync();
+    kiln_status st = s->dev->copy(s->dev, d, host, bytes, KILN_COPY_H2D);
+    if (st == KILN_OK) st = s->dev->sync(s->dev);
     kiln_free_aligned(host);
-    if (st != KILN_OK) { s->dev->free(d); s->var_data[v->id] = NULL; return st; }
+    if (st != KILN_OK) { s->dev->free(s->dev, d); s->var_data[v->id] = NULL; return st; }
     s->var_data[v->id] = d;
     s->var_home[v->id] = KILN_SPACE_DEVICE;
     return KILN_OK;
 }
 
-static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *dev,
-                                 const kiln_device_hooks *hooks) {
+static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *dev) {
     if (!g) { kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_new: NULL graph"); return NULL; }
     if (g->status != KILN_OK) {
         kiln_set_error(g->status, "kiln_session_new: the graph has a build error: %s", g->error);
@@ -151,7 +147,6 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     if (opts) s->opts = *opts;
     s->host = s->opts.backend == KILN_BACKEND_REF ? kiln_backend_ref() : kiln_backend_cpu();
     s->dev = dev;
-    if (hooks) { s->hooks_copy = *hooks; s->hooks = &s->hooks_copy; }
     for (int i = 0; i < KILN_MAX_AHEAD; i++) s->ahead[i].id = -1;
     s->num_threads = kiln_threads_resolve(s->opts.num_threads);
     const char *e = getenv("KILN_LOG_DEVICE_PLACEMENT");
@@ -171,33 +166,22 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     return s;
 }
 
-/* The largest arena the GPU's allocator can still give (limit, driver memory and its segment
- * granularity included): what the out-of-memory advice sizes the batch against. */
-static size_t cuda_free_memory(void) {
-    const kiln_cuda_module *cu = kiln_cuda();
-    return cu ? cu->max_alloc() : 0;
-}
-
 kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
     kiln_backend_kind kind = opts ? opts->backend : KILN_BACKEND_AUTO;
-    const kiln_cuda_module *cu = NULL;
+    const kiln_backend *cu = NULL;
     if (kind == KILN_BACKEND_AUTO || kind == KILN_BACKEND_CUDA) {
-        cu = kiln_cuda();
+        cu = kiln_cuda() ? kiln_cuda_backend(0) : NULL;
         if (!cu && kind == KILN_BACKEND_CUDA) {
             kiln_set_error(KILN_NOT_FOUND, "kiln_session_new: the CUDA backend was asked for, but %s", kiln_gpu_unavailable_reason());
             return NULL;
         }
         if (!cu) kiln_note_cpu_fallback();
     }
-    kiln_device_hooks cuda_hooks = { 0 };   /* copied into the session: no shared mutable state */
-    if (cu) cuda_hooks = (kiln_device_hooks){ cu->capture_begin, cu->capture_end, cu->graph_launch, cu->graph_free, cu->set_step,
-                                              cuda_free_memory, cu->copy_ahead, cu->copy_ahead_wait };
-    return session_new(g, opts, cu ? cu->backend : NULL, cu ? &cuda_hooks : NULL);
+    return session_new(g, opts, cu);
 }
 
-kiln_session *kiln_session_new_with_device(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *dev,
-                                           const kiln_device_hooks *hooks) {
-    return session_new(g, opts, dev, hooks);
+kiln_session *kiln_session_new_with_device(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *dev) {
+    return session_new(g, opts, dev);
 }
 
 void kiln_session_free(kiln_session *s) {
@@ -207,21 +191,21 @@ void kiln_session_free(kiln_session *s) {
     kiln_free(s->prof_n);
     for (int i = 0; i < s->n_ids; i++) {
         if (s->var_data[i]) {
-            if (s->var_home[i] == KILN_SPACE_DEVICE) s->dev->free(s->var_data[i]);
+            if (s->var_home[i] == KILN_SPACE_DEVICE) s->dev->free(s->dev, s->var_data[i]);
             else kiln_free_aligned(s->var_data[i]);
         }
-        if (s->const_dev[i]) s->dev->free(s->const_dev[i]);
+        if (s->const_dev[i]) s->dev->free(s->dev, s->const_dev[i]);
     }
     for (int i = 0; i < s->n_plans; i++) {
-        if (s->plans[i]->graph_exec && s->hooks) s->hooks->graph_free(s->plans[i]->graph_exec);
+        if (s->plans[i]->graph_exec) s->dev->graph_free(s->dev, s->plans[i]->graph_exec);
         kiln_plan_free(s->plans[i]);
     }
     for (int sp = 0; sp < KILN_SPACE_COUNT; sp++) {
-        if (s->arena[sp]) space_be(s, sp)->free(s->arena[sp]);
+        if (s->arena[sp]) space_be(s, sp)->free(space_be(s, sp), s->arena[sp]);
         kiln_free(s->data[sp]);
     }
     for (int i = 0; i < KILN_MAX_AHEAD; i++)
-        for (int k = 0; k < 2; k++) if (s->ahead[i].slot[k]) s->dev->free(s->ahead[i].slot[k]);
+        for (int k = 0; k < 2; k++) if (s->ahead[i].slot[k]) s->dev->free(s->dev, s->ahead[i].slot[k]);
     kiln_free(s->var_data); kiln_free(s->var_home); kiln_free(s->const_dev);
     kiln_free(s->place); kiln_free(s->logged);
     kiln_free(s);
@@ -251,10 +235,10 @@ static kiln_status place_nodes(kiln_session *s) {
         if (asked && req.type == KILN_DEVICE_GPU) {
             if (!s->dev) st = soft_place(s, n, kiln_gpu_unavailable_reason()[0] ? kiln_gpu_unavailable_reason() : "this session has no GPU backend");
             else if (req.index > 0) st = soft_place(s, n, "that GPU does not exist");
-            else if (!s->dev->kernel(n)) st = soft_place(s, n, "the GPU backend has no kernel for this op");
+            else if (!s->dev->kernel(s->dev, n)) st = soft_place(s, n, "the GPU backend has no kernel for this op");
             else { st = KILN_OK; sp = KILN_SPACE_DEVICE; }
             if (st != KILN_OK) return st;
-        } else if (!asked && s->dev && s->dev->kernel(n)) {
+        } else if (!asked && s->dev && s->dev->kernel(s->dev, n)) {
             sp = KILN_SPACE_DEVICE;
         }
         s->place[id] = (int8_t)sp;
@@ -345,7 +329,7 @@ static kiln_status arena_oom(kiln_session *s, kiln_plan *p, int sp) {
     /* The largest batch whose memory plan fits in what is free: the same plan with its
      * batch-sized buffers rescaled (kiln_plan_arena_at), found by bisection. */
     char fit[256] = "lower the batch size";
-    size_t avail = sp == KILN_SPACE_DEVICE && s->hooks && s->hooks->free_memory ? s->hooks->free_memory() : 0;
+    size_t avail = sp == KILN_SPACE_DEVICE && s->dev->max_alloc ? s->dev->max_alloc(s->dev) : 0;
     if (p->batch > 1 && avail > 0) {
         int64_t lo = 0, hi = p->batch - 1;     /* lo fits (0 trivially), answer in [lo, hi] */
         while (lo < hi) {
@@ -381,9 +365,9 @@ static kiln_status get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds
         int sp = p->home[n->id];
         if (n->op == KILN_OP_VARIABLE) st = var_store(s, n, sp);
         else if (n->op == KILN_OP_CONSTANT && sp == KILN_SPACE_DEVICE && !s->const_dev[n->id]) {
-            void *d = s->dev->alloc(node_bytes(n));
+            void *d = s->dev->alloc(s->dev, node_bytes(n));
             if (!d) st = kiln_set_error(KILN_OUT_OF_MEMORY, "constant %s does not fit on the GPU", n->name);
-            else if ((st = s->dev->copy(d, n->value->data, node_bytes(n), KILN_COPY_H2D)) == KILN_OK) st = s->dev->sync();
+            else if ((st = s->dev->copy(s->dev, d, n->value->data, node_bytes(n), KILN_COPY_H2D)) == KILN_OK) st = s->dev->sync(s->dev);
             if (d) s->const_dev[n->id] = d;
         } else if (n->op == KILN_OP_PLACEHOLDER) {
             bool fed = false;
@@ -406,18 +390,18 @@ static kiln_status get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds
         if (p->arena_bytes[sp] <= s->arena_bytes[sp]) continue;    /* grows only while new plans appear */
         if (s->opts.measure_only) continue;
         const kiln_backend *be = space_be(s, sp);
-        if (s->arena[sp]) be->free(s->arena[sp]);
+        if (s->arena[sp]) be->free(be, s->arena[sp]);
         s->arena[sp] = NULL;
         s->arena_bytes[sp] = 0;
         s->arena_gen++;
-        void *a = be->alloc(p->arena_bytes[sp]);
+        void *a = be->alloc(be, p->arena_bytes[sp]);
         if (!a) st = arena_oom(s, p, sp);
         else { s->arena[sp] = a; s->arena_bytes[sp] = p->arena_bytes[sp]; }
     }
     if (st != KILN_OK) { kiln_plan_free(p); return st; }
     if (s->n_plans == KILN_MAX_PLANS) {            /* evict round-robin */
         kiln_plan *old = s->plans[s->next_evict];
-        if (old->graph_exec && s->hooks) s->hooks->graph_free(old->graph_exec);
+        if (old->graph_exec) s->dev->graph_free(s->dev, old->graph_exec);
         kiln_plan_free(old);
         s->plans[s->next_evict] = p;
         s->next_evict = (s->next_evict + 1) % KILN_MAX_PLANS;
@@ -501,14 +485,14 @@ static kiln_status copy_ahead(kiln_session *s, const kiln_plan *p, const kiln_fe
         size_t bytes = node_bytes(n);
         if (!a) continue;
         if (a->id != n->id || a->bytes != bytes) {
-            for (int j = 0; j < 2; j++) { if (a->slot[j]) s->dev->free(a->slot[j]); a->slot[j] = NULL; }
+            for (int j = 0; j < 2; j++) { if (a->slot[j]) s->dev->free(s->dev, a->slot[j]); a->slot[j] = NULL; }
             a->id = -1;
-            if (!(a->slot[0] = s->dev->alloc(bytes)) || !(a->slot[1] = s->dev->alloc(bytes))) continue;
+            if (!(a->slot[0] = s->dev->alloc(s->dev, bytes)) || !(a->slot[1] = s->dev->alloc(s->dev, bytes))) continue;
             a->id = n->id;
             a->bytes = bytes;
         }
         int w = 1 - a->cur;   /* this run may still be reading slot cur */
-        kiln_status st = s->hooks->copy_ahead(a->slot[w], next[k].value->data, bytes);
+        kiln_status st = s->dev->copy_ahead(s->dev, a->slot[w], next[k].value->data, bytes);
         *issued = true;
         if (st != KILN_OK) { a->src = NULL; return st; }
         a->cur = w;
@@ -523,10 +507,10 @@ static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) 
     if (stp->kind == KILN_STEP_COPY) {
         int from = p->home[n->id], to = stp->space;
         ahead_copy *a = to == KILN_SPACE_DEVICE ? ahead_ready(s, n, s->data[from][n->id]) : NULL;
-        if (a) return s->dev->copy(s->data[to][n->id], a->slot[a->cur], a->bytes, KILN_COPY_D2D);
-        kiln_status st = s->dev->copy(s->data[to][n->id], s->data[from][n->id], node_bytes(n),
+        if (a) return s->dev->copy(s->dev, s->data[to][n->id], a->slot[a->cur], a->bytes, KILN_COPY_D2D);
+        kiln_status st = s->dev->copy(s->dev, s->data[to][n->id], s->data[from][n->id], node_bytes(n),
                                       to == KILN_SPACE_DEVICE ? KILN_COPY_H2D : KILN_COPY_D2H);
-        if (st == KILN_OK && to == KILN_SPACE_HOST) st = s->dev->sync();   /* the host reads it next */
+        if (st == KILN_OK && to == KILN_SPACE_HOST) st = s->dev->sync(s->dev);   /* the host reads it next */
         return st;
     }
     void **data = s->data[stp->space];
@@ -556,10 +540,10 @@ static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) 
     /* profiling a device kernel: wait for it, so the time is the kernel's (plus its launch) */
     bool dev_prof = s->prof && stp->space == KILN_SPACE_DEVICE;
     kiln_status ps;
-    if (dev_prof && (ps = s->dev->sync()) != KILN_OK) return ps;
+    if (dev_prof && (ps = s->dev->sync(s->dev)) != KILN_OK) return ps;
     double t0 = s->prof ? kiln_now() : 0;
     kiln_status st = stp->kernel(&c);
-    if (dev_prof && st == KILN_OK) st = s->dev->sync();
+    if (dev_prof && st == KILN_OK) st = s->dev->sync(s->dev);
     if (s->prof) { s->prof[n->op] += kiln_now() - t0; s->prof_n[n->op]++; }
     for (size_t k = 0; guard && k < p->guard && st == KILN_OK; k++)
         if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
@@ -586,11 +570,11 @@ static kiln_status run_steps(kiln_session *s, kiln_plan *p, int from, int to) {
  * KILN_VERBOSE is set. *done tells whether this ran the plan. */
 static kiln_status run_captured(kiln_session *s, kiln_plan *p, bool *done) {
     *done = false;
-    if (!p->uses_device || !s->hooks || s->opts.no_cuda_graphs || s->prof || p->host_steps_between || p->capture_failed ||
-        (p->has_dropout && !s->hooks->set_step))
+    if (!p->uses_device || !s->dev->capture_begin || s->opts.no_cuda_graphs || s->prof || p->host_steps_between || p->capture_failed ||
+        (p->has_dropout && !s->dev->set_step))
         return KILN_OK;
     if (p->graph_exec && p->graph_arena_gen != s->arena_gen) {   /* buffers moved: capture again */
-        s->hooks->graph_free(p->graph_exec);
+        s->dev->graph_free(s->dev, p->graph_exec);
         p->graph_exec = NULL;
         p->warm_runs = 0;
     }
@@ -599,12 +583,12 @@ static kiln_status run_captured(kiln_session *s, kiln_plan *p, bool *done) {
     if (st != KILN_OK) return st;
     *done = true;
     if (!p->graph_exec) {
-        st = s->hooks->capture_begin();
+        st = s->dev->capture_begin(s->dev);
         if (st == KILN_OK) {
             kiln_status rs = run_steps(s, p, p->n_feed_copies, p->n_steps);
             void *ge = NULL;
-            st = s->hooks->capture_end(&ge);
-            if (rs != KILN_OK) { if (ge) s->hooks->graph_free(ge); return rs; }
+            st = s->dev->capture_end(s->dev, &ge);
+            if (rs != KILN_OK) { if (ge) s->dev->graph_free(s->dev, ge); return rs; }
             if (st == KILN_OK) { p->graph_exec = ge; p->graph_arena_gen = s->arena_gen; }
         }
         if (st != KILN_OK) {
@@ -613,8 +597,8 @@ static kiln_status run_captured(kiln_session *s, kiln_plan *p, bool *done) {
             return run_steps(s, p, p->n_feed_copies, p->n_steps);
         }
     }
-    if (s->hooks->set_step && (st = s->hooks->set_step(s->step ^ kiln_mix64(s->opts.seed))) != KILN_OK) return st;
-    return s->hooks->graph_launch(p->graph_exec);
+    if (s->dev->set_step && (st = s->dev->set_step(s->dev, s->step ^ kiln_mix64(s->opts.seed))) != KILN_OK) return st;
+    return s->dev->graph_launch(s->dev, p->graph_exec);
 }
 
 kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
@@ -644,15 +628,16 @@ kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int 
     if (omp_get_max_threads() != s->num_threads) omp_set_num_threads(s->num_threads);
 #endif
     bind(s, p, feeds, n_feeds);
+    if (p->uses_device && s->dev->activate && (st = s->dev->activate(s->dev)) != KILN_OK) return st;   /* its kernels run there */
     bool done;
     st = run_captured(s, p, &done);
     if (st == KILN_OK && !done) st = run_steps(s, p, 0, p->n_steps);
     bool ahead = false;
-    if (st == KILN_OK && n_next > 0 && p->n_feed_copies > 0 && s->hooks && s->hooks->copy_ahead && s->hooks->copy_ahead_wait)
+    if (st == KILN_OK && n_next > 0 && p->n_feed_copies > 0 && s->dev->copy_ahead && s->dev->copy_ahead_wait)
         st = copy_ahead(s, p, next_feeds, n_next, &ahead);
-    if (st == KILN_OK && p->uses_device) st = s->dev->sync();    /* device-side errors surface here */
+    if (st == KILN_OK && p->uses_device) st = s->dev->sync(s->dev);    /* device-side errors surface here */
     if (ahead) {   /* next's host buffers may be reused once this returns */
-        kiln_status ws = s->hooks->copy_ahead_wait();
+        kiln_status ws = s->dev->copy_ahead_wait(s->dev);
         if (st == KILN_OK) st = ws;
     }
     for (int i = 0; i < n_fetches && st == KILN_OK; i++) {
@@ -661,8 +646,8 @@ kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int 
             return kiln_set_error(KILN_OUT_OF_MEMORY, "fetch '%s': %s", f->name, kiln_last_error());
         int sp = p->home[f->id];
         if (sp == KILN_SPACE_DEVICE) {
-            st = s->dev->copy(outs[i]->data, s->data[sp][f->id], kiln_tensor_nbytes(outs[i]), KILN_COPY_D2H);
-            if (st == KILN_OK) st = s->dev->sync();
+            st = s->dev->copy(s->dev, outs[i]->data, s->data[sp][f->id], kiln_tensor_nbytes(outs[i]), KILN_COPY_D2H);
+            if (st == KILN_OK) st = s->dev->sync(s->dev);
         } else {
             memcpy(outs[i]->data, s->data[sp][f->id], kiln_tensor_nbytes(outs[i]));
         }
@@ -693,8 +678,8 @@ kiln_status kiln_session_read_variable(kiln_session *s, kiln_node *var, kiln_ten
     if ((st = check_var(var, out, "read_variable")) || (st = grow_ids(s))) return st;
     if (!s->var_data[var->id] && (st = var_store(s, var, KILN_SPACE_HOST))) return st;
     if (s->var_home[var->id] == KILN_SPACE_HOST) { memcpy(out->data, s->var_data[var->id], kiln_tensor_nbytes(out)); return KILN_OK; }
-    st = s->dev->copy(out->data, s->var_data[var->id], kiln_tensor_nbytes(out), KILN_COPY_D2H);
-    return st ? st : s->dev->sync();
+    st = s->dev->copy(s->dev, out->data, s->var_data[var->id], kiln_tensor_nbytes(out), KILN_COPY_D2H);
+    return st ? st : s->dev->sync(s->dev);
 }
 
 kiln_status kiln_session_assign_variable(kiln_session *s, kiln_node *var, const kiln_tensor *value) {
@@ -703,8 +688,8 @@ kiln_status kiln_session_assign_variable(kiln_session *s, kiln_node *var, const 
     if ((st = check_var(var, value, "assign_variable")) || (st = grow_ids(s))) return st;
     if (!s->var_data[var->id] && (st = var_store(s, var, KILN_SPACE_HOST))) return st;
     if (s->var_home[var->id] == KILN_SPACE_HOST) { memcpy(s->var_data[var->id], value->data, kiln_tensor_nbytes(value)); return KILN_OK; }
-    st = s->dev->copy(s->var_data[var->id], value->data, kiln_tensor_nbytes(value), KILN_COPY_H2D);
-    return st ? st : s->dev->sync();
+    st = s->dev->copy(s->dev, s->var_data[var->id], value->data, kiln_tensor_nbytes(value), KILN_COPY_H2D);
+    return st ? st : s->dev->sync(s->dev);
 }
 
 uint64_t kiln_session_step(const kiln_session *s) { return s->step; }
