@@ -184,7 +184,7 @@ static kiln_status set_memory_options(int index, const kiln_memory_options *o) {
     return KILN_OK;
 }
 
-/* ---- backend vtable ---- */
+/* ---- backend methods: each makes b's GPU current first (use) ---- */
 static void *dev_alloc(const kiln_backend *b, size_t bytes) {
     cu_device *d = use(b);
     if (!d) return NULL;
@@ -309,7 +309,6 @@ static size_t dev_workspace(const kiln_backend *b, const kiln_node *n) {
         return cu_loss_optim_workspace(n);
     }
 }
-
 
 /* ---- pinned host memory ---- */
 static void *host_alloc(size_t bytes) {
