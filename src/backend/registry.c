@@ -140,6 +140,15 @@ static kiln_status need_gpu(int index, const char *what) {
     return KILN_OK;
 }
 
+int kiln_cuda_device_count(void) { return kiln_cuda() ? cuda->device_count() : 0; }
+
+const kiln_backend *kiln_cuda_backend(int index) {
+    if (need_gpu(index, "kiln_cuda_backend") != KILN_OK) return NULL;
+    const kiln_backend *b = cuda->backend(index);
+    if (!b) kiln_set_error(KILN_INTERNAL, "kiln_cuda_backend: the CUDA module has no backend object for GPU %d", index);
+    return b;
+}
+
 kiln_status kiln_device_memory_stats(int gpu, kiln_memory_stats *out) {
     if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_device_memory_stats: out is NULL");
     kiln_status st = need_gpu(gpu, "kiln_device_memory_stats");

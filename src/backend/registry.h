@@ -6,6 +6,10 @@
 struct kiln_cuda_module;
 /* The loaded CUDA module, or NULL (reason: kiln_gpu_unavailable_reason()). Loads once. */
 const struct kiln_cuda_module *kiln_cuda(void);
+/* Visible GPUs (0 without the CUDA module). */
+int kiln_cuda_device_count(void);
+/* The backend object of GPU index; NULL with the error set (no GPU, or no such GPU). */
+const kiln_backend *kiln_cuda_backend(int index);
 /* Prints, once per process, the line saying why no GPU is used and that Kiln runs on the CPU. */
 void kiln_note_cpu_fallback(void);
 

@@ -29,9 +29,9 @@ static kiln_status place_op(const kiln_placement *pl, kiln_node *n, int8_t *spac
             snprintf(why, sizeof why, "that GPU does not exist (%d visible)", pl->n_devices);
             return soft_place(pl, n, why);
         }
-        if (!pl->devices[req.index]->kernel(n)) return soft_place(pl, n, "the GPU backend has no kernel for this op");
+        if (!pl->devices[req.index]->kernel(pl->devices[req.index], n)) return soft_place(pl, n, "the GPU backend has no kernel for this op");
         *space = (int8_t)(req.index + 1);
-    } else if (!asked && pl->n_devices > 0 && pl->devices[0]->kernel(n)) {
+    } else if (!asked && pl->n_devices > 0 && pl->devices[0]->kernel(pl->devices[0], n)) {
         *space = 1;
     }
     return KILN_OK;

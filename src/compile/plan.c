@@ -165,7 +165,7 @@ static void plan_liveness(builder *b) {
 
 /* The kernel the node runs where it is placed: the backend's, else ref on the host. */
 static kiln_kernel_fn pick_kernel(const kiln_backend *be, const kiln_node *nd, int space, const char **who) {
-    kiln_kernel_fn k = be->kernel(nd);
+    kiln_kernel_fn k = be->kernel(be, nd);
     *who = be->name;
     if (!k && space == KILN_SPACE_HOST) { k = kiln_op_get(nd->op)->ref; *who = "ref"; }
     return k;
@@ -175,8 +175,8 @@ static bool can_fuse(const kiln_node *n, void *ctx) {
     builder *b = ctx;
     if (b->r->no_fusion) return false;
     const kiln_backend *be = b->r->backends[b->p->home[n->id]];
-    if (!be->fuses || !be->fuses(n) || b->p->alias_of[n->id] >= 0) return false;
-    kiln_kernel_fn k = be->kernel(n);
+    if (!be->fuses || !be->fuses(be, n) || b->p->alias_of[n->id] >= 0) return false;
+    kiln_kernel_fn k = be->kernel(be, n);
     return k && k != kiln_op_get(n->op)->ref;
 }
 
@@ -332,7 +332,7 @@ static kiln_status plan_schedule(builder *b) {
         if (space == KILN_SPACE_HOST) p->host_steps_between = true;
         else p->device_space = p->device_space == -1 || p->device_space == space ? space : -2;
         stp->ws_bytes = stp->kernel == d->ref ? (d->ref_workspace ? d->ref_workspace(nd) : 0)
-                                               : (be->workspace ? be->workspace(nd) : 0);
+                                               : (be->workspace ? be->workspace(be, nd) : 0);
         if ((st = plan_output(b, stp, d)) != KILN_OK) return st;
     }
     return KILN_OK;

@@ -6,25 +6,28 @@
 kiln_status rt_run_captured(kiln_session *s, run_plan *rp, bool *done) {
     kiln_plan *p = rp->plan;
     *done = false;
-    if (p->device_space < 1 || !s->hooks || s->opts.no_cuda_graphs || s->prof || p->host_steps_between || rp->capture_failed ||
-        (p->has_dropout && !s->hooks->set_step))
+    if (p->device_space < 1) return KILN_OK;
+    const kiln_backend *be = s->be[p->device_space];
+    if (!be->capture_begin || s->opts.no_cuda_graphs || s->prof || p->host_steps_between || rp->capture_failed ||
+        (p->has_dropout && !be->set_step))
         return KILN_OK;
     if (rp->graph_exec && rp->graph_arena_gen != s->arena_gen) {   /* buffers moved: capture again */
-        s->hooks->graph_free(rp->graph_exec);
+        be->graph_free(be, rp->graph_exec);
         rp->graph_exec = NULL;
         rp->warm_runs = 0;
     }
     if (!rp->graph_exec && rp->warm_runs < 2) { rp->warm_runs++; return KILN_OK; }
-    kiln_status st = rt_run_steps(s, p, 0, p->n_feed_copies);
+    kiln_status st = rt_activate(s, p->device_space);
+    if (st == KILN_OK) st = rt_run_steps(s, p, 0, p->n_feed_copies);
     if (st != KILN_OK) return st;
     *done = true;
     if (!rp->graph_exec) {
-        st = s->hooks->capture_begin();
+        st = be->capture_begin(be);
         if (st == KILN_OK) {
             kiln_status rs = rt_run_steps(s, p, p->n_feed_copies, p->n_steps);
             void *ge = NULL;
-            st = s->hooks->capture_end(&ge);
-            if (rs != KILN_OK) { if (ge) s->hooks->graph_free(ge); return rs; }
+            st = be->capture_end(be, &ge);
+            if (rs != KILN_OK) { if (ge) be->graph_free(be, ge); return rs; }
             if (st == KILN_OK) { rp->graph_exec = ge; rp->graph_arena_gen = s->arena_gen; }
         }
         if (st != KILN_OK) {
@@ -33,6 +36,6 @@ kiln_status rt_run_captured(kiln_session *s, run_plan *rp, bool *done) {
             return rt_run_steps(s, p, p->n_feed_copies, p->n_steps);
         }
     }
-    if (s->hooks->set_step && (st = s->hooks->set_step(s->step ^ kiln_mix64(s->opts.seed))) != KILN_OK) return st;
-    return s->hooks->graph_launch(rp->graph_exec);
+    if (be->set_step && (st = be->set_step(be, s->step ^ kiln_mix64(s->opts.seed))) != KILN_OK) return st;
+    return be->graph_launch(be, rp->graph_exec);
 }

@@ -65,15 +65,26 @@ static void bind(kiln_session *s, kiln_plan *p, const kiln_feed *feeds, int n_fe
         }
 }
 
+/* A value into another space: host -> device and device -> host on the device's stream; device ->
+ * device (two GPUs) on the destination's stream once the source's work is done. */
 static kiln_status run_copy(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) {
     kiln_node *n = stp->node;
     int from = p->home[n->id], to = stp->space;
-    ahead_copy *a = to != KILN_SPACE_HOST ? rt_ahead_ready(s, n, s->data[from][n->id]) : NULL;
-    if (a) return s->dev->copy(s->data[to][n->id], a->slot[a->cur], a->bytes, KILN_COPY_D2D);
-    kiln_status st = s->dev->copy(s->data[to][n->id], s->data[from][n->id], node_bytes(n),
-                                  to != KILN_SPACE_HOST ? KILN_COPY_H2D : KILN_COPY_D2H);
-    if (st == KILN_OK && to == KILN_SPACE_HOST) st = s->dev->sync();   /* the host reads it next */
-    return st;
+    void *dst = s->data[to][n->id];
+    const void *src = s->data[from][n->id];
+    if (to == KILN_SPACE_HOST) {
+        const kiln_backend *be = s->be[from];
+        kiln_status st = be->copy(be, dst, src, node_bytes(n), KILN_COPY_D2H);
+        return st == KILN_OK ? be->sync(be) : st;   /* the host reads it next */
+    }
+    const kiln_backend *be = s->be[to];
+    if (from == KILN_SPACE_HOST) {
+        ahead_copy *a = rt_ahead_ready(s, n, to, src);
+        if (a) return be->copy(be, dst, a->slot[a->cur], a->bytes, KILN_COPY_D2D);
+        return be->copy(be, dst, src, node_bytes(n), KILN_COPY_H2D);
+    }
+    kiln_status st = s->be[from]->sync(s->be[from]);
+    return st == KILN_OK ? be->copy(be, dst, src, node_bytes(n), KILN_COPY_PEER) : st;
 }
 
 /* A failed kernel's message names the node (unless it already does). */
@@ -113,11 +124,12 @@ static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) 
     /* profiling a device kernel: wait for it, so the time is the kernel's (plus its launch) */
     const kiln_backend *be = s->be[stp->space];
     bool dev_prof = s->prof && stp->space != KILN_SPACE_HOST;
-    kiln_status st;
-    if (dev_prof && (st = be->sync()) != KILN_OK) return st;
+    kiln_status st = rt_activate(s, stp->space);   /* its kernels launch on its device */
+    if (st == KILN_OK && dev_prof) st = be->sync(be);
+    if (st != KILN_OK) return st;
     double t0 = s->prof ? kiln_now() : 0;
     st = stp->kernel(&c);
-    if (dev_prof && st == KILN_OK) st = be->sync();
+    if (dev_prof && st == KILN_OK) st = be->sync(be);
     if (s->prof) { s->prof[n->op] += kiln_now() - t0; s->prof_n[n->op]++; }
     for (size_t k = 0; guard && k < p->guard && st == KILN_OK; k++)
         if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
@@ -149,8 +161,9 @@ static kiln_status read_fetches(kiln_session *s, kiln_plan *p, kiln_node *const 
         kiln_node *f = fetches[i];
         int sp = p->home[f->id];
         if (sp != KILN_SPACE_HOST) {
-            st = s->be[sp]->copy(outs[i]->data, s->data[sp][f->id], kiln_tensor_nbytes(outs[i]), KILN_COPY_D2H);
-            if (st == KILN_OK) st = s->be[sp]->sync();
+            const kiln_backend *be = s->be[sp];
+            st = be->copy(be, outs[i]->data, s->data[sp][f->id], kiln_tensor_nbytes(outs[i]), KILN_COPY_D2H);
+            if (st == KILN_OK) st = be->sync(be);
         } else {
             memcpy(outs[i]->data, s->data[sp][f->id], kiln_tensor_nbytes(outs[i]));
         }
@@ -184,12 +197,11 @@ kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int 
     st = rt_run_captured(s, rp, &done);
     if (st == KILN_OK && !done) st = rt_run_steps(s, p, 0, p->n_steps);
     bool ahead = false;
-    if (st == KILN_OK && n_next > 0 && p->n_feed_copies > 0 && s->hooks && s->hooks->copy_ahead && s->hooks->copy_ahead_wait)
-        st = rt_copy_ahead(s, p, next_feeds, n_next, &ahead);
+    if (st == KILN_OK && n_next > 0 && p->n_feed_copies > 0) st = rt_copy_ahead(s, p, next_feeds, n_next, &ahead);
     for (int sp = 1; sp < s->n_spaces && st == KILN_OK; sp++)   /* device-side errors surface here */
-        if (p->device_space == sp || p->device_space == -2) st = s->be[sp]->sync();
+        if (p->device_space == sp || p->device_space == -2) st = s->be[sp]->sync(s->be[sp]);
     if (ahead) {   /* next's host buffers may be reused once this returns */
-        kiln_status ws = s->hooks->copy_ahead_wait();
+        kiln_status ws = rt_copy_ahead_wait(s);
         if (st == KILN_OK) st = ws;
     }
     if (st == KILN_OK) st = read_fetches(s, p, fetches, outs, n_fetches);

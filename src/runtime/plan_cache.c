@@ -26,7 +26,10 @@ static run_plan *find_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds,
 }
 
 static void drop_plan(kiln_session *s, run_plan *rp) {
-    if (rp->graph_exec && s->hooks) s->hooks->graph_free(rp->graph_exec);
+    if (rp->graph_exec) {
+        const kiln_backend *be = s->be[rp->plan->device_space];
+        be->graph_free(be, rp->graph_exec);
+    }
     kiln_plan_free(rp->plan);
     *rp = (run_plan){ 0 };
 }
@@ -57,7 +60,8 @@ static kiln_status arena_oom(kiln_session *s, kiln_plan *p, int sp) {
     /* The largest batch whose memory plan fits in what is free: the same plan with its
      * batch-sized buffers rescaled (kiln_plan_arena_at), found by bisection. */
     char fit[256] = "lower the batch size";
-    size_t avail = sp != KILN_SPACE_HOST && s->hooks && s->hooks->free_memory ? s->hooks->free_memory() : 0;
+    const kiln_backend *be = s->be[sp];
+    size_t avail = sp != KILN_SPACE_HOST && be->max_alloc ? be->max_alloc(be) : 0;
     if (p->batch > 1 && avail > 0) {
         int64_t lo = 0, hi = p->batch - 1;     /* lo fits (0 trivially), answer in [lo, hi] */
         while (lo < hi) {
@@ -84,9 +88,10 @@ static kiln_status bind_sources(kiln_session *s, kiln_plan *p, const kiln_feed *
         int sp = p->home[n->id];
         if (n->op == KILN_OP_VARIABLE) st = rt_var_store(s, n, sp);
         else if (n->op == KILN_OP_CONSTANT && sp != KILN_SPACE_HOST && !s->const_dev[n->id]) {
-            void *d = s->dev->alloc(node_bytes(n));
+            const kiln_backend *be = s->be[sp];
+            void *d = be->alloc(be, node_bytes(n));
             if (!d) st = kiln_set_error(KILN_OUT_OF_MEMORY, "constant %s does not fit on the GPU", n->name);
-            else if ((st = s->dev->copy(d, n->value->data, node_bytes(n), KILN_COPY_H2D)) == KILN_OK) st = s->dev->sync();
+            else if ((st = be->copy(be, d, n->value->data, node_bytes(n), KILN_COPY_H2D)) == KILN_OK) st = be->sync(be);
             if (d) s->const_dev[n->id] = d;
         } else if (n->op == KILN_OP_PLACEHOLDER) {
             bool fed = false;
@@ -118,11 +123,11 @@ static kiln_status grow_arenas(kiln_session *s, kiln_plan *p) {
     for (int sp = 0; sp < s->n_spaces; sp++) {
         if (p->arena_bytes[sp] <= s->arena_bytes[sp] || s->opts.measure_only) continue;
         const kiln_backend *be = s->be[sp];
-        if (s->arena[sp]) be->free(s->arena[sp]);
+        if (s->arena[sp]) be->free(be, s->arena[sp]);
         s->arena[sp] = NULL;
         s->arena_bytes[sp] = 0;
         s->arena_gen++;
-        void *a = be->alloc(p->arena_bytes[sp]);
+        void *a = be->alloc(be, p->arena_bytes[sp]);
         if (!a) return arena_oom(s, p, sp);
         s->arena[sp] = a;
         s->arena_bytes[sp] = p->arena_bytes[sp];

@@ -18,7 +18,7 @@ void rt_profile_report(const kiln_session *s) {
     double total = 0;
     for (int i = 0; i < KILN_OP_COUNT; i++) total += s->prof[i];
     kiln_log_msg(KILN_LOG_INFO, "kiln profile: %.3f s in kernels (host-timed%s)", total,
-             s->dev ? "; device kernels synchronised one by one, no CUDA graphs: slower than a real run" : "");
+             s->n_spaces > 1 ? "; device kernels synchronised one by one, no CUDA graphs: slower than a real run" : "");
     bool done[KILN_OP_COUNT] = { 0 };
     for (;;) {
         int best = -1;

@@ -13,6 +13,7 @@
  * turn, so the copy stream writes one while this run's compute stream reads the other. */
 typedef struct ahead_copy {
     int id;                 /* placeholder id, -1 unused */
+    int space;              /* the device space it is copied to */
     size_t bytes;
     void *slot[2];
     int cur;                /* slot holding the copy of src */
@@ -31,25 +32,24 @@ typedef struct run_plan {
 
 struct kiln_session {
     kiln_graph *g;
-    const kiln_backend *host, *dev;   /* dev: NULL when there is no device */
-    const kiln_backend *be[2];        /* by memory space: [0] host, [1] dev */
-    int n_spaces;                     /* 1 + (dev != NULL) */
-    const kiln_device_hooks *hooks;   /* graph capture etc. (NULL: none); points at hooks_copy */
-    kiln_device_hooks hooks_copy;
+    const kiln_backend *host;         /* cpu or ref */
+    const kiln_backend **be;          /* [space]: [0] host, [k] GPU k - 1 */
+    int n_spaces;                     /* 1 + the devices */
     kiln_session_opts opts;
     int num_threads;
     int n_ids;
     void **var_data;            /* id -> variable storage, in var_home[id]'s space */
     int8_t *var_home;
-    void **const_dev;           /* id -> device copy of a constant */
+    void **const_dev;           /* id -> device copy of a constant (in place[id]'s space) */
     int8_t *place;              /* id -> space (-1: not decided yet) */
     bool *logged;
     run_plan plans[KILN_MAX_PLANS];
     int n_plans, next_evict;
-    void *arena[2];
-    size_t arena_bytes[2];
+    void **arena;               /* [space] */
+    size_t *arena_bytes;        /* [space] */
     uint64_t arena_gen;         /* bumped when an arena moves (captured graphs then re-capture) */
-    void **data[2];             /* [space][id] -> bound pointer for the current run */
+    void ***data;               /* [space][id] -> bound pointer for the current run */
+    const kiln_backend *active; /* the device backend kernels were last launched for */
     uint64_t step;
     uint64_t runs;              /* kiln_session_run calls (copies ahead are valid for the next one) */
     ahead_copy ahead[KILN_MAX_AHEAD];
@@ -66,6 +66,8 @@ static inline size_t node_bytes(const kiln_node *n) { return (size_t)kiln_shape_
 kiln_status rt_grow_ids(kiln_session *s);
 kiln_status rt_place(kiln_session *s);
 kiln_status rt_var_store(kiln_session *s, kiln_node *v, int space);
+/* Makes the device backend of `space` current for the kernels launched next (once per switch). */
+kiln_status rt_activate(kiln_session *s, int space);
 /* plan_cache.c: the cached plan for this fetch set, built (placement, plan, variables moved,
  * arenas grown) on first use. */
 kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
@@ -76,8 +78,9 @@ kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to);
 /* capture.c: runs the plan as a replayed CUDA graph when it can; *done says whether it ran. */
 kiln_status rt_run_captured(kiln_session *s, run_plan *rp, bool *done);
 /* copy_ahead.c */
-ahead_copy *rt_ahead_ready(kiln_session *s, const kiln_node *n, const void *src);
+ahead_copy *rt_ahead_ready(kiln_session *s, const kiln_node *n, int space, const void *src);
 kiln_status rt_copy_ahead(kiln_session *s, const kiln_plan *p, const kiln_feed *next, int n_next, bool *issued);
+kiln_status rt_copy_ahead_wait(kiln_session *s);
 void rt_ahead_free(kiln_session *s);
 /* profile.c */
 kiln_status rt_profile_init(kiln_session *s);

@@ -6,7 +6,6 @@
 #include "runtime/runtime_internal.h"
 #include "compile/placement.h"
 #include "backend/registry.h"
-#include "backend/cuda/cuda_module.h"
 
 void kiln_session_set_guard(kiln_session *s, size_t bytes) { s->guard = bytes; }
 
@@ -36,51 +35,67 @@ oom:   /* the arrays grown so far keep their new size; n_ids stays, so the next 
 }
 
 kiln_status rt_place(kiln_session *s) {
-    kiln_placement pl = { &s->dev, s->dev ? 1 : 0, s->dev ? "" : kiln_gpu_unavailable_reason(), s->opts.strict_placement,
-                          &s->warned_soft };
+    int nd = s->n_spaces - 1;
+    kiln_placement pl = { s->be + 1, nd, nd ? "" : kiln_gpu_unavailable_reason(), s->opts.strict_placement, &s->warned_soft };
     return kiln_place(s->g, &pl, s->place);
+}
+
+kiln_status rt_activate(kiln_session *s, int space) {
+    const kiln_backend *be = s->be[space];
+    if (space == KILN_SPACE_HOST || s->active == be) return KILN_OK;
+    kiln_status st = be->activate ? be->activate(be) : KILN_OK;
+    if (st == KILN_OK) s->active = be;
+    return st;
 }
 
 /* ---- variables: created on first use, initialised on the host, moved to their space ---- */
 static kiln_status var_to_host(kiln_session *s, kiln_node *v) {
     size_t bytes = node_bytes(v);
+    const kiln_backend *be = s->be[s->var_home[v->id]];
     void *d = s->var_data[v->id];
     void *h = kiln_malloc_aligned(bytes);
-    kiln_status st = h ? s->dev->copy(h, d, bytes, KILN_COPY_D2H) : kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory");
-    if (st == KILN_OK) st = s->dev->sync();
+    kiln_status st = h ? be->copy(be, h, d, bytes, KILN_COPY_D2H) : kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory");
+    if (st == KILN_OK) st = be->sync(be);
     if (st != KILN_OK) { kiln_free_aligned(h); return kiln_set_error(st, "variable %s: cannot move it to the host: %s", v->name, kiln_last_error()); }
-    s->dev->free(d);
+    be->free(be, d);
     s->var_data[v->id] = h;
     s->var_home[v->id] = KILN_SPACE_HOST;
     return KILN_OK;
 }
 
+/* A variable's value where `space` says: initialised on the host on first use, then moved (a
+ * device-to-device move goes through the host). */
 kiln_status rt_var_store(kiln_session *s, kiln_node *v, int space) {
     if (s->var_data[v->id] && s->var_home[v->id] == space) return KILN_OK;
-    if (s->var_data[v->id] && space == KILN_SPACE_HOST) return var_to_host(s, v);
+    kiln_status st;
+    if (s->var_data[v->id] && s->var_home[v->id] != KILN_SPACE_HOST && (st = var_to_host(s, v)) != KILN_OK) return st;
+    if (space == KILN_SPACE_HOST && s->var_data[v->id]) return KILN_OK;
     size_t bytes = node_bytes(v);
     void *host = s->var_data[v->id];
     if (!host) {
         kiln_tensor *t = kiln_tensor_new(v->dtype, v->shape);
         if (!t) return kiln_set_error(KILN_OUT_OF_MEMORY, "variable %s: %s", v->name, kiln_last_error());
-        kiln_status st = kiln_init_fill(v->init, t);
+        st = kiln_init_fill(v->init, t);
         if (st != KILN_OK) { kiln_tensor_free(t); return st; }
         host = t->data;
         t->owns_data = false;
         kiln_tensor_free(t);
         if (space == KILN_SPACE_HOST) { s->var_data[v->id] = host; s->var_home[v->id] = KILN_SPACE_HOST; return KILN_OK; }
     }
-    void *d = s->dev->alloc(bytes);
+    const kiln_backend *be = s->be[space];
+    void *d = be->alloc(be, bytes);
+    char where[32];
     if (!d) {
         if (host != s->var_data[v->id]) kiln_free_aligned(host);
-        return kiln_set_error(KILN_OUT_OF_MEMORY, "variable %s (%zu bytes) does not fit on the GPU: %s", v->name, bytes, kiln_last_error());
+        return kiln_set_error(KILN_OUT_OF_MEMORY, "variable %s (%zu bytes) does not fit on %s: %s", v->name, bytes,
+                              kiln_space_name(space, where, sizeof where), kiln_last_error());
     }
-    kiln_status st = s->dev->copy(d, host, bytes, KILN_COPY_H2D);
-    if (st == KILN_OK) st = s->dev->sync();
+    st = be->copy(be, d, host, bytes, KILN_COPY_H2D);
+    if (st == KILN_OK) st = be->sync(be);
     kiln_free_aligned(host);
-    if (st != KILN_OK) { s->dev->free(d); s->var_data[v->id] = NULL; return st; }
+    if (st != KILN_OK) { be->free(be, d); s->var_data[v->id] = NULL; return st; }
     s->var_data[v->id] = d;
-    s->var_home[v->id] = KILN_SPACE_DEVICE;
+    s->var_home[v->id] = (int8_t)space;
     return KILN_OK;
 }
 
@@ -93,11 +108,14 @@ static bool env_off(const char *name) {
     return e && strcmp(e, "0") == 0;
 }
 
-static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *dev,
-                                 const kiln_device_hooks *hooks) {
+static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *const *devs, int n_devs) {
     if (!g) { kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_new: NULL graph"); return NULL; }
     if (g->status != KILN_OK) {
         kiln_set_error(g->status, "kiln_session_new: the graph has a build error: %s", g->error);
+        return NULL;
+    }
+    if (n_devs < 0 || n_devs >= INT8_MAX || (n_devs > 0 && !devs)) {
+        kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_new: %d devices", n_devs);
         return NULL;
     }
     kiln_session *s = kiln_calloc(1, sizeof *s);
@@ -105,11 +123,18 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     s->g = g;
     if (opts) s->opts = *opts;
     s->host = s->opts.backend == KILN_BACKEND_REF ? kiln_backend_ref() : kiln_backend_cpu();
-    s->dev = dev;
+    s->n_spaces = 1 + n_devs;
+    s->be = kiln_calloc((size_t)s->n_spaces, sizeof *s->be);
+    s->arena = kiln_calloc((size_t)s->n_spaces, sizeof *s->arena);
+    s->arena_bytes = kiln_calloc((size_t)s->n_spaces, sizeof *s->arena_bytes);
+    s->data = kiln_calloc((size_t)s->n_spaces, sizeof *s->data);
+    if (!s->be || !s->arena || !s->arena_bytes || !s->data) {
+        kiln_set_error(KILN_OUT_OF_MEMORY, "session: out of host memory");
+        kiln_session_free(s);
+        return NULL;
+    }
     s->be[0] = s->host;
-    s->be[1] = dev;
-    s->n_spaces = dev ? 2 : 1;
-    if (hooks) { s->hooks_copy = *hooks; s->hooks = &s->hooks_copy; }
+    for (int k = 0; k < n_devs; k++) s->be[k + 1] = devs[k];
     for (int i = 0; i < KILN_MAX_AHEAD; i++) s->ahead[i].id = -1;
     s->num_threads = kiln_threads_resolve(s->opts.num_threads);
     if (env_on("KILN_LOG_DEVICE_PLACEMENT")) s->opts.log_device_placement = true;
@@ -120,33 +145,34 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     return s;
 }
 
-/* The largest arena the GPU's allocator can still give (limit, driver memory and its segment
- * granularity included): what the out-of-memory advice sizes the batch against. */
-static size_t cuda_free_memory(void) {
-    const kiln_cuda_module *cu = kiln_cuda();
-    return cu ? cu->max_alloc() : 0;
-}
-
+/* AUTO and CUDA sessions get every visible GPU (GPU 0 takes what is not placed explicitly). */
 kiln_session *kiln_session_new(kiln_graph *g, const kiln_session_opts *opts) {
     kiln_backend_kind kind = opts ? opts->backend : KILN_BACKEND_AUTO;
-    const kiln_cuda_module *cu = NULL;
+    int n = 0;
     if (kind == KILN_BACKEND_AUTO || kind == KILN_BACKEND_CUDA) {
-        cu = kiln_cuda();
-        if (!cu && kind == KILN_BACKEND_CUDA) {
+        n = kiln_cuda() ? kiln_cuda_device_count() : 0;
+        if (n <= 0 && kind == KILN_BACKEND_CUDA) {
             kiln_set_error(KILN_NOT_FOUND, "kiln_session_new: the CUDA backend was asked for, but %s", kiln_gpu_unavailable_reason());
             return NULL;
         }
-        if (!cu) kiln_note_cpu_fallback();
+        if (n <= 0) kiln_note_cpu_fallback();
     }
-    kiln_device_hooks cuda_hooks = { 0 };   /* copied into the session: no shared mutable state */
-    if (cu) cuda_hooks = (kiln_device_hooks){ cu->capture_begin, cu->capture_end, cu->graph_launch, cu->graph_free, cu->set_step,
-                                              cuda_free_memory, cu->copy_ahead, cu->copy_ahead_wait };
-    return session_new(g, opts, cu ? cu->backend : NULL, cu ? &cuda_hooks : NULL);
+    if (n <= 0) return session_new(g, opts, NULL, 0);
+    const kiln_backend **devs = kiln_calloc((size_t)n, sizeof *devs);
+    if (!devs) { kiln_set_error(KILN_OUT_OF_MEMORY, "session: out of host memory"); return NULL; }
+    for (int k = 0; k < n; k++)
+        if (!(devs[k] = kiln_cuda_backend(k))) { kiln_free(devs); return NULL; }
+    kiln_session *s = session_new(g, opts, devs, n);
+    kiln_free(devs);
+    return s;
 }
 
-kiln_session *kiln_session_new_with_device(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *dev,
-                                           const kiln_device_hooks *hooks) {
-    return session_new(g, opts, dev, hooks);
+kiln_session *kiln_session_new_with_device(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *dev) {
+    return session_new(g, opts, dev ? &dev : NULL, dev ? 1 : 0);
+}
+
+kiln_session *kiln_session_new_with_devices(kiln_graph *g, const kiln_session_opts *opts, const kiln_backend *const *devs, int n) {
+    return session_new(g, opts, devs, n);
 }
 
 void kiln_session_free(kiln_session *s) {
@@ -154,19 +180,21 @@ void kiln_session_free(kiln_session *s) {
     rt_profile_report(s);
     for (int i = 0; i < s->n_ids; i++) {
         if (s->var_data[i]) {
-            if (s->var_home[i] == KILN_SPACE_DEVICE) s->dev->free(s->var_data[i]);
+            const kiln_backend *be = s->be[s->var_home[i]];
+            if (s->var_home[i] != KILN_SPACE_HOST) be->free(be, s->var_data[i]);
             else kiln_free_aligned(s->var_data[i]);
         }
-        if (s->const_dev[i]) s->dev->free(s->const_dev[i]);
+        if (s->const_dev[i]) s->be[s->place[i]]->free(s->be[s->place[i]], s->const_dev[i]);
     }
     rt_plans_free(s);
-    for (int sp = 0; sp < s->n_spaces; sp++) {
-        if (s->arena[sp]) s->be[sp]->free(s->arena[sp]);
+    for (int sp = 0; sp < s->n_spaces && s->arena && s->data; sp++) {
+        if (s->arena[sp]) s->be[sp]->free(s->be[sp], s->arena[sp]);
         kiln_free(s->data[sp]);
     }
     rt_ahead_free(s);
     kiln_free(s->var_data); kiln_free(s->var_home); kiln_free(s->const_dev);
     kiln_free(s->place); kiln_free(s->logged);
+    kiln_free(s->be); kiln_free(s->arena); kiln_free(s->arena_bytes); kiln_free(s->data);
     kiln_free(s);
 }
 
@@ -187,8 +215,9 @@ kiln_status kiln_session_read_variable(kiln_session *s, kiln_node *var, kiln_ten
     if ((st = check_var(var, out, "read_variable")) || (st = rt_grow_ids(s))) return st;
     if (!s->var_data[var->id] && (st = rt_var_store(s, var, KILN_SPACE_HOST))) return st;
     if (s->var_home[var->id] == KILN_SPACE_HOST) { memcpy(out->data, s->var_data[var->id], kiln_tensor_nbytes(out)); return KILN_OK; }
-    st = s->dev->copy(out->data, s->var_data[var->id], kiln_tensor_nbytes(out), KILN_COPY_D2H);
-    return st ? st : s->dev->sync();
+    const kiln_backend *be = s->be[s->var_home[var->id]];
+    st = be->copy(be, out->data, s->var_data[var->id], kiln_tensor_nbytes(out), KILN_COPY_D2H);
+    return st ? st : be->sync(be);
 }
 
 kiln_status kiln_session_assign_variable(kiln_session *s, kiln_node *var, const kiln_tensor *value) {
@@ -197,14 +226,15 @@ kiln_status kiln_session_assign_variable(kiln_session *s, kiln_node *var, const 
     if ((st = check_var(var, value, "assign_variable")) || (st = rt_grow_ids(s))) return st;
     if (!s->var_data[var->id] && (st = rt_var_store(s, var, KILN_SPACE_HOST))) return st;
     if (s->var_home[var->id] == KILN_SPACE_HOST) { memcpy(s->var_data[var->id], value->data, kiln_tensor_nbytes(value)); return KILN_OK; }
-    st = s->dev->copy(s->var_data[var->id], value->data, kiln_tensor_nbytes(value), KILN_COPY_H2D);
-    return st ? st : s->dev->sync();
+    const kiln_backend *be = s->be[s->var_home[var->id]];
+    st = be->copy(be, s->var_data[var->id], value->data, kiln_tensor_nbytes(value), KILN_COPY_H2D);
+    return st ? st : be->sync(be);
 }
 
 uint64_t kiln_session_step(const kiln_session *s) { return s->step; }
 void kiln_session_set_step(kiln_session *s, uint64_t step) { s->step = step; }
 size_t kiln_session_planned_bytes(const kiln_session *s) { return s->planned_bytes; }
-const char *kiln_session_backend(const kiln_session *s) { return s->dev ? s->dev->name : s->host->name; }
+const char *kiln_session_backend(const kiln_session *s) { return s->n_spaces > 1 ? s->be[1]->name : s->host->name; }
 
 size_t kiln_session_variable_bytes(const kiln_session *s) {
     size_t b = 0;

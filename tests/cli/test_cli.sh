@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CLI checks: help texts, devices (and the one-line no-GPU message), summary, a short training
-# run, errors that name the problem. Usage: test_cli.sh path/to/kiln
+# run, errors that name the problem. Usage: test_cli.sh path/to/kiln [path/to/libkiln_cuda_sim.so]
 set -u
-K=${1:?usage: test_cli.sh path/to/kiln}
+K=${1:?usage: test_cli.sh path/to/kiln [path/to/libkiln_cuda_sim.so]}
+SIM=${2:-}
 pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -26,6 +27,13 @@ expect_fail "unknown command" "unknown command" "$K" frobnicate
 expect "devices lists the CPU" "/device:CPU:0" "$K" devices
 expect "devices says whether a GPU is there" "GPU available: (yes|no \(.+\))" "$K" devices
 CUDA_VISIBLE_DEVICES= expect "CUDA_VISIBLE_DEVICES= hides GPUs" "GPU available: no \(CUDA_VISIBLE_DEVICES is empty" "$K" devices
+if [ -n "$SIM" ]; then   # two simulated GPUs: both listed, each with its own index
+  out=$(CUSIM_DEVICES=2 KILN_CUDA_MODULE="$SIM" "$K" devices 2>&1)
+  if grep -q "^/device:GPU:0  Kiln CUDA simulator" <<<"$out" && grep -q "^/device:GPU:1  Kiln CUDA simulator" <<<"$out" &&
+     [ "$(grep -c "^/device:GPU:" <<<"$out")" -eq 2 ] && grep -q "GPU available: yes" <<<"$out"; then ok
+  else bad "devices with CUSIM_DEVICES=2 should list GPU:0 and GPU:1: $out"; fi
+  CUSIM_DEVICES=0 KILN_CUDA_MODULE="$SIM" expect "no simulated GPU: says why" "GPU available: no \(cudaGetDeviceCount: no CUDA-capable device" "$K" devices
+fi
 expect "summary counts fashion_cnn's parameters" "421,?642" "$K" summary --model fashion_cnn
 expect_fail "missing dataset names the apt-get package" "apt-get install dataset-fashion-mnist" "$K" train --data "$tmp/none" --epochs 1
 expect_fail "missing checkpoint names the file" "$tmp/none.safetensors" "$K" eval --load "$tmp/none.safetensors" --data synthetic

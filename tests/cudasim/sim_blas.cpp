@@ -48,6 +48,7 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
         ok = ok && resident("A", A.p, A.t, arows, A.trans ? m : k, A.ld, A.stride, batch) &&
              resident("B", B.p, B.t, brows, B.trans ? k : n, B.ld, B.stride, batch);
     if (!ok) { set_error(cudaErrorIllegalAddress); return CUBLAS_STATUS_EXECUTION_FAILED; }
+    if (!launchable("cuBLAS", h->stream)) return CUBLAS_STATUS_EXECUTION_FAILED;
     enqueue(h->stream, [=] {
         /* op(A) by rows, op(B) by columns, in double; c = a b^T row-major */
         std::vector<double> a((size_t)m * k), b((size_t)n * k), c((size_t)m * n, 0.0);

@@ -143,6 +143,7 @@ cudnnStatus_t run(const char *fn, dir d, bool fft, cudnnHandle_t h, const void *
     double al = dbl ? *(const double *)alpha : *(const float *)alpha, be = dbl ? *(const double *)beta : *(const float *)beta;
     conv_problem pr{ *xd, *yd, *wd, *cd };
     elem e = elem_t(xd->t);
+    if (!launchable("cuDNN", h->stream)) return CUDNN_STATUS_EXECUTION_FAILED;
     enqueue(h->stream, [=] {
         size_t nout = d == dir::fwd ? numel(&pr.Y) : d == dir::bwd_data ? numel(&pr.X) : numel(&pr.W);
         std::vector<double> acc(nout, 0.0);

@@ -143,6 +143,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, cudnnPoolingDescriptor_t pd, 
     cudnnTensorStruct X = *xd, Y = *yd;
     double al = scalar(alpha), be = scalar(beta);
     elem e = elem_t(X.t);
+    if (!launchable("cuDNN", h->stream)) return CUDNN_STATUS_EXECUTION_FAILED;
     enqueue(h->stream, [=] {
         for (int n = 0; n < Y.n; n++)
             for (int oh = 0; oh < Y.h; oh++)
@@ -186,6 +187,7 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t h, cudnnPoolingDescriptor_t pd,
     cudnnTensorStruct X = *xd, Y = *yd;
     double al = scalar(alpha), be = scalar(beta);
     elem e = elem_t(X.t);
+    if (!launchable("cuDNN", h->stream)) return CUDNN_STATUS_EXECUTION_FAILED;
     enqueue(h->stream, [=] {
         std::vector<double> acc(numel(&X), 0.0);
         for (int n = 0; n < Y.n; n++)
@@ -230,6 +232,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t h, cudnnBatch
     cudnnTensorStruct X = *xd;
     double al = scalar(alpha), be = scalar(beta);
     elem e = elem_t(X.t), pe = elem_t(bnd->t);
+    if (!launchable("cuDNN", h->stream)) return CUDNN_STATUS_EXECUTION_FAILED;
     enqueue(h->stream, [=] {
         std::vector<double> mean, var;
         channel_stats(X, x, e, mean, var);
@@ -267,6 +270,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t h, cudnnBatc
     cudnnTensorStruct X = *xd;
     double al = scalar(alpha), be = scalar(beta);
     elem e = elem_t(X.t), pe = elem_t(bnd->t);
+    if (!launchable("cuDNN", h->stream)) return CUDNN_STATUS_EXECUTION_FAILED;
     enqueue(h->stream, [=] {
         each(X, [&](size_t i, int c) {
             double r = load(scale, pe, c) * (load(x, e, i) - load(mean, pe, c)) / std::sqrt(load(var, pe, c) + eps) + load(bias, pe, c);
@@ -298,6 +302,7 @@ cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t h, cudnnBatchNormMod
     cudnnTensorStruct X = *xd;
     double ad = scalar(alpha_data), bd = scalar(beta_data), ap = scalar(alpha_param), bp = scalar(beta_param);
     elem e = elem_t(X.t), pe = elem_t(bnd->t);
+    if (!launchable("cuDNN", h->stream)) return CUDNN_STATUS_EXECUTION_FAILED;
     enqueue(h->stream, [=] {
         std::vector<double> mean, var, rstd(X.c), sdy(X.c, 0.0), sdyx(X.c, 0.0);
         channel_stats(X, x, e, mean, var);

@@ -235,6 +235,7 @@ void launch(const char *name, dim3 g, dim3 b, size_t shmem, cudaStream_t s, std:
     }
     if (shmem > 48 * 1024) { fail("kernel %s: %zu bytes of dynamic shared memory", name, shmem); set_error(cudaErrorInvalidValue); return; }
     if (!stream_of(s)) { fail("kernel %s: launched on an invalid stream", name); set_error(cudaErrorInvalidResourceHandle); return; }
+    if (!launchable(name, s)) return;
     cudaError_t e = enqueue(s, [name, g, b, fn] { run_grid(name, g, b, fn); });   /* name: a literal */
     if (e != cudaSuccess) set_error(e);
 }

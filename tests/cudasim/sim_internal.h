@@ -8,6 +8,7 @@
 #include "cuda_fp16.h"
 
 struct CUstream_st {
+    int device = 0;                               /* the GPU current when it was created */
     bool capturing = false, invalidated = false;
     std::vector<std::function<void()>> ops;       /* recorded while capturing */
     std::vector<std::function<void()>> pending;   /* enqueued, not yet run (see flush) */
@@ -16,6 +17,17 @@ struct CUgraph_st { std::vector<std::function<void()>> ops; };
 struct CUgraphExec_st { std::vector<std::function<void()>> ops; };
 
 namespace cusim {
+/* CUSIM_DEVICES=N simulated GPUs (default 1, 0: none); the current one is per host thread, as
+ * CUDA's. Each has its own memory budget; streams and allocations belong to the GPU current when
+ * they were made. */
+int device_count();
+int current_device();
+/* The GPU whose memory holds p, -1 when p is not device memory. */
+int device_of(const void *p);
+size_t device_budget();                           /* each GPU's memory */
+/* Work that runs kernels (launches, cuBLAS/cuDNN calls) must go to a stream of the current GPU,
+ * as CUDA requires: false (reported, cudaErrorInvalidResourceHandle) otherwise. */
+bool launchable(const char *what, cudaStream_t s);
 /* The last error, as cudaGetLastError returns (and clears) it. */
 void set_error(cudaError_t e);
 /* Resolves the legacy stream 0; NULL for a stream that was never created (or destroyed). */

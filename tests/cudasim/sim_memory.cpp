@@ -1,4 +1,4 @@
-/* Device and pinned memory and copies. Device memory is a fixed budget of page-aligned mappings
+/* Device and pinned memory and copies. Each GPU's memory is a fixed budget of page-aligned mappings
  * (cudaMalloc's 256-byte alignment and more), filled with 0xff bytes (NaN in every float type) as
  * real device memory starts as garbage, and PROT_NONE while no device work runs, so host code
  * that dereferences a device pointer faults. Pinned memory is heap memory that is also a device
@@ -12,15 +12,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include "sim_internal.h"
 
 namespace cusim {
 namespace {
-const size_t kBudget = (size_t)4 << 30;                  /* reported device memory */
-size_t in_use;
+const size_t kBudget = (size_t)4 << 30;                  /* reported memory of each GPU */
+size_t in_use[16];                                       /* per GPU */
 std::map<uintptr_t, size_t> dev_allocs, host_allocs;     /* base -> bytes */
+std::map<uintptr_t, int> owner;                          /* device allocation base -> its GPU */
 int window_depth;                                        /* device_window nesting */
 
 size_t page_round(size_t b) { size_t pg = (size_t)sysconf(_SC_PAGESIZE); return (b + pg - 1) / pg * pg; }
@@ -63,8 +65,28 @@ device_window::device_window() { if (window_depth++ == 0) protect_all(PROT_READ 
 device_window::~device_window() { if (--window_depth == 0) protect_all(PROT_NONE); }
 
 bool in_device_memory(const void *p, size_t bytes) { return in_map(dev_allocs, p, bytes); }
+size_t device_budget() { return kBudget; }
+
+int device_of(const void *p) {
+    if (!in_map(dev_allocs, p, 0)) return -1;
+    return owner[std::prev(dev_allocs.upper_bound((uintptr_t)p))->first];
+}
 bool pinned(const void *p, size_t bytes) { return in_map(host_allocs, p, bytes); }
 bool device_accessible(const void *p) { return !p || in_map(dev_allocs, p, 0) || in_map(host_allocs, p, 0); }
+
+/* Kiln enables no peer access: a kernel reads only its own GPU's memory (and mapped pinned memory). */
+bool on_stream_device(const void *p, cudaStream_t s) {
+    int d = device_of(p);
+    CUstream_st *st = stream_of(s);
+    return d < 0 || !st || d == (s ? st->device : current_device());
+}
+
+void wrong_device(const char *kernel, int index, const void *p, cudaStream_t s) {
+    CUstream_st *st = stream_of(s);
+    fail("kernel %s: argument %d (%p) is memory of GPU %d, but the kernel runs on GPU %d (no peer access)", kernel, index, p,
+         device_of(p), s && st ? st->device : current_device());
+    set_error(cudaErrorIllegalAddress);
+}
 
 void bad_argument(const char *kernel, int index, const void *p) {
     fail("kernel %s: argument %d (%p) is neither device memory nor mapped pinned memory", kernel, index, p);
@@ -74,18 +96,22 @@ void bad_argument(const char *kernel, int index, const void *p) {
 
 using namespace cusim;
 
-cudaError_t cudaMemGetInfo(size_t *fr, size_t *tot) { *fr = kBudget - in_use; *tot = kBudget; return cudaSuccess; }
+/* Of the current GPU, as CUDA's. */
+cudaError_t cudaMemGetInfo(size_t *fr, size_t *tot) { *fr = kBudget - in_use[current_device()]; *tot = kBudget; return cudaSuccess; }
 
+/* On the current GPU. */
 cudaError_t cudaMalloc(void **p, size_t bytes) {
     *p = nullptr;
-    if (bytes > kBudget - in_use) return cudaErrorMemoryAllocation;
+    int dev = current_device();
+    if (bytes > kBudget - in_use[dev]) return cudaErrorMemoryAllocation;
     size_t len = page_round(bytes ? bytes : 1);
     void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
     memset(m, 0xff, bytes);
     if (window_depth == 0) mprotect(m, len, PROT_NONE);
     dev_allocs[(uintptr_t)m] = bytes;
-    in_use += bytes;
+    owner[(uintptr_t)m] = dev;
+    in_use[dev] += bytes;
     *p = m;
     return cudaSuccess;
 }
@@ -96,7 +122,8 @@ cudaError_t cudaFree(void *p) {
     auto it = dev_allocs.find((uintptr_t)p);
     if (it == dev_allocs.end()) { fail("cudaFree(%p): not a device allocation", p); return cudaErrorInvalidValue; }
     flush_all();
-    in_use -= it->second;
+    in_use[owner[(uintptr_t)p]] -= it->second;
+    owner.erase((uintptr_t)p);
     munmap(p, page_round(it->second ? it->second : 1));
     dev_allocs.erase(it);
     return cudaSuccess;

@@ -1,9 +1,11 @@
-/* The CUDA runtime API on the CPU: one device, "device" memory from the host heap within a fixed
- * budget (256-byte aligned like cudaMalloc), pinned memory = heap memory that is also a valid
- * device address (mapped), streams as tokens, everything executed synchronously at enqueue time
- * except on a stream under capture, where work is recorded for cudaGraphLaunch to replay.
- * Checks what a real device would reject: copies/memsets whose device side is not inside one
- * device allocation, kernels given host pointers, synchronising a stream that is being captured. */
+/* The CUDA runtime API on the CPU: CUSIM_DEVICES GPUs (default 1), "device" memory from the host
+ * heap within a fixed budget per GPU (sim_memory.cpp), pinned memory = heap memory that is also a
+ * valid device address (mapped), streams as queues of work belonging to the GPU current at their
+ * creation, run when the host synchronises, except on a stream under capture, where work is
+ * recorded for cudaGraphLaunch to replay. Checks what a real device would reject: copies/memsets
+ * whose device side is not inside one device allocation, kernels given host pointers or another
+ * GPU's memory, kernels launched into a stream of a GPU that is not current, synchronising a
+ * stream that is being captured. */
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -15,10 +17,32 @@ namespace cusim {
 namespace {
 thread_local cudaError_t last_error = cudaSuccess;
 std::set<CUstream_st *> streams;
-CUstream_st legacy;                             /* stream 0 */
-int current_device;
+CUstream_st legacy;                             /* stream 0 (of every GPU: no per-device work to tell apart) */
+thread_local int current;
 
+int parse_devices() {
+    const char *v = getenv("CUSIM_DEVICES");
+    if (!v || !*v) return 1;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 0 || n > 16) { fail("CUSIM_DEVICES=%s: expected 0 to 16 GPUs; simulating 1", v); return 1; }
+    return (int)n;
+}
 }  // namespace
+
+int device_count() { static const int n = parse_devices(); return n; }
+int current_device() { return current; }
+
+bool launchable(const char *what, cudaStream_t s) {
+    CUstream_st *st = stream_of(s);
+    if (!st) return true;                          /* the caller reports the bad stream */
+    if (s && st->device != current) {
+        fail("%s: launched into a stream of GPU %d while GPU %d is current", what, st->device, current);
+        set_error(cudaErrorInvalidResourceHandle);
+        return false;
+    }
+    return true;
+}
 
 void fail(const char *fmt, ...) {
     va_list ap;
@@ -60,15 +84,22 @@ void flush_all() {
 
 using namespace cusim;
 
-cudaError_t cudaGetDeviceCount(int *count) { *count = 1; return cudaSuccess; }
-cudaError_t cudaSetDevice(int d) { if (d != 0) return cudaErrorInvalidDevice; current_device = d; return cudaSuccess; }
-cudaError_t cudaGetDevice(int *d) { *d = current_device; return cudaSuccess; }
+cudaError_t cudaGetDeviceCount(int *count) {
+    *count = device_count();
+    return *count > 0 ? cudaSuccess : cudaErrorNoDevice;
+}
+cudaError_t cudaSetDevice(int d) {
+    if (d < 0 || d >= device_count()) return cudaErrorInvalidDevice;
+    current = d;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int *d) { *d = current; return cudaSuccess; }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
-    if (d != 0) return cudaErrorInvalidDevice;
+    if (d < 0 || d >= device_count()) return cudaErrorInvalidDevice;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "Kiln CUDA simulator (CPU)");
-    size_t fr;
-    cudaMemGetInfo(&fr, &p->totalGlobalMem);
+    p->totalGlobalMem = device_budget();
+    p->pciBusID = 0x10 + d;   /* each GPU its own slot, as nvidia-smi shows */
     p->sharedMemPerBlock = 48 << 10;
     p->regsPerBlock = 65536;
     p->warpSize = 32;
@@ -93,6 +124,7 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidDevicePointer: return "invalid device pointer";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
@@ -106,6 +138,7 @@ const char *cudaGetErrorString(cudaError_t e) {
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
     if (flags & ~1u) return cudaErrorInvalidValue;
     *s = new CUstream_st();
+    (*s)->device = current;
     streams.insert(*s);
     return cudaSuccess;
 }

@@ -18,20 +18,22 @@ static void scramble(void *dst, const void *src, size_t n) {
 }
 static int ahead_copies, d2d_copies;
 static size_t dev_allocs, dev_limit;   /* dev_limit > 0: allocations above it fail (out of memory) */
-static void *fd_alloc(size_t n) {
+static void *fd_alloc(const kiln_backend *b, size_t n) {
+    (void)b;
     if (dev_limit && n > dev_limit) return NULL;
     dev_allocs++;
     return malloc(n ? n : 1);
 }
-static size_t fd_free_memory(void) { return dev_limit; }
-static void fd_free(void *p) { free(p); }
-static kiln_status fd_copy(void *d, const void *s, size_t n, kiln_copy_kind k) {
+static size_t fd_max_alloc(const kiln_backend *b) { (void)b; return dev_limit; }
+static void fd_free(const kiln_backend *b, void *p) { (void)b; free(p); }
+static kiln_status fd_copy(const kiln_backend *b, void *d, const void *s, size_t n, kiln_copy_kind k) {
+    (void)b;
     if (k == KILN_COPY_D2D) { d2d_copies++; memcpy(d, s, n); } else scramble(d, s, n);   /* H2D scrambles, D2H unscrambles */
     return KILN_OK;
 }
-static kiln_status fd_sync(void) { return KILN_OK; }
-static kiln_status fd_copy_ahead(void *d, const void *s, size_t n) { ahead_copies++; scramble(d, s, n); return KILN_OK; }
-static kiln_status fd_copy_ahead_wait(void) { return KILN_OK; }
+static kiln_status fd_sync(const kiln_backend *b) { (void)b; return KILN_OK; }
+static kiln_status fd_copy_ahead(const kiln_backend *b, void *d, const void *s, size_t n) { (void)b; ahead_copies++; scramble(d, s, n); return KILN_OK; }
+static kiln_status fd_copy_ahead_wait(const kiln_backend *b) { (void)b; return KILN_OK; }
 
 /* Capture: while capturing, launches are recorded instead of run; a launch replays them. */
 typedef struct { kiln_kctx ctx; } rec;
@@ -70,21 +72,29 @@ static kiln_status fd_kernel_fn(const kiln_kctx *c) {
     return fd_execute(c);
 }
 /* Everything but Tanh and Accuracy runs on the fake device. */
-static kiln_kernel_fn fd_kernel(const kiln_node *n) {
+static kiln_kernel_fn fd_kernel(const kiln_backend *b, const kiln_node *n) {
+    (void)b;
     return (n->op == KILN_OP_TANH || n->op == KILN_OP_ACCURACY) ? NULL : fd_kernel_fn;
 }
-static const kiln_backend fake = { "fakegpu", KILN_DEVICE_GPU, fd_alloc, fd_free, fd_copy, fd_sync, fd_kernel, kiln_cpu_workspace };
+static size_t fd_workspace(const kiln_backend *b, const kiln_node *n) { (void)b; return kiln_cpu_workspace(n); }
 
-static kiln_status h_begin(void) { capturing = true; n_recorded = 0; return KILN_OK; }
-static kiln_status h_end(void **ge) { capturing = false; *ge = recorded; return KILN_OK; }
-static kiln_status h_launch(void *ge) {
-    (void)ge;
+static kiln_status h_begin(const kiln_backend *b) { (void)b; capturing = true; n_recorded = 0; return KILN_OK; }
+static kiln_status h_end(const kiln_backend *b, void **ge) { (void)b; capturing = false; *ge = recorded; return KILN_OK; }
+static kiln_status h_launch(const kiln_backend *b, void *ge) {
+    (void)b; (void)ge;
     launches++;
     for (int i = 0; i < n_recorded; i++) { kiln_status st = fd_execute(&recorded[i].ctx); if (st) return st; }
     return KILN_OK;
 }
-static void h_free(void *ge) { (void)ge; }
-static const kiln_device_hooks hooks = { h_begin, h_end, h_launch, h_free, NULL, fd_free_memory, fd_copy_ahead, fd_copy_ahead_wait };
+static void h_free(const kiln_backend *b, void *ge) { (void)b; (void)ge; }
+
+/* fake: with graph capture, copies ahead and max_alloc; fake_plain: the required methods only */
+#define FAKE_REQUIRED .name = "fakegpu", .type = KILN_DEVICE_GPU, .alloc = fd_alloc, .free = fd_free, .copy = fd_copy, \
+                      .sync = fd_sync, .kernel = fd_kernel, .workspace = fd_workspace
+static const kiln_backend fake = { FAKE_REQUIRED, .capture_begin = h_begin, .capture_end = h_end, .graph_launch = h_launch,
+                                   .graph_free = h_free, .max_alloc = fd_max_alloc, .copy_ahead = fd_copy_ahead,
+                                   .copy_ahead_wait = fd_copy_ahead_wait };
+static const kiln_backend fake_plain = { FAKE_REQUIRED };
 
 /* ---- a tiny MLP ---- */
 typedef struct mlp { kiln_graph *g; kiln_node *x, *y, *loss, *acc, *step, *w1, *h; } mlp;
@@ -173,7 +183,7 @@ static void check_copy_ahead(void) {
     kiln_session_free(s);
     for (int capture = 0; capture < 2; capture++) {
         mlp k = build(false);
-        s = kiln_session_new_with_device(k.g, &(kiln_session_opts){ .no_cuda_graphs = !capture }, &fake, &hooks);
+        s = kiln_session_new_with_device(k.g, &(kiln_session_opts){ .no_cuda_graphs = !capture }, &fake);
         ahead_copies = d2d_copies = 0;
         CHECK_OK(train_batches(s, &k, bx, by, true, got));
         for (int i = 0; i < NB; i++) CHECK_MSG(got[i] == ref[i], "copy ahead (capture %d), step %d: %.9g vs %.9g", capture, i, got[i], ref[i]);
@@ -184,7 +194,7 @@ static void check_copy_ahead(void) {
     /* a copy ahead serves only the run right after: change the batch, run another in between,
      * then feed it: the changed values must be used */
     mlp k = build(false);
-    s = kiln_session_new_with_device(k.g, &(kiln_session_opts){ .no_cuda_graphs = true }, &fake, &hooks);
+    s = kiln_session_new_with_device(k.g, &(kiln_session_opts){ .no_cuda_graphs = true }, &fake);
     kiln_tensor *lv = kiln_tensor_new(KILN_F32, KILN_SCALAR), *l2 = kiln_tensor_new(KILN_F32, KILN_SCALAR);
     kiln_feed f0[2] = { { k.x, bx[0] }, { k.y, by[0] } }, f1[2] = { { k.x, bx[1] }, { k.y, by[1] } };
     CHECK_OK(kiln_session_run_ahead(s, f0, 2, &k.loss, &lv, 1, NULL, 0, f1, 2));
@@ -233,7 +243,7 @@ static kiln_status oom_run(int64_t batch) {
     kiln_node *loss = kiln_reduce_sum(g, h, NULL, 0, false);
     kiln_tensor *tx = kiln_tensor_new(KILN_F32, KILN_SHAPE(batch, 512)), *out = NULL;
     memset(tx->data, 0, kiln_tensor_nbytes(tx));
-    kiln_session *s = kiln_session_new_with_device(g, NULL, &fake, &hooks);
+    kiln_session *s = kiln_session_new_with_device(g, NULL, &fake);
     kiln_status st = kiln_session_run(s, (kiln_feed[]){ { x, tx } }, 1, &loss, &out, 1, NULL, 0);
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", kiln_last_error());
@@ -272,7 +282,7 @@ int main(void) {
     char logpath[] = "/tmp/kiln_placement_XXXXXX";
     int fd = mkstemp(logpath);
     dup2(fd, 2);
-    s = kiln_session_new_with_device(b.g, &(kiln_session_opts){ .log_device_placement = true, .no_cuda_graphs = true }, &fake, &hooks);
+    s = kiln_session_new_with_device(b.g, &(kiln_session_opts){ .log_device_placement = true, .no_cuda_graphs = true }, &fake);
     CHECK_OK(train(s, &b, got, true));
     fflush(stderr);
     dup2(saved, 2);
@@ -303,13 +313,13 @@ int main(void) {
     kiln_graph_push_device(c.g, "/GPU:0");
     kiln_node *want_gpu = kiln_tanh(c.g, c.h);
     kiln_graph_pop_device(c.g);
-    s = kiln_session_new_with_device(c.g, &(kiln_session_opts){ .no_cuda_graphs = true }, &fake, NULL);
+    s = kiln_session_new_with_device(c.g, &(kiln_session_opts){ .no_cuda_graphs = true }, &fake_plain);
     CHECK(kiln_session_node_space(s, on_cpu) == 0);
     CHECK(kiln_session_node_space(s, want_gpu) == 0);
     CHECK_OK(train(s, &c, got, false));
     CHECK(got[19] < got[0]);
     kiln_session_free(s);
-    s = kiln_session_new_with_device(c.g, &(kiln_session_opts){ .strict_placement = true }, &fake, NULL);
+    s = kiln_session_new_with_device(c.g, &(kiln_session_opts){ .strict_placement = true }, &fake_plain);
     CHECK(kiln_session_node_space(s, want_gpu) == -1);
     CHECK_MSG(strstr(kiln_last_error(), "Tanh") && strstr(kiln_last_error(), "soft placement is off"), "%s", kiln_last_error());
     kiln_session_free(s);
@@ -321,7 +331,7 @@ int main(void) {
 
     /* whole-step capture: device-only plan, two warm-up runs, then one capture and replays */
     mlp d = build(false);
-    s = kiln_session_new_with_device(d.g, NULL, &fake, &hooks);
+    s = kiln_session_new_with_device(d.g, NULL, &fake);
     launches = 0;
     CHECK_OK(train(s, &d, got, false));
     for (int i = 0; i < 20; i++) CHECK_MSG(got[i] == ref[i], "captured step %d: %.9g vs %.9g", i, got[i], ref[i]);

@@ -5,7 +5,7 @@
  * cuDNN's legacy API takes symmetric padding only; for asymmetric pads (SAME with an even
  * window/stride) x is zero-padded into the workspace and the convolution runs unpadded (the
  * input gradient is computed padded and cropped).
- * Algorithms: chosen once per shape (cache keyed by op, dtype, geometry) with cudnnFind* at plan
+ * Algorithms: chosen once per shape (cache keyed by GPU, op, dtype, geometry) with cudnnFind* at plan
  * time (workspace()), limited to KILN_CUDNN_WORKSPACE_MB (default 256) of cuDNN workspace, or
  * cudnnGet*_v7 heuristics when benchmarking is impossible (during graph capture). KILN_DETERMINISTIC=1
  * keeps only deterministic algorithms and takes the heuristics' choice without timing, so two
@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_internal.cuh"
 
 typedef struct conv_key {
+    int dev;                                  /* the GPU: algorithms were timed with its handle */
     int op, dtype, groups;
     int64_t N, H, W, C, OH, OW, CO;
     int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
@@ -44,6 +45,7 @@ static bool key_of(const kiln_node *n, conv_key *k) {
     if (!kiln_conv_shapes(n, &x, &w, &y)) return false;
     const kiln_attrs *a = &n->attrs;
     memset(k, 0, sizeof *k);
+    k->dev = cu_cur;
     k->op = n->op; k->dtype = n->dtype; k->groups = a->groups > 0 ? a->groups : 1;
     k->N = x.dim[0]; k->H = x.dim[1]; k->W = x.dim[2]; k->C = x.dim[3];
     k->OH = y.dim[1]; k->OW = y.dim[2]; k->CO = y.dim[3];

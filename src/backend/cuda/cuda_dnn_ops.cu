@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_internal.cuh"
 
 typedef struct ops_key {
+    int dev;                                  /* the GPU (its cuDNN may refuse what another's runs) */
     int op, dtype;
     bool training;
     int N, H, W, C, OH, OW, kh, kw, sh, sw, ph, pw;
@@ -46,6 +47,7 @@ static bool own_only(void) {
 
 static bool key_of(const kiln_node *n, ops_key *k) {
     memset(k, 0, sizeof *k);
+    k->dev = cu_cur;
     k->op = n->op;
     k->dtype = n->dtype;
     if (!cu_all_dtype(n, n->dtype)) return false;

@@ -309,7 +309,7 @@ static kiln_status k_dropout(const kiln_kctx *c) {
         return cu_check(cudaMemcpyAsync(c->out.data, c->in[0].data, (size_t)n * kiln_dtype_size_cu(c->out.dtype),
                                         cudaMemcpyDeviceToDevice, s), "Dropout copy");
     }
-    cu_device *d = &cu.dev[cu.cur];
+    cu_device *d = &cu.dev[cu_cur];
     const unsigned long long *sp = d->capturing ? cu_step_ptr() : NULL;
     double scale = 1.0 / (1.0 - a->rate);
     CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(dropout_kernel<T>, cu_blocks(n), CU_THREADS, 0, s)(

@@ -49,7 +49,6 @@ typedef struct cu_device {
 typedef struct cu_state {
     const kiln_cuda_host *host;
     int count;
-    int cur;
     /* TF32 tensor cores for f32, as PyTorch's defaults: convolutions yes, matmuls no.
      * KILN_CUDA_TF32=0: neither (exact f32 FMA); KILN_CUDA_TF32=1: both. */
     bool tf32_conv, tf32_matmul;
@@ -58,10 +57,15 @@ typedef struct cu_state {
 } cu_state;
 
 extern cu_state cu;
+/* The GPU this thread's kernels run on: CUDA's current device is per host thread, so is this
+ * mirror of it (both start at 0). Changed only through cu_use. */
+extern thread_local int cu_cur;
 
+/* Makes GPU index current on this thread (cudaSetDevice when it is not already). */
+kiln_status cu_use(int index);
 /* The current device, initialised lazily (stream, handles, error flag). NULL after reporting. */
 cu_device *cu_dev(void);
-static inline cudaStream_t cu_stream(void) { return cu.dev[cu.cur].stream; }
+static inline cudaStream_t cu_stream(void) { return cu.dev[cu_cur].stream; }
 
 /* Device word holding the step that captured Dropout kernels read (set by kiln_cuda_set_step). */
 const unsigned long long *cu_step_ptr(void);

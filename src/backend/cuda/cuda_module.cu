@@ -1,5 +1,7 @@
-/* The CUDA backend module: entry point, devices, the caching allocator, stream, copies, sync
- * (with the device-side error flag), kernel dispatch and whole-step CUDA graphs.
+/* The CUDA backend module: entry point, devices, one backend object per GPU (its caching
+ * allocator, stream, copies, sync with the device-side error flag, kernel dispatch and whole-step
+ * CUDA graphs). Every backend method makes its GPU current first (cu_use), so objects of two GPUs
+ * can be used interleaved; kernels run on the GPU last activated.
  *
  * Numerics: TF32 as PyTorch's defaults: on for f32 convolutions (cuDNN CUDNN_DEFAULT_MATH), off
  * for f32 matmuls (cuBLAS CUBLAS_DEFAULT_MATH: plain f32 FMA). KILN_CUDA_TF32=0 turns it off for
@@ -12,6 +14,7 @@
 #include "backend/cuda/cuda_internal.cuh"
 
 cu_state cu;
+thread_local int cu_cur;
 
 /* ---- errors ---- */
 kiln_status cu_fail(kiln_status s, const char *fmt, ...) {
@@ -28,7 +31,7 @@ kiln_status cu_check(cudaError_t e, const char *what) {
     if (e == cudaSuccess) return KILN_OK;
     cudaGetLastError();
     return cu_fail(e == cudaErrorMemoryAllocation ? KILN_OUT_OF_MEMORY : KILN_DEVICE_ERROR,
-                   "%s: %s (GPU %d)", what, cudaGetErrorString(e), cu.cur);
+                   "%s: %s (GPU %d)", what, cudaGetErrorString(e), cu_cur);
 }
 
 static const char *op_name(const kiln_node *n) {
@@ -42,7 +45,7 @@ kiln_status cu_launch_check(const kiln_kctx *c) {
     /* a fault of an earlier asynchronous kernel surfaces at the next check: say where it was seen */
     return cu_fail(KILN_DEVICE_ERROR, "%s (%s): CUDA error detected while launching its kernels on GPU %d: %s "
                    "(it may come from an earlier kernel; CUDA_LAUNCH_BLOCKING=1 pins it down)",
-                   c && c->node ? c->node->name : "?", op_name(c ? c->node : NULL), cu.cur, cudaGetErrorString(e));
+                   c && c->node ? c->node->name : "?", op_name(c ? c->node : NULL), cu_cur, cudaGetErrorString(e));
 }
 
 kiln_status cu_blas_check(cublasStatus_t s, const char *what) {
@@ -64,20 +67,28 @@ static void *raw_alloc(void *ctx, size_t bytes) {
         cudaGetLastError();
         p = NULL;
     }
-    cudaSetDevice(cu.cur);
+    cudaSetDevice(cu_cur);
     return p;
 }
 
 static void raw_free(void *ctx, void *p) {
     cudaSetDevice((int)(intptr_t)ctx);
     cudaFree(p);
-    cudaSetDevice(cu.cur);
+    cudaSetDevice(cu_cur);
+}
+
+kiln_status cu_use(int index) {
+    if (index < 0 || index >= cu.count) return cu_fail(KILN_INVALID_ARGUMENT, "GPU %d does not exist (%d visible)", index, cu.count);
+    if (index == cu_cur) return KILN_OK;
+    kiln_status s = cu_check(cudaSetDevice(index), "cudaSetDevice");
+    if (!s) cu_cur = index;
+    return s;
 }
 
 cu_device *cu_dev(void) {
-    cu_device *d = &cu.dev[cu.cur];
+    cu_device *d = &cu.dev[cu_cur];
     if (d->ready) return d;
-    if (cu_check(cudaSetDevice(cu.cur), "cudaSetDevice")) return NULL;
+    if (cu_check(cudaSetDevice(cu_cur), "cudaSetDevice")) return NULL;
     if (cu_check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), "cudaStreamCreate")) return NULL;
     if (cu_check(cudaStreamCreateWithFlags(&d->copy_stream, cudaStreamNonBlocking), "cudaStreamCreate(copy)")) return NULL;
     if (cu_blas_check(cublasCreate(&d->blas), "cublasCreate")) return NULL;
@@ -99,7 +110,7 @@ cu_device *cu_dev(void) {
     return d;
 }
 
-const unsigned long long *cu_step_ptr(void) { return cu.dev[cu.cur].step_dev; }
+const unsigned long long *cu_step_ptr(void) { return cu.dev[cu_cur].step_dev; }
 
 __global__ void set_step_kernel(unsigned long long *p, unsigned long long v) { *p = v; }
 
@@ -107,8 +118,10 @@ __global__ void set_step_kernel(unsigned long long *p, unsigned long long v) { *
  * must change every replay, so captured Dropout kernels read it from a device word instead. The
  * executor calls this (stream-ordered) before each graph_launch with the step the kernels would
  * have been given (kiln_kctx.step). */
-static kiln_status set_step(uint64_t step) {
-    cu_device *d = cu_dev();
+static cu_device *use(const kiln_backend *b) { return cu_use(b->index) ? NULL : cu_dev(); }
+
+static kiln_status set_step(const kiln_backend *b, uint64_t step) {
+    cu_device *d = use(b);
     if (!d) return KILN_DEVICE_ERROR;
     CU_LAUNCH(set_step_kernel, 1, 1, 0, d->stream)(d->step_dev, (unsigned long long)step);
     return cu_launch_check(NULL);
@@ -133,17 +146,11 @@ static kiln_status device_info(int index, kiln_device_info *out) {
     size_t fr = 0, tot = 0;
     if (cudaSetDevice(index) == cudaSuccess && cudaMemGetInfo(&fr, &tot) == cudaSuccess) out->free_memory = fr;
     else cudaGetLastError();
-    cudaSetDevice(cu.cur);
+    cudaSetDevice(cu_cur);
     cudaDriverGetVersion(&out->driver_version);
     cudaRuntimeGetVersion(&out->runtime_version);
     out->cudnn_version = (int)cudnnGetVersion();
     return KILN_OK;
-}
-
-static kiln_status set_device(int index) {
-    if (index < 0 || index >= cu.count) return cu_fail(KILN_INVALID_ARGUMENT, "GPU %d does not exist (%d visible)", index, cu.count);
-    cu.cur = index;
-    return cu_dev() ? KILN_OK : KILN_DEVICE_ERROR;
 }
 
 static kiln_status memory_stats(int index, kiln_memory_stats *out) {
@@ -177,51 +184,55 @@ static kiln_status set_memory_options(int index, const kiln_memory_options *o) {
     return KILN_OK;
 }
 
-/* ---- backend vtable ---- */
-static void *dev_alloc(size_t bytes) {
-    cu_device *d = cu_dev();
+/* ---- backend methods: each makes b's GPU current first (use) ---- */
+static void *dev_alloc(const kiln_backend *b, size_t bytes) {
+    cu_device *d = use(b);
     if (!d) return NULL;
     void *p = pool_alloc(&d->pool, bytes);
     if (!p) {
         char msg[256];
-        pool_oom_message(&d->pool, cu.cur, msg, sizeof msg);
+        pool_oom_message(&d->pool, b->index, msg, sizeof msg);
         cu_fail(KILN_OUT_OF_MEMORY, "%s", msg);
     }
     return p;
 }
 
-static void dev_free(void *p) {
+/* The pool frees on its own device (raw_free), so no switch; a pointer of another GPU's pool is
+ * still found there. */
+static void dev_free(const kiln_backend *b, void *p) {
     if (!p) return;
     for (int i = 0; i < cu.count; i++) {
-        int k = (cu.cur + i) % cu.count;
+        int k = (b->index + i) % cu.count;
         if (cu.dev[k].ready && pool_free(&cu.dev[k].pool, p)) return;
     }
 }
 
-static kiln_status dev_copy(void *dst, const void *src, size_t bytes, kiln_copy_kind kind) {
+static kiln_status dev_copy(const kiln_backend *b, void *dst, const void *src, size_t bytes, kiln_copy_kind kind) {
     if (bytes == 0) return KILN_OK;
-    cu_device *d = cu_dev();
+    cu_device *d = use(b);
     if (!d) return KILN_DEVICE_ERROR;
+    /* PEER: with unified addressing, cudaMemcpyDefault finds both devices from the pointers */
     cudaMemcpyKind k = kind == KILN_COPY_H2D ? cudaMemcpyHostToDevice
-                     : kind == KILN_COPY_D2H ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
+                     : kind == KILN_COPY_D2H ? cudaMemcpyDeviceToHost
+                     : kind == KILN_COPY_PEER ? cudaMemcpyDefault : cudaMemcpyDeviceToDevice;
     return cu_check(cudaMemcpyAsync(dst, src, bytes, k, d->stream), "cudaMemcpyAsync");
 }
 
-static kiln_status copy_ahead(void *dst, const void *src, size_t bytes) {
+static kiln_status copy_ahead(const kiln_backend *b, void *dst, const void *src, size_t bytes) {
     if (bytes == 0) return KILN_OK;
-    cu_device *d = cu_dev();
+    cu_device *d = use(b);
     if (!d) return KILN_DEVICE_ERROR;
     return cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->copy_stream), "cudaMemcpyAsync(copy ahead)");
 }
 
-static kiln_status copy_ahead_wait(void) {
-    cu_device *d = cu_dev();
+static kiln_status copy_ahead_wait(const kiln_backend *b) {
+    cu_device *d = use(b);
     if (!d) return KILN_DEVICE_ERROR;
     return cu_check(cudaStreamSynchronize(d->copy_stream), "cudaStreamSynchronize(copy)");
 }
 
-static kiln_status dev_sync(void) {
-    cu_device *d = cu_dev();
+static kiln_status dev_sync(const kiln_backend *b) {
+    cu_device *d = use(b);
     if (!d) return KILN_DEVICE_ERROR;
     kiln_status s = cu_check(cudaStreamSynchronize(d->stream), "cudaStreamSynchronize");
     if (s) return s;
@@ -231,10 +242,10 @@ static kiln_status dev_sync(void) {
         const kiln_op_def *def = cu.host->op_get ? cu.host->op_get((kiln_op)e->op) : NULL;
         if (e->op == KILN_OP_GATHER_ROWS)
             s = cu_fail(KILN_INVALID_ARGUMENT, "%s (%s): index %lld in row %lld is outside [0, %lld) (x has %lld rows; found on GPU %d)",
-                        n ? n->name : "?", def ? def->name : "?", e->a, e->b, e->c, e->c, cu.cur);
+                        n ? n->name : "?", def ? def->name : "?", e->a, e->b, e->c, e->c, cu_cur);
         else
             s = cu_fail(KILN_INVALID_ARGUMENT, "%s (%s): label %lld in row %lld is outside [0, %lld) (logits have %lld classes; found on GPU %d)",
-                        n ? n->name : "?", def ? def->name : "?", e->a, e->b, e->c, e->c, cu.cur);
+                        n ? n->name : "?", def ? def->name : "?", e->a, e->b, e->c, e->c, cu_cur);
         memset((void *)d->err_host, 0, sizeof(cu_dev_error));
         return s;
     }
@@ -247,7 +258,10 @@ static kiln_status k_noop(const kiln_kctx *c) {
     return cu_check(cudaMemsetAsync(c->out.data, 0, sizeof(float), cu_stream()), "NoOp");
 }
 
-static kiln_kernel_fn dev_kernel(const kiln_node *n) {
+static kiln_status dev_activate(const kiln_backend *b) { return use(b) ? KILN_OK : KILN_DEVICE_ERROR; }
+
+/* The kernel lookups below may create cuDNN state (cached per device): on b's device. */
+static kiln_kernel_fn kernel_for(const kiln_node *n) {
     if (!n) return NULL;
     const kiln_op_def *d = cu.host->op_get ? cu.host->op_get(n->op) : NULL;
     if (d && (d->flags & KILN_OPF_SOURCE)) return k_source;
@@ -265,16 +279,18 @@ static kiln_kernel_fn dev_kernel(const kiln_node *n) {
     return cu_loss_optim_kernel(n);
 }
 
+static kiln_kernel_fn dev_kernel(const kiln_backend *b, const kiln_node *n) { return use(b) ? kernel_for(n) : NULL; }
+
 /* Conv2D and MatMul apply a fused BiasAdd + Relu epilogue (cu_epilogue). */
-static bool dev_fuses(const kiln_node *n) {
-    if (!n || !cu_is_fhb(n->dtype)) return false;
+static bool dev_fuses(const kiln_backend *b, const kiln_node *n) {
+    if (!n || !cu_is_fhb(n->dtype) || !use(b)) return false;
     if (n->op == KILN_OP_MATMUL) return cu_blas_kernel(n) != NULL;
     if (n->op == KILN_OP_CONV2D) return cu_dnn_kernel(n) != NULL;
     return false;
 }
 
-static size_t dev_workspace(const kiln_node *n) {
-    if (!n || !dev_kernel(n)) return 0;
+static size_t dev_workspace(const kiln_backend *b, const kiln_node *n) {
+    if (!n || !dev_kernel(b, n)) return 0;
     switch (n->op) {
     case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
         return cu_dnn_workspace(n);
@@ -294,9 +310,6 @@ static size_t dev_workspace(const kiln_node *n) {
     }
 }
 
-static const kiln_backend cuda_backend = { "cuda", KILN_DEVICE_GPU, dev_alloc, dev_free, dev_copy, dev_sync,
-                                           dev_kernel, dev_workspace, dev_fuses };
-
 /* ---- pinned host memory ---- */
 static void *host_alloc(size_t bytes) {
     void *p = NULL;
@@ -310,16 +323,16 @@ static void *host_alloc(size_t bytes) {
 static void host_free(void *p) { if (p) cudaFreeHost(p); }
 
 /* ---- CUDA graphs ---- */
-static kiln_status capture_begin(void) {
-    cu_device *d = cu_dev();
+static kiln_status capture_begin(const kiln_backend *b) {
+    cu_device *d = use(b);
     if (!d) return KILN_DEVICE_ERROR;
     kiln_status s = cu_check(cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
     if (!s) d->capturing = true;
     return s;
 }
 
-static kiln_status capture_end(void **graph_exec) {
-    cu_device *d = cu_dev();
+static kiln_status capture_end(const kiln_backend *b, void **graph_exec) {
+    cu_device *d = use(b);
     if (!d) return KILN_DEVICE_ERROR;
     *graph_exec = NULL;
     cudaGraph_t g = NULL;
@@ -337,29 +350,47 @@ static kiln_status capture_end(void **graph_exec) {
     return KILN_OK;
 }
 
-static kiln_status graph_launch(void *graph_exec) {
-    cu_device *d = cu_dev();
+static kiln_status graph_launch(const kiln_backend *b, void *graph_exec) {
+    cu_device *d = use(b);
     if (!d) return KILN_DEVICE_ERROR;
     if (!graph_exec) return cu_fail(KILN_INVALID_ARGUMENT, "graph_launch: no graph");
     return cu_check(cudaGraphLaunch((cudaGraphExec_t)graph_exec, d->stream), "cudaGraphLaunch");
 }
 
-static void graph_free(void *graph_exec) {
-    if (graph_exec) cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
+static void graph_free(const kiln_backend *b, void *graph_exec) {
+    if (!graph_exec) return;
+    cu_use(b->index);   /* destroyed even if the switch failed: the handle is ours to release */
+    cudaGraphExecDestroy((cudaGraphExec_t)graph_exec);
 }
 
-static size_t max_alloc(void) {
-    cu_device *d = cu_dev();
+static size_t max_alloc(const kiln_backend *b) {
+    cu_device *d = use(b);
     if (!d) return 0;
     size_t fr = 0, tot = 0;
     if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) { cudaGetLastError(); fr = 0; }
     return pool_max_alloc(&d->pool, fr);
 }
 
+/* ---- one backend object per GPU ---- */
+static kiln_backend backends[CU_MAX_DEVICES];
+
+static void backend_init(kiln_backend *b, int index) {
+    memset(b, 0, sizeof *b);
+    b->name = "cuda";
+    b->type = KILN_DEVICE_GPU;
+    b->index = index;
+    b->ctx = &cu.dev[index];
+    b->alloc = dev_alloc; b->free = dev_free; b->copy = dev_copy; b->sync = dev_sync; b->activate = dev_activate;
+    b->kernel = dev_kernel; b->workspace = dev_workspace; b->fuses = dev_fuses;
+    b->capture_begin = capture_begin; b->capture_end = capture_end; b->graph_launch = graph_launch; b->graph_free = graph_free;
+    b->set_step = set_step; b->max_alloc = max_alloc; b->copy_ahead = copy_ahead; b->copy_ahead_wait = copy_ahead_wait;
+}
+
+static const kiln_backend *backend(int index) { return index >= 0 && index < cu.count ? &backends[index] : NULL; }
+
 static const kiln_cuda_module cuda_module = {
-    KILN_CUDA_MODULE_ABI, &cuda_backend, device_count, device_info, set_device, memory_stats, reset_peak,
-    set_memory_options, host_alloc, host_free, capture_begin, capture_end, graph_launch, graph_free,
-    set_step, copy_ahead, copy_ahead_wait, max_alloc,
+    KILN_CUDA_MODULE_ABI, device_count, backend, device_info, memory_stats, reset_peak, set_memory_options,
+    host_alloc, host_free,
 };
 
 static long env_long(const char *name, long dflt) {
@@ -393,12 +424,14 @@ const kiln_cuda_module *kiln_cuda_module_init(const kiln_cuda_host *host, char *
     memset(&cu, 0, sizeof cu);
     cu.host = host;
     cu.count = count;
-    cu.cur = 0;
     long tf32 = env_long("KILN_CUDA_TF32", -1);   /* unset: PyTorch's defaults */
     cu.tf32_conv = tf32 != 0;
     cu.tf32_matmul = tf32 == 1;
     long mb = env_long("KILN_CUDNN_WORKSPACE_MB", 256);
     cu.conv_ws_limit = (size_t)(mb > 0 ? mb : 0) << 20;
-    for (int i = 0; i < count; i++) pool_init(&cu.dev[i].pool, raw_alloc, raw_free, (void *)(intptr_t)i);
+    for (int i = 0; i < count; i++) {
+        pool_init(&cu.dev[i].pool, raw_alloc, raw_free, (void *)(intptr_t)i);
+        backend_init(&backends[i], i);
+    }
     return &cuda_module;
 }

@@ -61,6 +61,7 @@ struct cudaDeviceProp {
     size_t totalGlobalMem, sharedMemPerBlock;
     int regsPerBlock, warpSize, maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3];
     int major, minor, multiProcessorCount, canMapHostMemory, unifiedAddressing;
+    int pciBusID, pciDeviceID, pciDomainID;
 };
 
 /* ---- runtime API ---- */

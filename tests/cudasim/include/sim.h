@@ -26,6 +26,9 @@ void sync_threads();
  * pinned memory; a kernel argument that does not fails the launch. */
 bool device_accessible(const void *p);
 void bad_argument(const char *kernel, int index, const void *p);
+/* False when p is device memory of another GPU than the one stream s belongs to. */
+bool on_stream_device(const void *p, cudaStream_t s);
+void wrong_device(const char *kernel, int index, const void *p, cudaStream_t s);
 
 /* Argument passing is copy-initialisation; a NULL macro (an integer 0 in g++) may pass for a
  * pointer, as the null pointer constant it is in the kernel's source. */
@@ -44,6 +47,7 @@ template <typename... P> struct launcher {
     template <typename V> bool check_arg(const V &v, int i) const {
         if constexpr (std::is_pointer_v<V>) {
             if (!device_accessible((const void *)v)) { bad_argument(name, i, (const void *)v); return false; }
+            if (!on_stream_device((const void *)v, s)) { wrong_device(name, i, (const void *)v, s); return false; }
         }
         return true;
     }
