@@ -2,6 +2,7 @@
  * from resident data), the layers, the loss, and for training the L2 penalties, gradients and
  * optimizer update. */
 #include <stdio.h>
+#include <string.h>
 #include "nn/nn_step.h"
 
 static kiln_shape batched(kiln_shape s, int64_t n) {
@@ -89,9 +90,17 @@ static kiln_status build_gradients(kiln_model *m, kiln_node *loss, kiln_node *co
     kiln_graph *g = m->g;
     if (kiln_gradients(g, loss, vars, n, grads) != KILN_OK)
         return nn_fail(m, kiln_graph_status(g) ? kiln_graph_status(g) : KILN_INTERNAL, "model '%s': gradients: %s", m->name, kiln_last_error());
-    if (m->copts.optimizer.clip_norm > 0 && kiln_clip_by_global_norm(g, grads, n, m->copts.optimizer.clip_norm, grads) != KILN_OK)
-        return nn_fail(m, KILN_INTERNAL, "model '%s': gradient clipping: %s", m->name, kiln_last_error());
-    return KILN_OK;
+    if (!(m->copts.optimizer.clip_norm > 0)) return KILN_OK;
+    /* a separate output: kiln_clip_by_global_norm clears its output before reading its input */
+    kiln_node **clipped = kiln_calloc((size_t)(n > 0 ? n : 1), sizeof *clipped);
+    if (!clipped) return nn_fail(m, KILN_OUT_OF_MEMORY, "model '%s': out of host memory for %d gradients", m->name, n);
+    kiln_status st = KILN_OK;
+    if (kiln_clip_by_global_norm(g, grads, n, m->copts.optimizer.clip_norm, clipped) != KILN_OK)
+        st = nn_fail(m, KILN_INTERNAL, "model '%s': gradient clipping: %s", m->name, kiln_last_error());
+    else
+        memcpy(grads, clipped, (size_t)n * sizeof *grads);
+    kiln_free(clipped);
+    return st;
 }
 
 /* The training step: the loss with its L2 penalties, gradients, the optimizer update (f->step). */

@@ -107,6 +107,7 @@ kiln_layer *nn_layer_from_options(kiln_model *m, const char *type, kiln_layer *c
     for (int i = 0; i < n_opts; i++) {
         if (!opts[i].key || strcmp(opts[i].key, "name")) continue;
         if (opts[i].val.kind != NN_V_STR || !opts[i].val.s) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: option 'name' must be a string", type ? type : "layer"); return NULL; }
+        if (name) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s '%s': option 'name' is given twice", type ? type : "layer", name); return NULL; }
         name = opts[i].val.s;
     }
     nn_kind k;
