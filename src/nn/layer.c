@@ -1,24 +1,8 @@
-/* The layer table and what every layer type shares: naming, the add path (checks, shape,
- * variables, registration), variables in the graph, and the forward dispatch. The types
- * themselves live in their family files (layers.def says which). */
+/* What every layer type's definition uses (below the types and the table): error messages,
+ * variables, parameter counts, shapes in Keras' notation. */
 #include <stdio.h>
 #include <string.h>
 #include "nn/nn_layers.h"
-
-static const nn_layer_def *const layer_table[NN_KIND_COUNT] = {
-#define NN_LAYER(e, def) [NN_##e] = &def,
-#include "nn/layers.def"
-#undef NN_LAYER
-};
-
-const nn_layer_def *nn_layer_def_of(nn_kind k) { return (unsigned)k < NN_KIND_COUNT ? layer_table[k] : NULL; }
-const char *nn_kind_type(nn_kind k) { return (unsigned)k < NN_KIND_COUNT ? layer_table[k]->type : "?"; }
-
-bool nn_layer_kind_named(const char *type, nn_kind *k) {
-    for (int i = 0; type && i < NN_KIND_COUNT; i++)
-        if (!strcmp(layer_table[i]->type, type)) { *k = (nn_kind)i; return true; }
-    return false;
-}
 
 char *nn_batched_str(kiln_shape s, char *buf, size_t n) {
     size_t k = (size_t)snprintf(buf, n, "(None");
@@ -33,7 +17,7 @@ kiln_status nn_layer_fail(kiln_layer *l, kiln_status s, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return nn_fail(l->model, s, "%s (%s): %s", l->name, nn_kind_type(l->kind), msg);
+    return nn_fail(l->model, s, "%s (%s): %s", l->name, l->def->type, msg);
 }
 
 void nn_layer_add_var(kiln_layer *l, const char *suffix, kiln_shape shape, kiln_init init, bool trainable, double l2) {
@@ -44,98 +28,6 @@ void nn_layer_add_var(kiln_layer *l, const char *suffix, kiln_shape shape, kiln_
     v->trainable = trainable;
     v->l2 = l2;
     v->node = NULL;
-}
-
-static bool layer_name_taken(const kiln_model *m, const char *name) {
-    for (int i = 0; i < m->n_layers; i++)
-        if (!strcmp(m->layers[i]->name, name)) return true;
-    return false;
-}
-
-/* A named, unregistered layer on checked inputs (the model's layer list has room for it). */
-static kiln_layer *layer_new(kiln_model *m, nn_kind kind, const char *name, kiln_layer *const *in, int n_in) {
-    const char *base = layer_table[kind]->base;
-    if (m->g)
-        { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: model '%s' is already built (fit/evaluate/load ran); add every layer before that", base, m->name); return NULL; }
-    if (m->finalized && m->functional)
-        { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: model '%s' already has its outputs declared (kiln_model_functional); add layers before", base, m->name); return NULL; }
-    if (n_in > NN_MAX_MERGE) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: at most %d inputs, got %d", base, NN_MAX_MERGE, n_in); return NULL; }
-    for (int i = 0; i < n_in; i++) {
-        if (!in[i]) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: input %d is NULL", name ? name : base, i); return NULL; }
-        if (in[i]->model != m) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: input %d (%s) belongs to another model", name ? name : base, i, in[i]->name); return NULL; }
-    }
-    if (m->n_layers == m->cap) {
-        int cap = m->cap ? m->cap * 2 : 16;
-        kiln_layer **nl = kiln_realloc(m->layers, (size_t)cap * sizeof *nl);
-        if (!nl) { nn_fail(m, KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name); return NULL; }
-        m->layers = nl;
-        m->cap = cap;
-    }
-    kiln_layer *l = kiln_calloc(1, sizeof *l);
-    if (!l) { nn_fail(m, KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name); return NULL; }
-    l->model = m;
-    l->kind = kind;
-    l->index = m->n_layers;
-    for (int i = 0; i < n_in; i++) l->in[i] = in[i];
-    l->n_in = n_in;
-    if (name && *name) {
-        if (layer_name_taken(m, name)) {
-            kiln_free(l);
-            nn_fail(m, KILN_INVALID_ARGUMENT, "layer name '%s' is used twice in model '%s'; names must be unique (they name the checkpoint tensors)", name, m->name);
-            return NULL;
-        }
-        snprintf(l->name, sizeof l->name, "%s", name);
-    } else {
-        for (;;) {     /* Keras: dense, dense_1, ...; input_1, input_2, ... */
-            int c = m->name_counts[kind]++;
-            if (kind == NN_INPUT) snprintf(l->name, sizeof l->name, "input_%d", c + 1);
-            else if (c == 0) snprintf(l->name, sizeof l->name, "%s", base);
-            else snprintf(l->name, sizeof l->name, "%s_%d", base, c);
-            if (!layer_name_taken(m, l->name)) break;
-        }
-    }
-    return l;
-}
-
-/* The checks before a layer exists; in/n_in resolved (a single-input layer given none takes the
- * previous layer of a sequential model). */
-kiln_layer *nn_layer_begin(kiln_model *m, nn_kind k, const char *name, kiln_layer *const *in, int n_in) {
-    const nn_layer_def *d = layer_table[k];
-    if (!m) { kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL model", d->base); return NULL; }
-    if (k == NN_INPUT && !m->functional)
-        { nn_fail(m, KILN_INVALID_ARGUMENT, "kiln_input: model '%s' is sequential (its input comes from kiln_sequential)", m->name); return NULL; }
-    if (m->status != KILN_OK) { nn_check(m); return NULL; }
-    kiln_layer *prev = m->output;
-    if (d->max_in == 1 && n_in == 0) {
-        if (!prev) {
-            nn_fail(m, KILN_INVALID_ARGUMENT, "%s: no input: this functional model has no layer yet; pass .input (from kiln_input())", name ? name : d->base);
-            return NULL;
-        }
-        in = &prev;
-        n_in = 1;
-    }
-    if (d->min_in > 1 && n_in < d->min_in)
-        { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: needs .inputs with at least %d layer outputs", d->base, d->min_in); return NULL; }
-    if (n_in < d->min_in || (n_in > d->max_in && d->max_in < NN_MAX_MERGE))
-        { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: takes %d input%s, got %d", name ? name : d->base, d->max_in, d->max_in == 1 ? "" : "s", n_in); return NULL; }
-    return layer_new(m, k, name, in, n_in);
-}
-
-/* Shape and variables from the options, then registers the layer; frees it on error. */
-kiln_layer *nn_layer_finish(kiln_layer *l, const nn_layer_cfg *c) {
-    const nn_layer_def *d = layer_table[l->kind];
-    kiln_model *m = l->model;
-    if (d->shape(l, c) != KILN_OK) { kiln_free(l); return NULL; }
-    if (d->vars) d->vars(l, c);
-    m->layers[m->n_layers++] = l;
-    if (l->kind == NN_INPUT) { if (!m->input) m->input = l; }
-    else if (!m->functional) m->output = l;
-    return l;
-}
-
-kiln_layer *nn_layer_add(kiln_model *m, nn_kind k, const nn_layer_cfg *c, kiln_layer *const *in, int n_in) {
-    kiln_layer *l = nn_layer_begin(m, k, c->name, in, n_in);
-    return l ? nn_layer_finish(l, c) : NULL;
 }
 
 int64_t nn_layer_params(const kiln_layer *l, bool trainable_only) {
@@ -163,25 +55,11 @@ kiln_status nn_create_variables(kiln_model *m, kiln_graph *g) {
 }
 
 /* Variables stay f32 (master weights); a precision policy casts them here, where layers read them. */
+/* Variables stay f32 (master weights); a precision policy casts them here, where layers read them. */
 kiln_node *nn_layer_var(const nn_fwd *f, const kiln_layer *l, const char *suffix) {
     size_t n = strlen(l->name);
     for (int i = 0; i < l->n_vars; i++)
         if (!strncmp(l->vars[i].name, l->name, n) && l->vars[i].name[n] == '/' && !strcmp(l->vars[i].name + n + 1, suffix))
             return l->vars[i].node;
     return NULL;
-}
-
-/* Emits the layer's ops on its inputs' nodes (already built); returns its output node. */
-kiln_node *nn_layer_forward(const nn_fwd *f, kiln_layer *l) {
-    kiln_node *x = l->n_in ? l->in[0]->node : l->node;
-    kiln_graph_push_scope(f->g, l->name);
-    kiln_node *y = layer_table[l->kind]->forward(f, l, x);
-    kiln_graph_pop_scope(f->g);
-    if (!y) {
-        char b[96];
-        nn_fail(f->m, kiln_graph_status(f->g) ? kiln_graph_status(f->g) : KILN_INTERNAL, "%s (%s), input %s: %s", l->name, nn_kind_type(l->kind),
-                nn_batched_str(l->n_in ? l->in[0]->out : l->out, b, sizeof b), kiln_graph_error(f->g));
-    }
-    l->node = y;
-    return y;
 }

@@ -1,5 +1,5 @@
 /* Windowed layer types over NHWC images: Conv2D, DepthwiseConv2D, MaxPooling2D,
- * AveragePooling2D, GlobalAveragePooling2D (schema, shape, variables, forward, typed builder). */
+ * AveragePooling2D, GlobalAveragePooling2D (schema, shape, variables, forward). */
 #include <stdio.h>
 #include "nn/nn_layers.h"
 
@@ -98,30 +98,6 @@ static kiln_node *conv_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
 const nn_layer_def nn_def_conv2d = { "Conv2D", "conv2d", conv_opts, 1, 1, conv_shape, conv_vars, conv_forward };
 const nn_layer_def nn_def_depthwise_conv2d = { "DepthwiseConv2D", "depthwise_conv2d", dwconv_opts, 1, 1, conv_shape, conv_vars, conv_forward };
 
-static kiln_layer *conv_typed(kiln_model *m, const kiln_conv2d_opts *o, nn_kind kind) {
-    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: options are required (.filters, .kernel)", nn_layer_def_of(kind)->base); return NULL; }
-    nn_layer_cfg c = nn_layer_defaults(kind);
-    c.name = o->name;
-    c.filters = o->filters;
-    c.kernel[0] = o->kernel_h ? o->kernel_h : o->kernel;
-    c.kernel[1] = o->kernel_w ? o->kernel_w : o->kernel;
-    if (o->strides) c.strides[0] = c.strides[1] = o->strides;
-    if (o->stride_h) c.strides[0] = o->stride_h;
-    if (o->stride_w) c.strides[1] = o->stride_w;
-    if (o->dilation) c.dilation[0] = c.dilation[1] = o->dilation;
-    if (o->groups) c.groups = o->groups;
-    if (o->depth_multiplier) c.depth_multiplier = o->depth_multiplier;
-    c.padding = o->padding;
-    c.activation = o->activation;
-    c.use_bias = !o->no_bias;
-    if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
-    if (o->bias_initializer) c.bias_init = *o->bias_initializer;
-    c.l2 = o->l2;
-    return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
-}
-kiln_layer *kiln_layer_conv2d(kiln_model *m, const kiln_conv2d_opts *o) { return conv_typed(m, o, NN_CONV2D); }
-kiln_layer *kiln_layer_depthwise_conv2d(kiln_model *m, const kiln_conv2d_opts *o) { return conv_typed(m, o, NN_DWCONV2D); }
-
 /* ---- MaxPooling2D, AveragePooling2D ---- */
 static const nn_opt_spec pool_opts[] = {
     { "pool_size", NN_T_INT2, NN_CFG(pool), 1, NN_DINT(2) },
@@ -156,23 +132,6 @@ static kiln_node *pool_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
 const nn_layer_def nn_def_max_pool2d = { "MaxPooling2D", "max_pooling2d", pool_opts, 1, 1, pool_shape, NULL, pool_forward };
 const nn_layer_def nn_def_avg_pool2d = { "AveragePooling2D", "average_pooling2d", pool_opts, 1, 1, pool_shape, NULL, pool_forward };
 
-static kiln_layer *pool_typed(kiln_model *m, const kiln_pool_opts *o, nn_kind kind) {
-    kiln_pool_opts d = { 0 };
-    if (!o) o = &d;
-    nn_layer_cfg c = nn_layer_defaults(kind);
-    c.name = o->name;
-    if (o->size) c.pool[0] = c.pool[1] = o->size;
-    if (o->size_h) c.pool[0] = o->size_h;
-    if (o->size_w) c.pool[1] = o->size_w;
-    if (o->strides) c.pool_strides[0] = c.pool_strides[1] = o->strides;
-    if (o->stride_h) c.pool_strides[0] = o->stride_h;
-    if (o->stride_w) c.pool_strides[1] = o->stride_w;
-    c.padding = o->padding;
-    return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
-}
-kiln_layer *kiln_layer_max_pool2d(kiln_model *m, const kiln_pool_opts *o) { return pool_typed(m, o, NN_MAXPOOL); }
-kiln_layer *kiln_layer_avg_pool2d(kiln_model *m, const kiln_pool_opts *o) { return pool_typed(m, o, NN_AVGPOOL); }
-
 /* ---- GlobalAveragePooling2D ---- */
 static const nn_opt_spec gap_opts[] = { { NULL } };
 static kiln_status gap_shape(kiln_layer *l, const nn_layer_cfg *c) {
@@ -183,10 +142,3 @@ static kiln_status gap_shape(kiln_layer *l, const nn_layer_cfg *c) {
 }
 static kiln_node *gap_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) { return kiln_global_avg_pool2d(f->g, x); }
 const nn_layer_def nn_def_global_avg_pool2d = { "GlobalAveragePooling2D", "global_average_pooling2d", gap_opts, 1, 1, gap_shape, NULL, gap_forward };
-
-kiln_layer *kiln_layer_global_avg_pool2d(kiln_model *m, const kiln_layer_opts *o) {
-    nn_layer_cfg c = nn_layer_defaults(NN_GAP);
-    c.name = o ? o->name : NULL;
-    kiln_layer *in = o ? o->input : NULL;
-    return nn_layer_add(m, NN_GAP, &c, &in, in ? 1 : 0);
-}

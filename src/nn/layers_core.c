@@ -1,6 +1,6 @@
 /* Layer types without windows or merges: InputLayer, Dense, Flatten, Reshape, Dropout,
- * BatchNormalization, Activation. Each: options schema, shape, variables, forward ops, and the
- * typed public builder (which maps its "0 = default" fields onto the schema defaults). */
+ * BatchNormalization, Activation. Each: options schema, shape, variables and forward ops
+ * (its typed builder is in layers_api.c). */
 #include <stdio.h>
 #include "nn/nn_layers.h"
 
@@ -20,13 +20,6 @@ static kiln_status input_shape(kiln_layer *l, const nn_layer_cfg *c) {
 }
 static kiln_node *input_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) { return x; }   /* the forward's input node */
 const nn_layer_def nn_def_input = { "InputLayer", "input", input_opts, 0, 0, input_shape, NULL, input_forward };
-
-kiln_layer *kiln_input(kiln_model *m, kiln_shape shape) {
-    if (!m) { kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_input: NULL model"); return NULL; }
-    nn_layer_cfg c = nn_layer_defaults(NN_INPUT);
-    c.shape = shape;
-    return nn_layer_add(m, NN_INPUT, &c, NULL, 0);
-}
 
 /* ---- Dense ---- */
 static const nn_opt_spec dense_opts[] = {
@@ -63,19 +56,6 @@ static kiln_node *dense_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
 }
 const nn_layer_def nn_def_dense = { "Dense", "dense", dense_opts, 1, 1, dense_shape, dense_vars, dense_forward };
 
-kiln_layer *kiln_layer_dense(kiln_model *m, const kiln_dense_opts *o) {
-    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "dense: options are required (.units)"); return NULL; }
-    nn_layer_cfg c = nn_layer_defaults(NN_DENSE);
-    c.name = o->name;
-    c.units = o->units;
-    c.activation = o->activation;
-    c.use_bias = !o->no_bias;
-    if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
-    if (o->bias_initializer) c.bias_init = *o->bias_initializer;
-    c.l2 = o->l2;
-    return nn_layer_add(m, NN_DENSE, &c, &o->input, o->input ? 1 : 0);
-}
-
 /* ---- Flatten ---- */
 static const nn_opt_spec no_opts[] = { { NULL } };
 static kiln_status flatten_shape(kiln_layer *l, const nn_layer_cfg *c) {
@@ -86,13 +66,6 @@ static kiln_node *flatten_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) 
     return kiln_reshape(f->g, x, KILN_SHAPE(f->batch, l->out.dim[0]));
 }
 const nn_layer_def nn_def_flatten = { "Flatten", "flatten", no_opts, 1, 1, flatten_shape, NULL, flatten_forward };
-
-kiln_layer *kiln_layer_flatten(kiln_model *m, const kiln_layer_opts *o) {
-    nn_layer_cfg c = nn_layer_defaults(NN_FLATTEN);
-    c.name = o ? o->name : NULL;
-    kiln_layer *in = o ? o->input : NULL;
-    return nn_layer_add(m, NN_FLATTEN, &c, &in, in ? 1 : 0);
-}
 
 /* ---- Reshape ---- */
 static const nn_opt_spec reshape_opts[] = {
@@ -129,14 +102,6 @@ static kiln_node *reshape_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) 
 }
 const nn_layer_def nn_def_reshape = { "Reshape", "reshape", reshape_opts, 1, 1, reshape_shape, NULL, reshape_forward };
 
-kiln_layer *kiln_layer_reshape(kiln_model *m, const kiln_reshape_opts *o) {
-    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "reshape: options are required (.shape)"); return NULL; }
-    nn_layer_cfg c = nn_layer_defaults(NN_RESHAPE);
-    c.name = o->name;
-    c.shape = o->shape;
-    return nn_layer_add(m, NN_RESHAPE, &c, &o->input, o->input ? 1 : 0);
-}
-
 /* ---- Dropout ---- */
 static const nn_opt_spec dropout_opts[] = {
     { "rate", NN_T_FLOAT, NN_CFG(rate), 0, { 0 } },
@@ -155,15 +120,6 @@ static kiln_node *dropout_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) 
     return kiln_dropout(f->g, x, l->rate, l->seed ? l->seed : kiln_mix64(f->m->seed ^ (0xD0D0ull + (uint64_t)l->index)), true);
 }
 const nn_layer_def nn_def_dropout = { "Dropout", "dropout", dropout_opts, 1, 1, dropout_shape, NULL, dropout_forward };
-
-kiln_layer *kiln_layer_dropout(kiln_model *m, const kiln_dropout_opts *o) {
-    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "dropout: options are required (.rate)"); return NULL; }
-    nn_layer_cfg c = nn_layer_defaults(NN_DROPOUT);
-    c.name = o->name;
-    c.rate = o->rate;
-    c.seed = o->seed;
-    return nn_layer_add(m, NN_DROPOUT, &c, &o->input, o->input ? 1 : 0);
-}
 
 /* ---- BatchNormalization (over the last axis) ---- */
 static const nn_opt_spec bn_opts[] = {
@@ -191,16 +147,6 @@ static kiln_node *bn_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
 }
 const nn_layer_def nn_def_batch_norm = { "BatchNormalization", "batch_normalization", bn_opts, 1, 1, bn_shape, bn_vars, bn_forward };
 
-kiln_layer *kiln_layer_batch_norm(kiln_model *m, const kiln_batch_norm_opts *o) {
-    kiln_batch_norm_opts d = { 0 };
-    if (!o) o = &d;
-    nn_layer_cfg c = nn_layer_defaults(NN_BN);
-    c.name = o->name;
-    if (o->momentum) c.momentum = o->momentum;
-    if (o->epsilon) c.epsilon = o->epsilon;
-    return nn_layer_add(m, NN_BN, &c, &o->input, o->input ? 1 : 0);
-}
-
 /* ---- Activation ---- */
 static const nn_opt_spec activation_opts[] = {
     { "activation", NN_T_ACTIVATION, NN_CFG(activation), 0, { 0 } },
@@ -214,11 +160,3 @@ static kiln_status activation_shape(kiln_layer *l, const nn_layer_cfg *c) {
 }
 static kiln_node *activation_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) { return nn_activate(f->g, x, l->act); }
 const nn_layer_def nn_def_activation = { "Activation", "activation", activation_opts, 1, 1, activation_shape, NULL, activation_forward };
-
-kiln_layer *kiln_layer_activation(kiln_model *m, const kiln_activation_opts *o) {
-    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "activation: options are required (.activation)"); return NULL; }
-    nn_layer_cfg c = nn_layer_defaults(NN_ACTIVATION);
-    c.name = o->name;
-    c.activation = o->activation;
-    return nn_layer_add(m, NN_ACTIVATION, &c, &o->input, o->input ? 1 : 0);
-}

@@ -51,12 +51,3 @@ static kiln_node *add_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
     return y;
 }
 const nn_layer_def nn_def_add = { "Add", "add", add_opts, 2, NN_MAX_MERGE, add_shape, NULL, add_forward };
-
-static kiln_layer *merge_typed(kiln_model *m, const kiln_merge_opts *o, nn_kind kind) {
-    nn_layer_cfg c = nn_layer_defaults(kind);
-    c.name = o ? o->name : NULL;
-    if (o && o->axis) c.axis = o->axis;
-    return nn_layer_add(m, kind, &c, o ? o->inputs : NULL, o && o->inputs ? o->n_inputs : 0);
-}
-kiln_layer *kiln_layer_concatenate(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_CONCAT); }
-kiln_layer *kiln_layer_add(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_ADD); }

@@ -100,12 +100,23 @@ typedef struct nn_layer_def {
 #include "nn/layers.def"
 #undef NN_LAYER
 
-/* layer.c: the table and the common path */
+/* Files, bottom to top (each calls only those before it): layer.c (helpers the types use),
+ * activations.c, the types (layers_core.c, layers_conv.c, layers_merge.c), layer_table.c (the
+ * table and the add path), layer_options.c (options by key), layers_api.c (typed builders). */
+
+/* layer.c */
+/* Records "<layer> (<Type>): <message>" on the layer's model; returns s. */
+kiln_status nn_layer_fail(kiln_layer *l, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void nn_layer_add_var(kiln_layer *l, const char *suffix, kiln_shape shape, kiln_init init, bool trainable, double l2);
+kiln_node *nn_layer_var(const nn_fwd *f, const kiln_layer *l, const char *suffix);   /* as the layer reads it */
+char *nn_batched_str(kiln_shape s, char *buf, size_t n);    /* "(None, 28, 28, 1)" */
+kiln_status nn_create_variables(kiln_model *m, kiln_graph *g);
+int64_t nn_layer_params(const kiln_layer *l, bool trainable_only);
+
+/* layer_table.c */
 const nn_layer_def *nn_layer_def_of(nn_kind k);
 bool nn_layer_kind_named(const char *type, nn_kind *k);      /* by Keras class name */
 const char *nn_kind_type(nn_kind k);
-/* Schema defaults of type k (required fields 0); the typed builders start from them. */
-nn_layer_cfg nn_layer_defaults(nn_kind k);
 /* Adds a layer of kind k with options c on inputs (n_in 0 for a single-input layer: the previous
  * layer of a sequential model). NULL on error (sticky on m). */
 kiln_layer *nn_layer_add(kiln_model *m, nn_kind k, const nn_layer_cfg *c, kiln_layer *const *in, int n_in);
@@ -113,20 +124,15 @@ kiln_layer *nn_layer_add(kiln_model *m, nn_kind k, const nn_layer_cfg *c, kiln_l
  * begin checks and names it (unregistered); finish checks its options, registers it or frees it. */
 kiln_layer *nn_layer_begin(kiln_model *m, nn_kind k, const char *name, kiln_layer *const *in, int n_in);
 kiln_layer *nn_layer_finish(kiln_layer *l, const nn_layer_cfg *c);
-/* Records "<layer> (<Type>): <message>" on the layer's model; returns s. */
-kiln_status nn_layer_fail(kiln_layer *l, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void nn_layer_add_var(kiln_layer *l, const char *suffix, kiln_shape shape, kiln_init init, bool trainable, double l2);
-kiln_node *nn_layer_var(const nn_fwd *f, const kiln_layer *l, const char *suffix);   /* as the layer reads it */
-char *nn_batched_str(kiln_shape s, char *buf, size_t n);    /* "(None, 28, 28, 1)" */
 kiln_node *nn_layer_forward(const nn_fwd *f, kiln_layer *l);
-kiln_status nn_create_variables(kiln_model *m, kiln_graph *g);
-int64_t nn_layer_params(const kiln_layer *l, bool trainable_only);
 
 /* layer_options.c: type name + key/value options -> a layer, as a Keras config describes it.
  * Unknown type, unknown key, wrong value type or range: NULL, the error (naming the layer and
  * the key) sticky on m. */
 kiln_layer *nn_layer_from_options(kiln_model *m, const char *type, kiln_layer *const *in, int n_in,
                                   const nn_opt *opts, int n_opts);
+/* Schema defaults of type k (required fields 0); the typed builders start from them. */
+nn_layer_cfg nn_layer_defaults(nn_kind k);
 
 /* activations.c */
 extern const char *const nn_activation_names[KILN_ACTIVATION_COUNT];   /* Keras spelling */

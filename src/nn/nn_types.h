@@ -26,10 +26,12 @@ typedef struct nn_var {
     kiln_node *node;        /* in the current graph */
 } nn_var;
 
+struct nn_layer_def;
 struct kiln_layer {
     kiln_model *model;
     int index;
     nn_kind kind;
+    const struct nn_layer_def *def;   /* its row of the layer table (nn_layers.h) */
     char name[NN_NAME];
     kiln_layer *in[NN_MAX_MERGE];
     int n_in;
