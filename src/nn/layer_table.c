@@ -80,6 +80,7 @@ kiln_layer *nn_layer_begin(kiln_model *m, nn_kind k, const char *name, kiln_laye
     if (k == NN_INPUT && !m->functional)
         { nn_fail(m, KILN_INVALID_ARGUMENT, "kiln_input: model '%s' is sequential (its input comes from kiln_sequential)", m->name); return NULL; }
     if (m->status != KILN_OK) { nn_check(m); return NULL; }
+    if (n_in < 0 || (n_in > 0 && !in)) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: no input list (%d inputs)", name ? name : d->base, n_in); return NULL; }
     kiln_layer *prev = m->output;
     if (d->max_in == 1 && n_in == 0) {
         if (!prev) {

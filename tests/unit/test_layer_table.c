@@ -228,6 +228,10 @@ static void test_errors(void) {
     CHECK(nn_layer_from_options(m, "Dense", (kiln_layer *[]){ prev, prev }, 2, (nn_opt[]){ NN_INT("units", 2) }, 1) == NULL);
     CHECK_MSG(strstr(kiln_model_error(m), "takes 1 input, got 2"), "%s", kiln_model_error(m));
     kiln_model_free(m);
+    m = kiln_sequential("s", KILN_SHAPE(4));
+    CHECK(nn_layer_from_options(m, "Add", NULL, 2, NULL, 0) == NULL);
+    CHECK_MSG(strstr(kiln_model_error(m), "add: no input list") != NULL, "%s", kiln_model_error(m));
+    kiln_model_free(m);
     CHECK(nn_layer_from_options(NULL, "Dense", NULL, 0, NULL, 0) == NULL);
     CHECK(strstr(kiln_last_error(), "NULL model") != NULL);
 }
