@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "nn/nn_internal.h"
+#include "nn/nn_fit.h"
 
 kiln_callback kiln_callback_lambda(kiln_callback_fn on_batch_end, kiln_callback_fn on_epoch_end, void *user) {
     return (kiln_callback){ .kind = KILN_CB_LAMBDA, .on_batch_end = on_batch_end, .on_epoch_end = on_epoch_end, .user = user };

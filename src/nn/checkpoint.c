@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "nn/nn_internal.h"
+#include "kiln/io.h"
+#include "nn/nn_model.h"
 
 static bool in_list(const char *list, const char *name) {
     if (!list) return false;

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "nn/nn_internal.h"
+#include "nn/nn_fit.h"
 #include "data/pipeline_internal.h"
 
 kiln_status nn_data_status(void) {

@@ -1,27 +1,9 @@
-/* Models: lifecycle, sticky errors, summary, compile, and the one graph behind a model (training
- * step + inference forwards sharing the variables) with its session. */
+/* Models: lifecycle, functional wiring, accessors, summary and compile. The graph and session
+ * behind a model are session.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "nn/nn_internal.h"
-
-kiln_status nn_fail(kiln_model *m, kiln_status s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    kiln_set_errorv(s, fmt, ap);
-    va_end(ap);
-    if (m && m->status == KILN_OK) {
-        m->status = s;
-        snprintf(m->error, sizeof m->error, "%s", kiln_last_error());
-    }
-    return s;
-}
-
-kiln_status nn_check(const kiln_model *m) {
-    if (!m) return kiln_set_error(KILN_INVALID_ARGUMENT, "NULL model");
-    if (m->status != KILN_OK) return kiln_set_error(m->status, "%s", m->error);
-    return KILN_OK;
-}
+#include "nn/nn_model.h"
 
 static kiln_model *model_alloc(const char *name, bool functional) {
     kiln_model *m = kiln_calloc(1, sizeof *m);
@@ -44,6 +26,27 @@ kiln_model *kiln_sequential(const char *name, kiln_shape input_shape) {
 
 kiln_model *kiln_model_new(const char *name) { return model_alloc(name, true); }
 
+/* Every input layer the output depends on must be the declared input. Each layer is visited
+ * once (a layer's inputs come before it, so the stack never holds more than n_layers). */
+static kiln_status check_inputs_reached(kiln_model *m, const kiln_layer *input, kiln_layer *output) {
+    kiln_layer **stack = kiln_malloc((size_t)m->n_layers * sizeof *stack);
+    bool *seen = kiln_calloc((size_t)m->n_layers, sizeof *seen);
+    kiln_status st = KILN_OK;
+    if (!stack || !seen) st = nn_fail(m, KILN_OUT_OF_MEMORY, "kiln_model_functional: model '%s': out of host memory for %d layers", m->name, m->n_layers);
+    int sp = 0;
+    if (!st) { stack[sp++] = output; seen[output->index] = true; }
+    while (!st && sp > 0) {
+        kiln_layer *l = stack[--sp];
+        if (l->kind == NN_INPUT && l != input)
+            st = nn_fail(m, KILN_INVALID_ARGUMENT, "kiln_model_functional: output '%s' depends on input '%s', which is not among the model's inputs", output->name, l->name);
+        for (int i = 0; i < l->n_in; i++)
+            if (!seen[l->in[i]->index]) { seen[l->in[i]->index] = true; stack[sp++] = l->in[i]; }
+    }
+    kiln_free(stack);
+    kiln_free(seen);
+    return st;
+}
+
 kiln_status kiln_model_functional(kiln_model *m, kiln_layer *const *inputs, int n_inputs,
                                   kiln_layer *const *outputs, int n_outputs) {
     kiln_status st = nn_check(m);
@@ -55,73 +58,16 @@ kiln_status kiln_model_functional(kiln_model *m, kiln_layer *const *inputs, int 
         return nn_fail(m, KILN_INVALID_ARGUMENT, "kiln_model_functional: the layers belong to another model");
     if (inputs[0]->kind != NN_INPUT)
         return nn_fail(m, KILN_INVALID_ARGUMENT, "kiln_model_functional: input '%s' is not an input layer (make it with kiln_input())", inputs[0]->name);
-    /* every input layer the output depends on must be the declared input */
-    kiln_layer *stack[256]; int sp = 0;
-    stack[sp++] = outputs[0];
-    while (sp > 0) {
-        kiln_layer *l = stack[--sp];
-        if (l->kind == NN_INPUT && l != inputs[0])
-            return nn_fail(m, KILN_INVALID_ARGUMENT, "kiln_model_functional: output '%s' depends on input '%s', which is not among the model's inputs", outputs[0]->name, l->name);
-        for (int i = 0; i < l->n_in && sp < 256; i++) stack[sp++] = l->in[i];
-    }
+    if ((st = check_inputs_reached(m, inputs[0], outputs[0]))) return st;
     m->input = inputs[0];
     m->output = outputs[0];
     m->finalized = true;
     return KILN_OK;
 }
 
-static void forward_clear(nn_forward *f) {
-    kiln_tensor_free(f->out_t);
-    kiln_tensor_free(f->loss_t);
-    memset(f, 0, sizeof *f);
-}
-
-static void graph_drop(kiln_model *m) {
-    kiln_session_free(m->s);
-    kiln_graph_free(m->g);
-    m->s = NULL;
-    m->g = NULL;
-    m->lr_var = NULL;
-    forward_clear(&m->train);
-    for (int i = 0; i < m->n_infer; i++) forward_clear(&m->infer[i]);
-    m->n_infer = 0;
-    for (int i = 0; i < m->n_layers; i++) {
-        m->layers[i]->node = NULL;
-        for (int j = 0; j < m->layers[i]->n_vars; j++) m->layers[i]->vars[j].node = NULL;
-    }
-}
-
-void nn_carry_clear(kiln_model *m) {
-    for (int i = 0; i < m->n_carry; i++) { kiln_free(m->carry[i].name); kiln_tensor_free(m->carry[i].t); }
-    kiln_free(m->carry);
-    m->carry = NULL;
-    m->n_carry = 0;
-}
-
-kiln_status nn_carry_add(kiln_model *m, const char *name, const kiln_tensor *t) {
-    for (int i = 0; i < m->n_carry; i++)
-        if (!strcmp(m->carry[i].name, name)) {
-            kiln_tensor_free(m->carry[i].t);
-            m->carry[i].t = NULL;
-            kiln_free(m->carry[i].name);
-            m->carry[i] = m->carry[--m->n_carry];
-            break;
-        }
-    nn_carry *c = kiln_realloc(m->carry, (size_t)(m->n_carry + 1) * sizeof *c);
-    if (!c) return kiln_set_error(KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name);
-    m->carry = c;
-    kiln_tensor *copy = kiln_tensor_new(t->dtype, t->shape);
-    if (!copy) return kiln_set_error(KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name);
-    memcpy(copy->data, t->data, kiln_tensor_nbytes(t));
-    c[m->n_carry].name = kiln_strdup(name);
-    c[m->n_carry].t = copy;
-    m->n_carry++;
-    return KILN_OK;
-}
-
 void kiln_model_free(kiln_model *m) {
     if (!m) return;
-    graph_drop(m);
+    nn_graph_drop(m);
     nn_carry_clear(m);
     kiln_tensor_free(m->lr_t);
     for (int i = 0; i < m->n_layers; i++) kiln_free(m->layers[i]);
@@ -247,194 +193,6 @@ kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o) {
     m->base_lr = c.optimizer.lr;
     m->train.batch = 0;                    /* the training step is (re)built by the next fit */
     return KILN_OK;
-}
-
-/* ---- graph ---- */
-static kiln_status build_forward(kiln_model *m, nn_forward *f, int batch, bool training) {
-    kiln_graph *g = m->g;
-    kiln_shape xs = { .rank = m->input->out.rank + 1 };
-    xs.dim[0] = batch;
-    for (int i = 0; i < m->input->out.rank; i++) xs.dim[i + 1] = m->input->out.dim[i];
-    char nm[64];
-    snprintf(nm, sizeof nm, "%s_x_%d", training ? "train" : "infer", batch);
-    f->batch = batch;
-    f->training = training;
-    if (training && m->res.n > 0) {
-        /* resident data: the batch is gathered (and augmented) from data variables by index */
-        kiln_shape ds = xs;
-        ds.dim[0] = m->res.n;
-        kiln_node *X = kiln_variable_trainable(g, NN_DATA_PREFIX "x", KILN_F32, ds, kiln_init_zeros(), false);
-        kiln_node *Y = kiln_variable_trainable(g, NN_DATA_PREFIX "y", KILN_I32, KILN_SHAPE(m->res.n), kiln_init_zeros(), false);
-        snprintf(nm, sizeof nm, "train_idx_%d", batch);
-        f->idx = kiln_placeholder(g, nm, KILN_I32, KILN_SHAPE(batch));
-        f->x = kiln_gather_rows(g, X, f->idx);
-        if (m->res.pad > 0 || m->res.flip) {
-            snprintf(nm, sizeof nm, "train_keys_%d", batch);
-            f->keys = kiln_placeholder(g, nm, KILN_I64, KILN_SHAPE(batch));
-            f->x = kiln_random_crop_flip(g, f->x, f->keys, m->res.pad, m->res.flip, true);
-        }
-        f->y = kiln_gather_rows(g, Y, f->idx);
-        f->resident_n = m->res.n;
-        f->resident_pad = m->res.pad;
-        f->resident_flip = m->res.flip;
-    } else {
-        f->x = kiln_placeholder(g, nm, KILN_F32, xs);
-        snprintf(nm, sizeof nm, "%s_y_%d", training ? "train" : "infer", batch);
-        f->y = kiln_placeholder(g, nm, KILN_I32, KILN_SHAPE(batch));
-    }
-    if (!f->x || !f->y) return nn_fail(m, kiln_graph_status(g), "model '%s': %s", m->name, kiln_graph_error(g));
-    for (int i = 0; i < m->n_layers; i++) m->layers[i]->node = NULL;
-    m->input->node = f->x;
-    for (int i = 0; i < m->n_layers; i++) {
-        kiln_layer *l = m->layers[i];
-        if (l->kind == NN_INPUT) continue;
-        if (!nn_layer_forward(m, l, g, batch, training)) return m->status;
-        if (l == m->output) break;
-    }
-    f->out = m->output->node;
-    if (m->compiled) {
-        f->loss = nn_build_loss(m, g, f->out, f->y, batch);
-        if (!f->loss) return m->status ? m->status : nn_fail(m, kiln_graph_status(g), "model '%s': loss: %s", m->name, kiln_graph_error(g));
-    }
-    if (training) {
-        kiln_node *vars[256], *grads[256];
-        int n = 0;
-        kiln_node *loss = f->loss;
-        for (int i = 0; i < m->n_layers; i++)
-            for (int j = 0; j < m->layers[i]->n_vars; j++) {
-                nn_var *v = &m->layers[i]->vars[j];
-                if (!v->trainable) continue;
-                if (n == 256) return nn_fail(m, KILN_UNSUPPORTED, "model '%s': more than 256 trainable variables", m->name);
-                vars[n++] = v->node;
-                if (v->l2 > 0) {
-                    kiln_node *pen = kiln_mul(g, kiln_reduce_sum(g, kiln_square(g, v->node), NULL, 0, false), kiln_scalar(g, KILN_F32, v->l2));
-                    loss = kiln_add(g, loss, pen);
-                }
-            }
-        f->loss = loss;
-        if (kiln_gradients(g, loss, vars, n, grads) != KILN_OK)
-            return nn_fail(m, kiln_graph_status(g) ? kiln_graph_status(g) : KILN_INTERNAL, "model '%s': gradients: %s", m->name, kiln_last_error());
-        if (m->copts.optimizer.clip_norm > 0) {
-            if (kiln_clip_by_global_norm(g, grads, n, m->copts.optimizer.clip_norm, grads) != KILN_OK)
-                return nn_fail(m, KILN_INTERNAL, "model '%s': gradient clipping: %s", m->name, kiln_last_error());
-        }
-        f->step = nn_build_optimizer(m, g, vars, grads, n);
-        if (!f->step) return m->status ? m->status : nn_fail(m, kiln_graph_status(g), "model '%s': optimizer: %s", m->name, kiln_graph_error(g));
-    }
-    if (kiln_graph_status(g) != KILN_OK) return nn_fail(m, kiln_graph_status(g), "model '%s': %s", m->name, kiln_graph_error(g));
-    f->out_t = kiln_tensor_new(KILN_F32, kiln_node_shape(f->out));
-    f->loss_t = kiln_tensor_new(KILN_F32, KILN_SCALAR);
-    if (!f->out_t || !f->loss_t) return kiln_set_error(KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name);
-    return KILN_OK;
-}
-
-static kiln_backend_kind backend_of(const char *dev) {
-    if (!strcmp(dev, "cpu")) return KILN_BACKEND_CPU;
-    if (!strcmp(dev, "ref")) return KILN_BACKEND_REF;
-    if (!strcmp(dev, "cuda") || !strcmp(dev, "gpu")) return KILN_BACKEND_CUDA;
-    return KILN_BACKEND_AUTO;
-}
-
-static kiln_status build(kiln_model *m, int batch, bool training) {
-    kiln_status st = nn_check(m);
-    if (st) return st;
-    if (m->functional && !m->finalized)
-        return kiln_set_error(KILN_INVALID_ARGUMENT, "model '%s' has no outputs yet: call kiln_model_functional() first", m->name);
-    if (!m->output || m->output->kind == NN_INPUT) return kiln_set_error(KILN_INVALID_ARGUMENT, "model '%s' has no layers", m->name);
-    graph_drop(m);
-    m->g = kiln_graph_new();
-    if (!m->g) return KILN_OUT_OF_MEMORY;
-    if ((st = nn_create_variables(m, m->g))) return st;
-    double lr0 = m->compiled ? m->base_lr : 0.0;
-    m->lr_var = kiln_variable_trainable(m->g, "learning_rate", KILN_F32, KILN_SCALAR, kiln_init_constant(lr0), false);
-    if (!m->lr_var) return nn_fail(m, kiln_graph_status(m->g), "model '%s': %s", m->name, kiln_graph_error(m->g));
-    m->lr_current = lr0;
-    if (training && (st = build_forward(m, &m->train, batch, true))) { graph_drop(m); m->status = KILN_OK; return kiln_set_error(st, "%s", m->error); }
-    if ((st = build_forward(m, &m->infer[0], batch, false))) { graph_drop(m); m->status = KILN_OK; return kiln_set_error(st, "%s", m->error); }
-    m->n_infer = 1;
-    if (!m->lr_t && !(m->lr_t = kiln_tensor_new(KILN_F32, KILN_SCALAR))) return KILN_OUT_OF_MEMORY;
-    kiln_session_opts so = { .seed = m->seed };
-    if (m->compiled) {
-        so.backend = backend_of(m->device);
-        so.num_threads = m->copts.num_threads;
-        so.log_device_placement = m->copts.log_device_placement;
-    }
-    m->s = kiln_session_new(m->g, &so);
-    if (!m->s) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", kiln_last_error());
-        graph_drop(m);
-        return kiln_set_error(KILN_INTERNAL, "model '%s': cannot start a session: %s", m->name, msg);
-    }
-    /* values carried over from a previous graph or a checkpoint loaded before the build */
-    for (int i = 0; i < m->n_carry; i++) {
-        kiln_node *v = kiln_graph_find(m->g, m->carry[i].name);
-        if (!v || !kiln_node_is_variable(v)) continue;
-        if (kiln_session_assign_variable(m->s, v, m->carry[i].t) != KILN_OK) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", kiln_last_error());
-            return kiln_set_error(KILN_INTERNAL, "model '%s': restoring %s: %s", m->name, m->carry[i].name, msg);
-        }
-        if (v == m->lr_var) m->lr_current = NAN;
-    }
-    nn_carry_clear(m);
-    if (m->has_pending_step) { kiln_session_set_step(m->s, m->pending_step); m->has_pending_step = false; }
-    return KILN_OK;
-}
-
-/* Copies every variable of the current session into the carry list (before a rebuild). */
-static kiln_status carry_all(kiln_model *m) {
-    if (!m->s) return KILN_OK;
-    for (int i = 0; i < kiln_graph_node_count(m->g); i++) {
-        kiln_node *n = kiln_graph_node(m->g, i);
-        if (!kiln_node_is_variable(n) || nn_is_data_var(kiln_node_name(n))) continue;
-        kiln_tensor *t = kiln_tensor_new(kiln_node_dtype(n), kiln_node_shape(n));
-        if (!t) return KILN_OUT_OF_MEMORY;
-        kiln_status st = kiln_session_read_variable(m->s, n, t);
-        if (!st) st = nn_carry_add(m, kiln_node_name(n), t);
-        kiln_tensor_free(t);
-        if (st) return st;
-    }
-    return KILN_OK;
-}
-
-kiln_status nn_ensure_session(kiln_model *m, int batch) {
-    if (m->s) return nn_check(m);
-    return build(m, batch, m->compiled);
-}
-
-kiln_status nn_ensure_train(kiln_model *m, int batch) {
-    if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "model '%s' is not compiled: call kiln_compile() before kiln_fit()", m->name);
-    if (m->s && m->train.batch == batch && m->train.resident_n == m->res.n && m->train.resident_pad == m->res.pad &&
-        m->train.resident_flip == m->res.flip)
-        return nn_check(m);
-    kiln_status st = carry_all(m);
-    if (st) return st;
-    if (m->s && !m->has_pending_step) { m->pending_step = kiln_session_step(m->s); m->has_pending_step = true; }
-    return build(m, batch, true);
-}
-
-kiln_status nn_get_infer(kiln_model *m, int batch, nn_forward **out) {
-    for (int i = 0; i < m->n_infer; i++)
-        if (m->infer[i].batch == batch) { *out = &m->infer[i]; return KILN_OK; }
-    if (m->n_infer == NN_MAX_FORWARDS) {        /* recycle the oldest extra forward (nodes stay in the graph) */
-        forward_clear(&m->infer[NN_MAX_FORWARDS - 1]);
-        m->n_infer--;
-    }
-    nn_forward *f = &m->infer[m->n_infer];
-    kiln_status st = build_forward(m, f, batch, false);
-    if (st) { forward_clear(f); m->status = KILN_OK; kiln_graph_clear_error(m->g); return kiln_set_error(st, "%s", m->error); }
-    m->n_infer++;
-    *out = f;
-    return KILN_OK;
-}
-
-kiln_status nn_set_lr(kiln_model *m, double lr) {
-    if (lr == m->lr_current) return KILN_OK;
-    kiln_tensor_set(m->lr_t, 0, lr);
-    kiln_status st = kiln_session_assign_variable(m->s, m->lr_var, m->lr_t);
-    if (!st) m->lr_current = lr;
-    return st;
 }
 
 const kiln_logs *kiln_model_history(const kiln_model *m, int *n_epochs) {

@@ -1,6 +1,6 @@
 /* Optimizer values and their update ops; learning-rate schedules. */
 #include <math.h>
-#include "nn/nn_internal.h"
+#include "nn/nn_step.h"
 
 kiln_optimizer kiln_sgd(double lr) { return (kiln_optimizer){ .kind = KILN_OPT_SGD, .lr = lr }; }
 kiln_optimizer kiln_momentum(double lr, double momentum, bool nesterov) {

@@ -1,7 +1,7 @@
 /* Keras-style progress: a live bar on a terminal, one line per epoch otherwise. */
 #include <stdio.h>
 #include <unistd.h>
-#include "nn/nn_internal.h"
+#include "nn/nn_fit.h"
 
 void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epoch, int epochs, int64_t steps) {
     p->verbose = verbose < 0 ? 0 : verbose > 2 ? 2 : verbose;

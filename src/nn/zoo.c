@@ -1,6 +1,7 @@
 /* Ready-made models used by the CLI, the examples and the tests. */
 #include <string.h>
-#include "nn/nn_internal.h"
+#include "kiln/nn.h"
+#include "core/core.h"
 
 const char *kiln_model_preset_names(void) { return "fashion_cnn, mlp, cifar_cnn"; }
 

@@ -1,0 +1,126 @@
+/* The typed public layer builders (include/kiln/nn.h): each maps its options struct, with its
+ * "0 = default" fields, onto the type's schema defaults and adds the layer through the table.
+ * The top of the layers. */
+#include "nn/nn_layers.h"
+
+kiln_layer *kiln_input(kiln_model *m, kiln_shape shape) {
+    if (!m) { kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_input: NULL model"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_INPUT);
+    c.shape = shape;
+    return nn_layer_add(m, NN_INPUT, &c, NULL, 0);
+}
+
+kiln_layer *kiln_layer_dense(kiln_model *m, const kiln_dense_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "dense: options are required (.units)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_DENSE);
+    c.name = o->name;
+    c.units = o->units;
+    c.activation = o->activation;
+    c.use_bias = !o->no_bias;
+    if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
+    if (o->bias_initializer) c.bias_init = *o->bias_initializer;
+    c.l2 = o->l2;
+    return nn_layer_add(m, NN_DENSE, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_flatten(kiln_model *m, const kiln_layer_opts *o) {
+    nn_layer_cfg c = nn_layer_defaults(NN_FLATTEN);
+    c.name = o ? o->name : NULL;
+    kiln_layer *in = o ? o->input : NULL;
+    return nn_layer_add(m, NN_FLATTEN, &c, &in, in ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_reshape(kiln_model *m, const kiln_reshape_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "reshape: options are required (.shape)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_RESHAPE);
+    c.name = o->name;
+    c.shape = o->shape;
+    return nn_layer_add(m, NN_RESHAPE, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_dropout(kiln_model *m, const kiln_dropout_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "dropout: options are required (.rate)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_DROPOUT);
+    c.name = o->name;
+    c.rate = o->rate;
+    c.seed = o->seed;
+    return nn_layer_add(m, NN_DROPOUT, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_batch_norm(kiln_model *m, const kiln_batch_norm_opts *o) {
+    kiln_batch_norm_opts d = { 0 };
+    if (!o) o = &d;
+    nn_layer_cfg c = nn_layer_defaults(NN_BN);
+    c.name = o->name;
+    if (o->momentum) c.momentum = o->momentum;
+    if (o->epsilon) c.epsilon = o->epsilon;
+    return nn_layer_add(m, NN_BN, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_activation(kiln_model *m, const kiln_activation_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "activation: options are required (.activation)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_ACTIVATION);
+    c.name = o->name;
+    c.activation = o->activation;
+    return nn_layer_add(m, NN_ACTIVATION, &c, &o->input, o->input ? 1 : 0);
+}
+
+static kiln_layer *conv_typed(kiln_model *m, const kiln_conv2d_opts *o, nn_kind kind) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: options are required (.filters, .kernel)", nn_layer_def_of(kind)->base); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(kind);
+    c.name = o->name;
+    c.filters = o->filters;
+    c.kernel[0] = o->kernel_h ? o->kernel_h : o->kernel;
+    c.kernel[1] = o->kernel_w ? o->kernel_w : o->kernel;
+    if (o->strides) c.strides[0] = c.strides[1] = o->strides;
+    if (o->stride_h) c.strides[0] = o->stride_h;
+    if (o->stride_w) c.strides[1] = o->stride_w;
+    if (o->dilation) c.dilation[0] = c.dilation[1] = o->dilation;
+    if (o->groups) c.groups = o->groups;
+    if (o->depth_multiplier) c.depth_multiplier = o->depth_multiplier;
+    c.padding = o->padding;
+    c.activation = o->activation;
+    c.use_bias = !o->no_bias;
+    if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
+    if (o->bias_initializer) c.bias_init = *o->bias_initializer;
+    c.l2 = o->l2;
+    return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_conv2d(kiln_model *m, const kiln_conv2d_opts *o) { return conv_typed(m, o, NN_CONV2D); }
+kiln_layer *kiln_layer_depthwise_conv2d(kiln_model *m, const kiln_conv2d_opts *o) { return conv_typed(m, o, NN_DWCONV2D); }
+
+static kiln_layer *pool_typed(kiln_model *m, const kiln_pool_opts *o, nn_kind kind) {
+    kiln_pool_opts d = { 0 };
+    if (!o) o = &d;
+    nn_layer_cfg c = nn_layer_defaults(kind);
+    c.name = o->name;
+    if (o->size) c.pool[0] = c.pool[1] = o->size;
+    if (o->size_h) c.pool[0] = o->size_h;
+    if (o->size_w) c.pool[1] = o->size_w;
+    if (o->strides) c.pool_strides[0] = c.pool_strides[1] = o->strides;
+    if (o->stride_h) c.pool_strides[0] = o->stride_h;
+    if (o->stride_w) c.pool_strides[1] = o->stride_w;
+    c.padding = o->padding;
+    return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_max_pool2d(kiln_model *m, const kiln_pool_opts *o) { return pool_typed(m, o, NN_MAXPOOL); }
+kiln_layer *kiln_layer_avg_pool2d(kiln_model *m, const kiln_pool_opts *o) { return pool_typed(m, o, NN_AVGPOOL); }
+
+kiln_layer *kiln_layer_global_avg_pool2d(kiln_model *m, const kiln_layer_opts *o) {
+    nn_layer_cfg c = nn_layer_defaults(NN_GAP);
+    c.name = o ? o->name : NULL;
+    kiln_layer *in = o ? o->input : NULL;
+    return nn_layer_add(m, NN_GAP, &c, &in, in ? 1 : 0);
+}
+
+static kiln_layer *merge_typed(kiln_model *m, const kiln_merge_opts *o, nn_kind kind) {
+    nn_layer_cfg c = nn_layer_defaults(kind);
+    c.name = o ? o->name : NULL;
+    if (o && o->axis) c.axis = o->axis;
+    return nn_layer_add(m, kind, &c, o ? o->inputs : NULL, o && o->inputs ? o->n_inputs : 0);
+}
+
+kiln_layer *kiln_layer_concatenate(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_CONCAT); }
+kiln_layer *kiln_layer_add(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_ADD); }

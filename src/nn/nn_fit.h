@@ -1,0 +1,44 @@
+/* Training and evaluation (tier 4 of src/nn, the top, above the models): metrics, progress,
+ * callbacks, the one training loop over pipelines (fit_data.c) and the dataset entries (fit.c). */
+#ifndef KILN_NN_FIT_H
+#define KILN_NN_FIT_H
+#include <stdio.h>
+#include "nn/nn_model.h"
+
+/* metrics.c: host metrics over one batch of outputs: number correct (accuracy) and in top-k. */
+void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const int32_t *labels, int64_t n,
+                      double *correct, double *topk);
+
+/* progress.c */
+typedef struct nn_progress {
+    int verbose;              /* 0 none, 1 bar, 2 line per epoch */
+    bool tty;
+    int epoch, epochs;
+    int64_t steps;
+    unsigned metrics;
+    int top_k;
+    double t0, last_draw;
+} nn_progress;
+void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epoch, int epochs, int64_t steps);
+void nn_progress_batch(nn_progress *p, int64_t step, const kiln_logs *logs);
+void nn_progress_end(nn_progress *p, const kiln_logs *logs);
+
+/* callbacks.c */
+typedef struct nn_cb_state { double best; int wait; FILE *csv; bool have_best; } nn_cb_state;
+kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st);
+kiln_status nn_callbacks_epoch_begin(kiln_model *m, const kiln_fit_opts *o, int epoch);
+kiln_status nn_callbacks_batch_end(kiln_model *m, const kiln_fit_opts *o, const kiln_logs *logs);
+kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st, const kiln_logs *logs);
+void nn_callbacks_end(const kiln_fit_opts *o, nn_cb_state *st);
+
+/* fit_data.c: the training / evaluation loops over pipelines */
+/* kiln_fit's checks of any data (a dataset or a pipeline, called `noun` in messages): examples of
+ * the model's input shape, labels, no more classes (nc) than the model's outputs. */
+kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled, int nc, const char *what, const char *noun);
+kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train);
+kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *r);
+kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const kiln_fit_opts *o);
+/* Status for a pipeline transform that returned NULL (its message is in kiln_last_error). */
+kiln_status nn_data_status(void);
+
+#endif

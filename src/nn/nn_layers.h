@@ -1,0 +1,141 @@
+/* Layers (tier 1 of src/nn, above nn_types.h): the layer table (layers.def), each type's options
+ * schema, shape, variables and forward ops, the typed builders' common path and the generic
+ * "type + key/value options" entry that model files and ONNX import build on. */
+#ifndef KILN_NN_LAYERS_H
+#define KILN_NN_LAYERS_H
+#include <stddef.h>
+#include "nn/nn_types.h"
+
+/* A layer's options, resolved to explicit values (the typed builders' "0 = default" is applied
+ * before). Each type reads the fields its schema names. */
+typedef struct nn_layer_cfg {
+    const char *name;                      /* NULL: automatic (dense, dense_1, ...) */
+    int units, filters, groups, depth_multiplier;
+    int kernel[2], strides[2], dilation[2];
+    int pool[2], pool_strides[2];          /* pool_strides 0: the window (Keras strides=None) */
+    kiln_padding padding;
+    kiln_activation activation;
+    bool use_bias;
+    double rate, momentum, epsilon, l2;
+    uint64_t seed;
+    int axis;                              /* Concatenate, counting the batch dim */
+    kiln_shape shape;                      /* InputLayer shape, Reshape target (batch excluded) */
+    kiln_init kernel_init, bias_init;
+} nn_layer_cfg;
+
+/* ---- option values (what a model-file reader hands over) ---- */
+typedef enum nn_val_kind { NN_V_NONE = 0, NN_V_NULL, NN_V_INT, NN_V_FLOAT, NN_V_BOOL, NN_V_STR, NN_V_INTS, NN_V_INIT } nn_val_kind;
+typedef struct nn_val {
+    nn_val_kind kind;              /* NONE: no value (a schema entry without default: required); NULL: Keras None */
+    union {
+        int64_t i;
+        double f;
+        bool b;
+        const char *s;
+        struct { int n; int64_t v[KILN_MAX_DIMS]; } ints;
+        kiln_init init;
+    };
+} nn_val;
+typedef struct nn_opt { const char *key; nn_val val; } nn_opt;
+#define NN_INT(k, x)    ((nn_opt){ .key = (k), .val = { .kind = NN_V_INT, .i = (x) } })
+#define NN_FLOAT(k, x)  ((nn_opt){ .key = (k), .val = { .kind = NN_V_FLOAT, .f = (x) } })
+#define NN_BOOL(k, x)   ((nn_opt){ .key = (k), .val = { .kind = NN_V_BOOL, .b = (x) } })
+#define NN_STR(k, x)    ((nn_opt){ .key = (k), .val = { .kind = NN_V_STR, .s = (x) } })
+#define NN_INIT(k, x)   ((nn_opt){ .key = (k), .val = { .kind = NN_V_INIT, .init = (x) } })
+#define NN_NULL(k)      ((nn_opt){ .key = (k), .val = { .kind = NN_V_NULL } })
+#define NN_INTS(k, ...) ((nn_opt){ .key = (k), .val = { .kind = NN_V_INTS, .ints = { \
+    .n = (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), .v = { __VA_ARGS__ } } } })
+
+/* ---- the options schema ---- */
+typedef enum nn_opt_type {
+    NN_T_INT,          /* int >= min */
+    NN_T_INT2,         /* an int or a list of 1 or 2 ints, each >= min: (h, w) */
+    NN_T_FLOAT,        /* a number (an int is taken) */
+    NN_T_BOOL,
+    NN_T_SEED,         /* int >= 0 */
+    NN_T_SHAPE,        /* list of ints, batch excluded */
+    NN_T_ACTIVATION,   /* "linear", "relu", ... (nn_activation_names) */
+    NN_T_PADDING,      /* "valid" or "same" */
+    NN_T_INIT,         /* a kiln_init */
+} nn_opt_type;
+typedef struct nn_opt_spec {
+    const char *key;           /* the Keras config key */
+    nn_opt_type type;
+    size_t off;                /* the nn_layer_cfg field it sets */
+    int min;                   /* NN_T_INT / NN_T_INT2 */
+    nn_val dflt;               /* kind NONE: required; NULL: optional, field left 0 */
+} nn_opt_spec;
+#define NN_CFG(field) offsetof(nn_layer_cfg, field)
+#define NN_DINT(x)   { .kind = NN_V_INT, .i = (x) }
+#define NN_DFLOAT(x) { .kind = NN_V_FLOAT, .f = (x) }
+#define NN_DBOOL(x)  { .kind = NN_V_BOOL, .b = (x) }
+#define NN_DSTR(x)   { .kind = NN_V_STR, .s = (x) }
+#define NN_DINIT(k)  { .kind = NN_V_INIT, .init = { .kind = (k) } }
+#define NN_DNULL     { .kind = NN_V_NULL }
+
+/* What a forward pass gives each layer's ops. */
+typedef struct nn_fwd {
+    kiln_model *m;
+    kiln_graph *g;
+    int batch;
+    bool training;
+    kiln_dtype dtype;          /* compute dtype (nn_forward.dtype) */
+} nn_fwd;
+
+/* ---- one layer type ---- */
+typedef struct nn_layer_def {
+    const char *type;          /* Keras class name: "Dense" */
+    const char *base;          /* automatic names: "dense", "dense_1", ... */
+    const nn_opt_spec *opts;   /* terminated by a NULL key; "name" is common to all */
+    int min_in, max_in;        /* inputs: 0 0 (InputLayer), 1 1, or 2 NN_MAX_MERGE */
+    /* Checks the options against the inputs' shapes, stores them resolved in l, sets l->out;
+     * on error calls nn_layer_fail. */
+    kiln_status (*shape)(kiln_layer *l, const nn_layer_cfg *c);
+    void (*vars)(kiln_layer *l, const nn_layer_cfg *c);      /* NULL: none */
+    /* The layer's ops on x (its first input's node); NULL on a graph error. */
+    kiln_node *(*forward)(const nn_fwd *f, kiln_layer *l, kiln_node *x);
+} nn_layer_def;
+
+#define NN_LAYER(e, def) extern const nn_layer_def def;
+#include "nn/layers.def"
+#undef NN_LAYER
+
+/* Files, bottom to top (each calls only those before it): layer.c (helpers the types use),
+ * activations.c, the types (layers_core.c, layers_conv.c, layers_merge.c), layer_table.c (the
+ * table and the add path), layer_options.c (options by key), layers_api.c (typed builders). */
+
+/* layer.c */
+/* Records "<layer> (<Type>): <message>" on the layer's model; returns s. */
+kiln_status nn_layer_fail(kiln_layer *l, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void nn_layer_add_var(kiln_layer *l, const char *suffix, kiln_shape shape, kiln_init init, bool trainable, double l2);
+kiln_node *nn_layer_var(const nn_fwd *f, const kiln_layer *l, const char *suffix);   /* as the layer reads it */
+char *nn_batched_str(kiln_shape s, char *buf, size_t n);    /* "(None, 28, 28, 1)" */
+kiln_status nn_create_variables(kiln_model *m, kiln_graph *g);
+int64_t nn_layer_params(const kiln_layer *l, bool trainable_only);
+
+/* layer_table.c */
+const nn_layer_def *nn_layer_def_of(nn_kind k);
+bool nn_layer_kind_named(const char *type, nn_kind *k);      /* by Keras class name */
+const char *nn_kind_type(nn_kind k);
+/* Adds a layer of kind k with options c on inputs (n_in 0 for a single-input layer: the previous
+ * layer of a sequential model). NULL on error (sticky on m). */
+kiln_layer *nn_layer_add(kiln_model *m, nn_kind k, const nn_layer_cfg *c, kiln_layer *const *in, int n_in);
+/* nn_layer_add in two halves, for callers that resolve options once the layer has its name:
+ * begin checks and names it (unregistered); finish checks its options, registers it or frees it. */
+kiln_layer *nn_layer_begin(kiln_model *m, nn_kind k, const char *name, kiln_layer *const *in, int n_in);
+kiln_layer *nn_layer_finish(kiln_layer *l, const nn_layer_cfg *c);
+kiln_node *nn_layer_forward(const nn_fwd *f, kiln_layer *l);
+
+/* layer_options.c: type name + key/value options -> a layer, as a Keras config describes it.
+ * Unknown type, unknown key, wrong value type or range: NULL, the error (naming the layer and
+ * the key) sticky on m. */
+kiln_layer *nn_layer_from_options(kiln_model *m, const char *type, kiln_layer *const *in, int n_in,
+                                  const nn_opt *opts, int n_opts);
+/* Schema defaults of type k (required fields 0); the typed builders start from them. */
+nn_layer_cfg nn_layer_defaults(nn_kind k);
+
+/* activations.c */
+extern const char *const nn_activation_names[KILN_ACTIVATION_COUNT];   /* Keras spelling */
+kiln_node *nn_activate(kiln_graph *g, kiln_node *x, kiln_activation a);
+
+#endif

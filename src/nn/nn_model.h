@@ -1,0 +1,19 @@
+/* Models with their graph and session (tier 3 of src/nn, above the step builders): building
+ * and rebuilding the graph, carrying variable values across rebuilds and checkpoint loads. */
+#ifndef KILN_NN_MODEL_H
+#define KILN_NN_MODEL_H
+#include "nn/nn_step.h"
+
+/* session.c */
+void nn_graph_drop(kiln_model *m);                              /* frees graph, session, forwards */
+kiln_status nn_ensure_session(kiln_model *m, int batch);        /* any graph + session */
+kiln_status nn_ensure_train(kiln_model *m, int batch);          /* training step for batch */
+kiln_status nn_get_infer(kiln_model *m, int batch, nn_forward **out);
+kiln_status nn_set_lr(kiln_model *m, double lr);
+void nn_carry_clear(kiln_model *m);
+kiln_status nn_carry_add(kiln_model *m, const char *name, const kiln_tensor *t);
+
+/* model.c */
+bool nn_is_weight_name(const kiln_model *m, const char *name, const nn_var **var);
+
+#endif

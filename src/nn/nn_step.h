@@ -1,0 +1,19 @@
+/* The model's graph (tier 2 of src/nn, above the layers): a forward pass for one batch size and,
+ * for training, its loss, L2 penalties, gradients and optimizer update. Each part is one
+ * function so the precision policy (input, layer reads: nn_layer_var), gradient accumulation
+ * (gradients) and the optimizer each change one place. */
+#ifndef KILN_NN_STEP_H
+#define KILN_NN_STEP_H
+#include "nn/nn_layers.h"
+
+/* forward.c: builds f in m->g (input, layers, loss when compiled, the training step when
+ * training); fills f's fetch tensors. Errors stick to m. */
+kiln_status nn_build_forward(kiln_model *m, nn_forward *f, int batch, bool training);
+
+/* loss.c: mean loss of out against labels y (the compiled loss); NULL on error (sticky on m). */
+kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node *y, int batch);
+
+/* optimizers.c: the update op for (vars, grads); the learning rate is m->lr_var. */
+kiln_node *nn_build_optimizer(kiln_model *m, kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n);
+
+#endif

@@ -1,0 +1,246 @@
+/* The layer table (src/nn/layers.def) and nn_layer_from_options: every type is in the table under
+ * its Keras class name with valid schema defaults; layers built from key/value options equal the
+ * typed builders' (summary, parameters, predictions); bad types, keys and values are errors
+ * naming the layer and the key. */
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "kiln/nn.h"
+#include "nn/nn_layers.h"
+
+static char *summary_of(const kiln_model *m) {
+    FILE *f = tmpfile();
+    kiln_model_summary(m, f);
+    long n = ftell(f);
+    rewind(f);
+    char *s = calloc((size_t)n + 1, 1);
+    if (fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = 0;
+    fclose(f);
+    return s;
+}
+
+static void test_table(void) {
+    static const char *const keras[] = { "InputLayer", "Dense", "Conv2D", "DepthwiseConv2D", "MaxPooling2D", "AveragePooling2D",
+                                         "GlobalAveragePooling2D", "Flatten", "Reshape", "Dropout", "BatchNormalization", "Activation",
+                                         "Concatenate", "Add" };
+    CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
+    for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
+        nn_kind k;
+        CHECK_MSG(nn_layer_kind_named(keras[i], &k), "%s not in the layer table", keras[i]);
+        const nn_layer_def *d = nn_layer_kind_named(keras[i], &k) ? nn_layer_def_of(k) : NULL;
+        CHECK(d && !strcmp(d->type, keras[i]) && d->opts && d->shape && d->forward && d->base && *d->base);
+        for (int j = 0; d && d->opts[j].key; j++) CHECK_MSG(j < 64, "%s: more schema entries than nn_layer_from_options tracks", keras[i]);
+    }
+    nn_kind k;
+    CHECK(!nn_layer_kind_named("Conv3D", &k) && !nn_layer_kind_named(NULL, &k));
+}
+
+/* A fresh model holding inputs suited to type t: an image (6, 6, 4), or its flat version for
+ * Dense; two images for merges. Returns the inputs in in[], their count in *n_in. */
+static kiln_model *model_for(nn_kind t, kiln_layer **in, int *n_in) {
+    kiln_model *m = kiln_model_new("t");
+    kiln_layer *x = kiln_input(m, KILN_SHAPE(6, 6, 4));
+    *n_in = 1;
+    in[0] = x;
+    if (t == NN_INPUT) *n_in = 0;
+    if (t == NN_DENSE) in[0] = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = x });
+    if (t == NN_CONCAT || t == NN_ADD) { in[1] = kiln_layer_activation(m, &(kiln_activation_opts){ .input = x, .activation = KILN_RELU }); *n_in = 2; }
+    return m;
+}
+
+/* The required options of each type, with values that fit model_for's inputs. */
+static int required_opts(nn_kind t, nn_opt *o) {
+    switch (t) {
+    case NN_INPUT: o[0] = NN_INTS("shape", 3, 2); return 1;
+    case NN_DENSE: o[0] = NN_INT("units", 3); return 1;
+    case NN_CONV2D: o[0] = NN_INT("filters", 2); o[1] = NN_INT("kernel_size", 3); return 2;
+    case NN_DWCONV2D: o[0] = NN_INTS("kernel_size", 3, 3); return 1;
+    case NN_RESHAPE: o[0] = NN_INTS("target_shape", 36, -1); return 1;
+    case NN_DROPOUT: o[0] = NN_FLOAT("rate", 0.25); return 1;
+    case NN_ACTIVATION: o[0] = NN_STR("activation", "tanh"); return 1;
+    default: return 0;
+    }
+}
+
+/* Every type builds from its required options alone, and with each schema default given
+ * explicitly (so the defaults are values the schema accepts); leaving out a required option is
+ * an error naming it. */
+static void test_defaults_valid(void) {
+    for (int t = 0; t < NN_KIND_COUNT; t++) {
+        const nn_layer_def *d = nn_layer_def_of((nn_kind)t);
+        kiln_layer *in[2];
+        int n_in;
+        nn_opt o[40];
+        int n = required_opts((nn_kind)t, o), req = 0;
+        for (int j = 0; d->opts[j].key; j++) req += d->opts[j].dflt.kind == NN_V_NONE;
+        CHECK_MSG(req == n, "%s: %d required options in the schema, %d in this test", d->type, req, n);
+        kiln_model *m = model_for((nn_kind)t, in, &n_in);
+        CHECK_MSG(nn_layer_from_options(m, d->type, in, n_in, o, n) != NULL, "%s: %s", d->type, kiln_model_error(m));
+        kiln_model_free(m);
+        int k = n;
+        for (int j = 0; d->opts[j].key; j++)
+            if (d->opts[j].dflt.kind >= NN_V_INT) o[k++] = (nn_opt){ .key = d->opts[j].key, .val = d->opts[j].dflt };
+        m = model_for((nn_kind)t, in, &n_in);
+        CHECK_MSG(nn_layer_from_options(m, d->type, in, n_in, o, k) != NULL, "%s with its defaults: %s", d->type, kiln_model_error(m));
+        kiln_model_free(m);
+        for (int r = 0; r < n; r++) {          /* each required option left out */
+            nn_opt less[4];
+            int nl = 0;
+            for (int i = 0; i < n; i++) if (i != r) less[nl++] = o[i];
+            m = model_for((nn_kind)t, in, &n_in);
+            CHECK(nn_layer_from_options(m, d->type, in, n_in, less, nl) == NULL);
+            CHECK_MSG(strstr(kiln_model_error(m), o[r].key) && strstr(kiln_model_error(m), "missing"), "%s", kiln_model_error(m));
+            kiln_model_free(m);
+        }
+    }
+}
+
+/* Same summary, parameter count and (bit for bit) predictions. */
+static void check_same(kiln_model *a, kiln_model *b, const char *what) {
+    CHECK_MSG(kiln_model_status(a) == KILN_OK, "%s typed: %s", what, kiln_model_error(a));
+    CHECK_MSG(kiln_model_status(b) == KILN_OK, "%s options: %s", what, kiln_model_error(b));
+    char *sa = summary_of(a), *sb = summary_of(b);
+    CHECK_MSG(!strcmp(sa, sb), "%s:\n%s\nvs\n%s", what, sa, sb);
+    CHECK(kiln_model_param_count(a, false) == kiln_model_param_count(b, false) && kiln_model_param_count(a, false) > 0);
+    CHECK(kiln_model_param_count(a, true) == kiln_model_param_count(b, true));
+    free(sa);
+    free(sb);
+    kiln_shape is = kiln_model_input_shape(a), xs = { .rank = is.rank + 1 };
+    xs.dim[0] = 3;
+    for (int i = 0; i < is.rank; i++) xs.dim[i + 1] = is.dim[i];
+    kiln_tensor *x = kiln_tensor_new(KILN_F32, xs), *ya = NULL, *yb = NULL;
+    for (int64_t i = 0; i < kiln_shape_numel(x->shape); i++) kiln_tensor_set(x, i, (double)((i * 37) % 11) / 5.0 - 1.0);
+    kiln_model_set_seed(a, 7);
+    kiln_model_set_seed(b, 7);
+    CHECK_OK(kiln_predict(a, x, &(kiln_eval_opts){ .batch_size = 3 }, &ya));
+    CHECK_OK(kiln_predict(b, x, &(kiln_eval_opts){ .batch_size = 3 }, &yb));
+    CHECK_MSG(ya && yb && kiln_tensor_nbytes(ya) == kiln_tensor_nbytes(yb) && !memcmp(ya->data, yb->data, kiln_tensor_nbytes(ya)), "%s: predictions differ", what);
+    bool varied = false;
+    for (int64_t i = 1; ya && i < kiln_shape_numel(ya->shape); i++) varied |= kiln_tensor_get(ya, i) != kiln_tensor_get(ya, 0);
+    CHECK_MSG(varied, "%s: constant predictions compare nothing", what);
+    kiln_tensor_free(x);
+    kiln_tensor_free(ya);
+    kiln_tensor_free(yb);
+    kiln_model_free(a);
+    kiln_model_free(b);
+}
+
+#define ADD(m, type, ...) nn_layer_from_options(m, type, NULL, 0, (nn_opt[]){ __VA_ARGS__ }, (int)(sizeof((nn_opt[]){ __VA_ARGS__ }) / sizeof(nn_opt)))
+
+static void test_sequential_same(void) {
+    kiln_model *a = kiln_sequential("cnn", KILN_SHAPE(9, 9, 3));
+    kiln_layer_conv2d(a, &(kiln_conv2d_opts){ .filters = 6, .kernel = 3, .padding = KILN_SAME, .activation = KILN_RELU });
+    kiln_layer_depthwise_conv2d(a, &(kiln_conv2d_opts){ .kernel_h = 3, .kernel_w = 1, .depth_multiplier = 2, .no_bias = true, .stride_w = 2 });
+    kiln_layer_batch_norm(a, &(kiln_batch_norm_opts){ .momentum = 0.9 });
+    kiln_layer_conv2d(a, &(kiln_conv2d_opts){ .name = "grouped", .filters = 4, .kernel = 1, .groups = 2, .dilation = 1, .activation = KILN_TANH, .l2 = 1e-3 });
+    kiln_layer_max_pool2d(a, &(kiln_pool_opts){ .size = 2, .padding = KILN_SAME });
+    kiln_layer_avg_pool2d(a, &(kiln_pool_opts){ .size_h = 2, .size_w = 1, .strides = 1 });
+    kiln_layer_flatten(a, NULL);
+    kiln_layer_dense(a, &(kiln_dense_opts){ .units = 7, .activation = KILN_ELU, .kernel_initializer = &(kiln_init){ .kind = KILN_INIT_HE_NORMAL } });
+    kiln_layer_dropout(a, &(kiln_dropout_opts){ .rate = 0.3 });
+    kiln_layer_dense(a, &(kiln_dense_opts){ .units = 3, .activation = KILN_SOFTMAX });
+
+    kiln_model *b = kiln_sequential("cnn", KILN_SHAPE(9, 9, 3));
+    ADD(b, "Conv2D", NN_INT("filters", 6), NN_INT("kernel_size", 3), NN_STR("padding", "same"), NN_STR("activation", "relu"));
+    ADD(b, "DepthwiseConv2D", NN_INTS("kernel_size", 3, 1), NN_INT("depth_multiplier", 2), NN_BOOL("use_bias", false), NN_INTS("strides", 1, 2));
+    ADD(b, "BatchNormalization", NN_FLOAT("momentum", 0.9));
+    ADD(b, "Conv2D", NN_STR("name", "grouped"), NN_INT("filters", 4), NN_INTS("kernel_size", 1), NN_INT("groups", 2), NN_INTS("dilation_rate", 1, 1),
+        NN_STR("activation", "tanh"), NN_FLOAT("kernel_regularizer", 1e-3));
+    ADD(b, "MaxPooling2D", NN_INT("pool_size", 2), NN_STR("padding", "SAME"));
+    ADD(b, "AveragePooling2D", NN_INTS("pool_size", 2, 1), NN_INT("strides", 1));
+    nn_layer_from_options(b, "Flatten", NULL, 0, NULL, 0);
+    ADD(b, "Dense", NN_INT("units", 7), NN_STR("activation", "elu"), NN_INIT("kernel_initializer", ((kiln_init){ .kind = KILN_INIT_HE_NORMAL })));
+    ADD(b, "Dropout", NN_FLOAT("rate", 0.3), NN_NULL("seed"));
+    ADD(b, "Dense", NN_INT("units", 3), NN_STR("activation", "softmax"));
+    check_same(a, b, "sequential");
+}
+
+static void test_functional_same(void) {
+    kiln_model *a = kiln_model_new("fn");
+    kiln_layer *x = kiln_input(a, KILN_SHAPE(5, 5, 2));
+    kiln_layer *c1 = kiln_layer_conv2d(a, &(kiln_conv2d_opts){ .input = x, .filters = 3, .kernel = 3, .padding = KILN_SAME });
+    kiln_layer *c2 = kiln_layer_conv2d(a, &(kiln_conv2d_opts){ .input = x, .filters = 3, .kernel = 1, .activation = KILN_SIGMOID });
+    kiln_layer *s = kiln_layer_add(a, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ c1, c2 }, .n_inputs = 2 });
+    kiln_layer *cat = kiln_layer_concatenate(a, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ s, c1, x }, .n_inputs = 3 });
+    kiln_layer *g = kiln_layer_global_avg_pool2d(a, &(kiln_layer_opts){ .input = cat });
+    kiln_layer *r = kiln_layer_reshape(a, &(kiln_reshape_opts){ .input = g, .shape = KILN_SHAPE(2, -1) });
+    kiln_layer *cat2 = kiln_layer_concatenate(a, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ r, r }, .n_inputs = 2, .axis = 1 });
+    kiln_layer *f = kiln_layer_flatten(a, &(kiln_layer_opts){ .input = cat2 });
+    kiln_layer *act = kiln_layer_activation(a, &(kiln_activation_opts){ .input = f, .activation = KILN_GELU });
+    kiln_layer *out = kiln_layer_dense(a, &(kiln_dense_opts){ .input = act, .units = 4, .no_bias = true });
+    CHECK_OK(kiln_model_functional(a, &x, 1, &out, 1));
+
+    kiln_model *b = kiln_model_new("fn");
+    x = nn_layer_from_options(b, "InputLayer", NULL, 0, (nn_opt[]){ NN_INTS("shape", 5, 5, 2) }, 1);
+    c1 = nn_layer_from_options(b, "Conv2D", &x, 1, (nn_opt[]){ NN_INT("filters", 3), NN_INTS("kernel_size", 3, 3), NN_STR("padding", "same") }, 3);
+    c2 = nn_layer_from_options(b, "Conv2D", &x, 1, (nn_opt[]){ NN_INT("filters", 3), NN_INT("kernel_size", 1), NN_STR("activation", "sigmoid") }, 3);
+    s = nn_layer_from_options(b, "Add", (kiln_layer *[]){ c1, c2 }, 2, NULL, 0);
+    cat = nn_layer_from_options(b, "Concatenate", (kiln_layer *[]){ s, c1, x }, 3, NULL, 0);
+    g = nn_layer_from_options(b, "GlobalAveragePooling2D", &cat, 1, NULL, 0);
+    r = nn_layer_from_options(b, "Reshape", &g, 1, (nn_opt[]){ NN_INTS("target_shape", 2, -1) }, 1);
+    cat2 = nn_layer_from_options(b, "Concatenate", (kiln_layer *[]){ r, r }, 2, (nn_opt[]){ NN_INT("axis", 1) }, 1);
+    f = nn_layer_from_options(b, "Flatten", &cat2, 1, NULL, 0);
+    act = nn_layer_from_options(b, "Activation", &f, 1, (nn_opt[]){ NN_STR("activation", "gelu") }, 1);
+    out = nn_layer_from_options(b, "Dense", &act, 1, (nn_opt[]){ NN_INT("units", 4), NN_BOOL("use_bias", false) }, 2);
+    CHECK_OK(kiln_model_functional(b, &x, 1, &out, 1));
+    check_same(a, b, "functional");
+}
+
+/* One bad layer per model: NULL, a sticky error naming the layer and what is wrong. */
+static void expect_error(const char *type, const nn_opt *o, int n, const char *want1, const char *want2) {
+    kiln_model *m = kiln_sequential("bad", KILN_SHAPE(8, 8, 3));
+    CHECK(nn_layer_from_options(m, type, NULL, 0, o, n) == NULL);
+    CHECK(kiln_model_status(m) != KILN_OK);
+    const char *e = kiln_model_error(m);
+    CHECK_MSG(strstr(e, want1) && strstr(e, want2), "%s: wanted '%s' and '%s' in: %s", type, want1, want2, e);
+    CHECK(kiln_layer_dense(m, &(kiln_dense_opts){ .units = 2 }) == NULL);    /* the error sticks */
+    kiln_model_free(m);
+}
+
+static void test_errors(void) {
+    expect_error("Conv3D", (nn_opt[]){ NN_STR("name", "vol") }, 1, "Conv3D", "'vol'");
+    expect_error("Conv3D", NULL, 0, "Conv3D", "Conv2D");                  /* lists the known types */
+    expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_INT("kernal_size", 3) }, 2, "conv2d (Conv2D)", "unknown option 'kernal_size'");
+    expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_INT("kernal_size", 3) }, 2, "takes name, filters, kernel_size", "dilation_rate");
+    expect_error("Conv2D", (nn_opt[]){ NN_STR("name", "c"), NN_INT("filters", 4), NN_INT("kernel_size", 3), NN_STR("padding", "middle") }, 4, "c (Conv2D)", "'padding'");
+    expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 0), NN_INT("kernel_size", 3) }, 2, "'filters'", ">= 1, got 0");
+    expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_INTS("kernel_size", 3, 3, 3) }, 2, "'kernel_size'", "list of 2 ints");
+    expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_INT("kernel_size", 3), NN_INTS("strides", 1, 0) }, 3, "'strides'", ">= 1");
+    expect_error("Conv2D", (nn_opt[]){ NN_STR("filters", "4"), NN_INT("kernel_size", 3) }, 2, "'filters'", "expects an int, got a string");
+    expect_error("Conv2D", (nn_opt[]){ NN_INT("kernel_size", 3) }, 1, "conv2d (Conv2D)", "missing option 'filters'");
+    expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_NULL("kernel_size") }, 2, "conv2d (Conv2D)", "missing option 'kernel_size'");
+    expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_INT("filters", 5), NN_INT("kernel_size", 3) }, 3, "'filters'", "twice");
+    expect_error("Activation", (nn_opt[]){ NN_STR("activation", "swish") }, 1, "'activation'", "unknown activation 'swish' (linear, relu");
+    expect_error("Dropout", (nn_opt[]){ NN_BOOL("rate", true) }, 1, "dropout (Dropout)", "'rate'");
+    expect_error("Dropout", (nn_opt[]){ NN_FLOAT("rate", 1.5) }, 1, "dropout (Dropout)", "rate 1.5");
+    expect_error("Dropout", (nn_opt[]){ NN_FLOAT("rate", 0.5), NN_INT("seed", -1) }, 2, "'seed'", ">= 0");
+    expect_error("BatchNormalization", (nn_opt[]){ NN_FLOAT("momentum", 0.0) }, 1, "batch_normalization (BatchNormalization)", "momentum");
+    expect_error("Reshape", (nn_opt[]){ NN_INT("target_shape", 3) }, 1, "'target_shape'", "list of ints");
+    expect_error("Dense", (nn_opt[]){ NN_INT("units", 3) }, 1, "dense (Dense)", "Dense needs flat input");
+    expect_error("Dense", (nn_opt[]){ NN_INT("units", 3), NN_STR("name", 0) }, 2, "Dense", "'name' must be a string");
+    expect_error("Dense", (nn_opt[]){ { .key = NULL } }, 1, "dense", "no key");
+    expect_error("Flatten", (nn_opt[]){ NN_INT("data_format", 1) }, 1, "flatten (Flatten)", "takes name");
+    expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_INT("kernel_size", 3), NN_INTS("dilation_rate", 1, 2) }, 3, "conv2d (Conv2D)", "dilation_rate (1, 2)");
+    expect_error("InputLayer", (nn_opt[]){ NN_INTS("shape", 4) }, 1, "kiln_input", "sequential");
+    expect_error("Add", NULL, 0, "add", "at least 2");
+    kiln_model *m = kiln_sequential("s", KILN_SHAPE(4));
+    kiln_layer *prev = kiln_model_layer(m, 0);
+    CHECK(nn_layer_from_options(m, "Dense", (kiln_layer *[]){ prev, prev }, 2, (nn_opt[]){ NN_INT("units", 2) }, 1) == NULL);
+    CHECK_MSG(strstr(kiln_model_error(m), "takes 1 input, got 2"), "%s", kiln_model_error(m));
+    kiln_model_free(m);
+    m = kiln_sequential("s", KILN_SHAPE(4));
+    CHECK(nn_layer_from_options(m, "Add", NULL, 2, NULL, 0) == NULL);
+    CHECK_MSG(strstr(kiln_model_error(m), "add: no input list") != NULL, "%s", kiln_model_error(m));
+    kiln_model_free(m);
+    CHECK(nn_layer_from_options(NULL, "Dense", NULL, 0, NULL, 0) == NULL);
+    CHECK(strstr(kiln_last_error(), "NULL model") != NULL);
+}
+
+int main(void) {
+    test_table();
+    test_defaults_valid();
+    test_sequential_same();
+    test_functional_same();
+    test_errors();
+    return check_summary("test_layer_table");
+}
