@@ -3,10 +3,12 @@
  * rejects a kernel given another GPU's memory), peer copies, a session on GPU 0 after GPU 1 was
  * used, and a clear error for a GPU that does not exist. */
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include "check.h"
 #include "kiln/device.h"
 #include "backend/registry.h"
+#include "runtime/session_internal.h"
 
 enum { N = 1000 };
 
@@ -125,6 +127,37 @@ int main(void) {
               in_use(0), use0, in_use(1), s_use1);
     kiln_session_free(s);
     kiln_tensor_free(tx); kiln_tensor_free(ty); kiln_tensor_free(res);
+
+    /* a graph placed on /gpu:1 runs there: a training step (its variables, arena and kernels on
+     * GPU 1, captured as a CUDA graph after two warm-up runs), GPU 0 untouched, and the same
+     * losses as on the CPU */
+    kiln_graph *t = kiln_graph_new();
+    kiln_node *tx2 = kiln_placeholder(t, "x", KILN_F32, KILN_SHAPE(8, 4)), *ty2 = kiln_placeholder(t, "y", KILN_I32, KILN_SHAPE(8));
+    kiln_graph_push_device(t, "/gpu:1");
+    kiln_node *w = kiln_variable(t, "w", KILN_F32, KILN_SHAPE(4, 3), kiln_init_glorot_uniform(7));
+    kiln_node *loss = kiln_sparse_softmax_cross_entropy(t, kiln_matmul(t, tx2, w, false, false), ty2), *gw;
+    CHECK_OK(kiln_gradients(t, loss, &w, 1, &gw));
+    kiln_node *upd = kiln_apply_sgd(t, &w, &gw, 1, &(kiln_sgd_opts){ .lr = 0.5 });
+    kiln_graph_pop_device(t);
+    kiln_tensor *fx = kiln_tensor_new(KILN_F32, KILN_SHAPE(8, 4)), *fy = kiln_tensor_new(KILN_I32, KILN_SHAPE(8)), *lv = NULL;
+    for (int i = 0; i < 32; i++) kiln_tensor_set(fx, i, (i % 4 == (i / 4) % 3) + 0.1 * (i % 5));
+    for (int i = 0; i < 8; i++) kiln_tensor_set(fy, i, i % 3);
+    kiln_feed tf[2] = { { tx2, fx }, { ty2, fy } };
+    double want[6], got[6];
+    kiln_session *c = kiln_session_new(t, &(kiln_session_opts){ .backend = KILN_BACKEND_CPU });
+    for (int i = 0; i < 6; i++) { CHECK_OK(kiln_session_run(c, tf, 2, &loss, &lv, 1, &upd, 1)); want[i] = kiln_tensor_get(lv, 0); }
+    kiln_session_free(c);
+    size_t t_use0 = in_use(0), t_use1 = in_use(1);
+    s = kiln_session_new(t, &(kiln_session_opts){ .backend = KILN_BACKEND_CUDA });
+    CHECK(s && kiln_session_node_space(s, w) == 2 && kiln_session_node_space(s, loss) == 2);
+    for (int i = 0; i < 6; i++) { CHECK_OK(kiln_session_run(s, tf, 2, &loss, &lv, 1, &upd, 1)); got[i] = kiln_tensor_get(lv, 0); }
+    for (int i = 0; i < 6; i++) CHECK_MSG(fabs(got[i] - want[i]) < 1e-5, "step %d on GPU 1: loss %g, CPU %g", i, got[i], want[i]);
+    CHECK(want[5] < want[0]);
+    CHECK_MSG(in_use(1) > t_use1 && in_use(0) == t_use0, "session on /gpu:1: GPU 0 %zu (was %zu), GPU 1 %zu (was %zu)",
+              in_use(0), t_use0, in_use(1), t_use1);
+    kiln_session_free(s);
+    kiln_tensor_free(fx); kiln_tensor_free(fy); kiln_tensor_free(lv);
+    kiln_graph_free(t);
 
     void *bufs[4] = { dx, dy, ds, dout };
     for (int i = 0; i < 4; i++) b1->free(b1, bufs[i]);

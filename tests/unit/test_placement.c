@@ -16,23 +16,46 @@ static void scramble(void *dst, const void *src, size_t n) {
     const unsigned char *s = src;
     for (size_t i = 0; i < n; i++) d[i] = s[i] ^ SCRAMBLE;
 }
-static int ahead_copies, d2d_copies;
+static int ahead_copies, d2d_copies, peer_copies, wrong_device;
 static size_t dev_allocs, dev_limit;   /* dev_limit > 0: allocations above it fail (out of memory) */
+/* Every fake device allocation is recorded with its GPU, so a kernel or copy that touches the
+ * memory of a GPU other than the one it runs on is counted (wrong_device), as CUDA would fault. */
+static int fd_active;            /* the fake GPU kernels launch on (activate) */
+static struct { char *p; size_t n; int gpu; } fd_mem[4096];
 static void *fd_alloc(const kiln_backend *b, size_t n) {
-    (void)b;
     if (dev_limit && n > dev_limit) return NULL;
     dev_allocs++;
-    return malloc(n ? n : 1);
+    char *p = malloc(n ? n : 1);
+    for (int i = 0; p && i < 4096; i++)
+        if (!fd_mem[i].p) { fd_mem[i].p = p; fd_mem[i].n = n ? n : 1; fd_mem[i].gpu = b->index; break; }
+    return p;
+}
+/* The GPU owning device address p, -1 when p is not device memory. */
+static int fd_owner(const void *p) {
+    for (int i = 0; i < 4096; i++)
+        if (fd_mem[i].p && (const char *)p >= fd_mem[i].p && (const char *)p < fd_mem[i].p + fd_mem[i].n) return fd_mem[i].gpu;
+    return -1;
 }
 static size_t fd_max_alloc(const kiln_backend *b) { (void)b; return dev_limit; }
-static void fd_free(const kiln_backend *b, void *p) { (void)b; free(p); }
-static kiln_status fd_copy(const kiln_backend *b, void *d, const void *s, size_t n, kiln_copy_kind k) {
+static void fd_free(const kiln_backend *b, void *p) {
     (void)b;
+    for (int i = 0; p && i < 4096; i++) if (fd_mem[i].p == p) fd_mem[i].p = NULL;
+    free(p);
+}
+static kiln_status fd_activate(const kiln_backend *b) { fd_active = b->index; return KILN_OK; }
+static kiln_status fd_copy(const kiln_backend *b, void *d, const void *s, size_t n, kiln_copy_kind k) {
+    if (k == KILN_COPY_PEER) { peer_copies++; wrong_device += fd_owner(d) != b->index; memcpy(d, s, n); return KILN_OK; }
+    wrong_device += (k != KILN_COPY_D2H && fd_owner(d) != b->index) || (k != KILN_COPY_H2D && fd_owner(s) != b->index);
     if (k == KILN_COPY_D2D) { d2d_copies++; memcpy(d, s, n); } else scramble(d, s, n);   /* H2D scrambles, D2H unscrambles */
     return KILN_OK;
 }
 static kiln_status fd_sync(const kiln_backend *b) { (void)b; return KILN_OK; }
-static kiln_status fd_copy_ahead(const kiln_backend *b, void *d, const void *s, size_t n) { (void)b; ahead_copies++; scramble(d, s, n); return KILN_OK; }
+static kiln_status fd_copy_ahead(const kiln_backend *b, void *d, const void *s, size_t n) {
+    ahead_copies++;
+    wrong_device += fd_owner(d) != b->index;
+    scramble(d, s, n);
+    return KILN_OK;
+}
 static kiln_status fd_copy_ahead_wait(const kiln_backend *b) { (void)b; return KILN_OK; }
 
 /* Capture: while capturing, launches are recorded instead of run; a launch replays them. */
@@ -47,6 +70,8 @@ static size_t bytes_of(const kiln_view *v) { return (size_t)v->numel * kiln_dtyp
 static kiln_status fd_execute(const kiln_kctx *c) {
     kiln_view in[16];
     kiln_kctx h = *c;
+    for (int i = 0; i < c->n_in; i++) wrong_device += fd_owner(c->in[i].data) != fd_active;
+    wrong_device += fd_owner(c->out.data) != fd_active;
     for (int i = 0; i < c->n_in; i++) {
         in[i] = c->in[i];
         in[i].data = malloc(bytes_of(&c->in[i]) + 1);
@@ -81,7 +106,8 @@ static size_t fd_workspace(const kiln_backend *b, const kiln_node *n) { (void)b;
 static kiln_status h_begin(const kiln_backend *b) { (void)b; capturing = true; n_recorded = 0; return KILN_OK; }
 static kiln_status h_end(const kiln_backend *b, void **ge) { (void)b; capturing = false; *ge = recorded; return KILN_OK; }
 static kiln_status h_launch(const kiln_backend *b, void *ge) {
-    (void)b; (void)ge;
+    (void)ge;
+    fd_active = b->index;
     launches++;
     for (int i = 0; i < n_recorded; i++) { kiln_status st = fd_execute(&recorded[i].ctx); if (st) return st; }
     return KILN_OK;
@@ -95,6 +121,9 @@ static const kiln_backend fake = { FAKE_REQUIRED, .capture_begin = h_begin, .cap
                                    .graph_free = h_free, .max_alloc = fd_max_alloc, .copy_ahead = fd_copy_ahead,
                                    .copy_ahead_wait = fd_copy_ahead_wait };
 static const kiln_backend fake_plain = { FAKE_REQUIRED };
+/* two fake GPUs for multi-device placement: /gpu:0 and /gpu:1 */
+static const kiln_backend fake_gpu[2] = { { FAKE_REQUIRED, .index = 0, .activate = fd_activate },
+                                          { FAKE_REQUIRED, .index = 1, .activate = fd_activate } };
 
 /* ---- a tiny MLP ---- */
 typedef struct mlp { kiln_graph *g; kiln_node *x, *y, *loss, *acc, *step, *w1, *h; } mlp;
@@ -217,6 +246,74 @@ static void check_copy_ahead(void) {
     for (int i = 0; i < NB; i++) { kiln_tensor_free(bx[i]); kiln_tensor_free(by[i]); }
 }
 
+/* The log callback's messages, joined (the placement log of the two-device test). */
+static char two_log[1 << 15];
+static void on_log(kiln_log_level level, const char *msg, void *user) {
+    (void)level; (void)user;
+    size_t n = strlen(two_log);
+    snprintf(two_log + n, sizeof two_log - n, "%s\n", msg);
+}
+
+/* Two GPUs in one session: the first dense layer asks for /gpu:1, the second for /gpu:0, the
+ * loss and the updates go where placement puts them. Every kernel must run on the GPU that owns
+ * its memory (values cross between GPUs by peer copies) and training must match the CPU's. */
+static void check_two_devices(const double *ref) {
+    mlp m;
+    m.g = kiln_graph_new();
+    m.x = kiln_placeholder(m.g, "x", KILN_F32, KILN_SHAPE(N, D));
+    m.y = kiln_placeholder(m.g, "y", KILN_I32, KILN_SHAPE(N));
+    kiln_graph_push_device(m.g, "/gpu:1");
+    kiln_graph_push_scope(m.g, "dense");
+    m.w1 = kiln_variable(m.g, "kernel", KILN_F32, KILN_SHAPE(D, H), kiln_init_glorot_uniform(3));
+    kiln_node *b1 = kiln_variable(m.g, "bias", KILN_F32, KILN_SHAPE(H), kiln_init_zeros());
+    kiln_node *mm1 = kiln_matmul(m.g, m.x, m.w1, false, false);
+    m.h = kiln_relu(m.g, kiln_bias_add(m.g, mm1, b1));
+    kiln_graph_pop_scope(m.g);
+    kiln_graph_pop_device(m.g);
+    kiln_graph_push_device(m.g, "/gpu:0");
+    kiln_graph_push_scope(m.g, "dense_1");
+    kiln_node *w2 = kiln_variable(m.g, "kernel", KILN_F32, KILN_SHAPE(H, C), kiln_init_glorot_uniform(4));
+    kiln_node *logits = kiln_matmul(m.g, m.h, w2, false, false);
+    kiln_graph_pop_scope(m.g);
+    kiln_graph_pop_device(m.g);
+    m.loss = kiln_sparse_softmax_cross_entropy(m.g, logits, m.y);
+    m.acc = kiln_accuracy(m.g, logits, m.y);
+    kiln_node *vars[3] = { m.w1, b1, w2 }, *grads[3];
+    CHECK_OK(kiln_gradients(m.g, m.loss, vars, 3, grads));
+    m.step = kiln_apply_sgd(m.g, vars, grads, 3, &(kiln_sgd_opts){ .lr = 0.3, .momentum = 0.9 });
+    for (int capture = 0; capture < 2; capture++) {
+        const kiln_backend *devs[2] = { &fake_gpu[0], &fake_gpu[1] };
+        two_log[0] = 0;
+        kiln_set_log_callback(on_log, NULL);
+        kiln_session *s = kiln_session_new_with_devices(m.g, &(kiln_session_opts){ .log_device_placement = true, .no_cuda_graphs = !capture }, devs, 2);
+        peer_copies = wrong_device = 0;
+        double got[20];
+        CHECK_OK(train(s, &m, got, true));
+        kiln_set_log_callback(NULL, NULL);
+        for (int i = 0; i < 20; i++) CHECK_MSG(got[i] == ref[i], "two GPUs, step %d: %.9g vs %.9g", i, got[i], ref[i]);
+        /* dense/kernel lives where its update runs: GPU 0, which takes what is not placed */
+        CHECK_MSG(kiln_session_node_space(s, mm1) == 2 && kiln_session_node_space(s, logits) == 1 && kiln_session_node_space(s, m.w1) == 1,
+                  "spaces: dense %d, dense_1 %d, dense/kernel %d", kiln_session_node_space(s, mm1), kiln_session_node_space(s, logits),
+                  kiln_session_node_space(s, m.w1));
+        CHECK_MSG(peer_copies >= 20 && wrong_device == 0, "%d peer copies, %d touches of another GPU's memory", peer_copies, wrong_device);
+        CHECK_MSG(strstr(two_log, "dense/MatMul: (MatMul): /device:GPU:1") && strstr(two_log, "dense_1/MatMul: (MatMul): /device:GPU:0") &&
+                  strstr(two_log, "_copy_to_GPU_0: (Copy): /device:GPU:0"), "placement log:\n%s", two_log);
+        kiln_session_free(s);
+    }
+    /* /gpu:2 does not exist: soft placement says so */
+    kiln_graph *g = kiln_graph_new();
+    kiln_node *x = kiln_placeholder(g, "x", KILN_F32, KILN_SHAPE(4));
+    kiln_graph_push_device(g, "/gpu:2");
+    kiln_node *y = kiln_relu(g, x);
+    kiln_graph_pop_device(g);
+    const kiln_backend *devs[2] = { &fake_gpu[0], &fake_gpu[1] };
+    kiln_session *s = kiln_session_new_with_devices(g, &(kiln_session_opts){ .strict_placement = true }, devs, 2);
+    CHECK(kiln_session_node_space(s, y) == -1 && strstr(kiln_last_error(), "that GPU does not exist (2 visible)"));
+    kiln_session_free(s);
+    kiln_graph_free(g);
+    kiln_graph_free(m.g);
+}
+
 static char *read_file(const char *path) {
     FILE *f = fopen(path, "r");
     if (!f) return NULL;
@@ -274,6 +371,7 @@ int main(void) {
     CHECK_OK(train(s, &a, ref, true));
     kiln_session_free(s);
     CHECK(ref[19] < ref[0] * 0.5);
+    check_two_devices(ref);
 
     /* the same on the fake device (with the host Accuracy op fed by a copy) and the placement log */
     mlp b = build(false);
