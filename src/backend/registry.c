@@ -18,7 +18,7 @@ static char reason[512];
 static bool reason_printed;
 static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const kiln_cuda_host host_api = { KILN_CUDA_MODULE_ABI, kiln_set_error, kiln_op_get };
+static const kiln_cuda_host host_api = { KILN_CUDA_MODULE_ABI, kiln_set_error, kiln_op_get, kiln_log_msg };
 
 /* Candidate module paths: $KILN_CUDA_MODULE, next to the executable (a build tree), the lib folder
  * beside an installed executable's bin, next to libkiln, the install libdir, then the loader's

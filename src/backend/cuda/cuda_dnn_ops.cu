@@ -140,13 +140,14 @@ static kiln_status run_own(const kiln_kctx *c) {
 }
 
 /* cuDNN refused the call (its layout/shape support varies by version): this shape runs our
- * kernel from now on, said once on stderr so a GPU run shows which path it took. */
+ * kernel from now on, said once (through the host's log) so a GPU run shows which path it took. */
 static kiln_status fall_back(const kiln_kctx *c, ops_entry *e, cudnnStatus_t st) {
     if (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM) return cu_dnn_check(st, c->node->name);
     e->ok = false;
     const kiln_op_def *d = cu.host->op_get ? cu.host->op_get(c->node->op) : NULL;
-    fprintf(stderr, "kiln: cuDNN cannot run %s (%s) here (%s); Kiln's own kernel runs it\n", c->node->name, d ? d->name : "?",
-            cudnnGetErrorString(st));
+    if (cu.host->log)
+        cu.host->log(KILN_LOG_WARNING, "kiln: cuDNN cannot run %s (%s) here (%s); Kiln's own kernel runs it", c->node->name,
+                     d ? d->name : "?", cudnnGetErrorString(st));
     return run_own(c);
 }
 

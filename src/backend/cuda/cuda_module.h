@@ -7,8 +7,9 @@
 #include "backend/backend.h"
 #include "kiln/device.h"
 
-/* 4: one backend object per GPU (backend(index)); the session hooks moved into kiln_backend. */
-#define KILN_CUDA_MODULE_ABI 4
+/* 4: one backend object per GPU (backend(index)); the session hooks moved into kiln_backend.
+ * 5: the host's log function (the module's warnings go through kiln_set_log_callback). */
+#define KILN_CUDA_MODULE_ABI 5
 #define KILN_CUDA_MODULE_SYMBOL "kiln_cuda_module_init"
 
 /* Services libkiln gives the module. */
@@ -16,6 +17,7 @@ typedef struct kiln_cuda_host {
     int abi;
     kiln_status (*set_error)(kiln_status s, const char *fmt, ...);
     const kiln_op_def *(*op_get)(kiln_op op);
+    void (*log)(kiln_log_level level, const char *fmt, ...);
 } kiln_cuda_host;
 
 typedef struct kiln_cuda_module {
