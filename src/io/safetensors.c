@@ -4,7 +4,7 @@
  *             {"__metadata__": {"k": "v", ...}, "name": {"dtype": "F32", "shape": [2, 3],
  *              "data_offsets": [begin, end]}, ...}
  *   the data  tensors back to back, little-endian, row-major; offsets relative to the data start.
- * Writes are atomic (path.tmp.<pid>, fsync, rename). The loader has its own small strict JSON parser
+ * Writes are atomic (an exclusive temp file, fsync, rename: io/atomic_file.c). The loader has its own small strict JSON parser
  * for exactly this header and checks every offset; a corrupt file gives an error, never a crash. */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "core/core.h"
 #include "kiln/io.h"
+#include "io/atomic_file.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "kiln safetensors: big-endian hosts are not supported (the format is little-endian)"
@@ -99,9 +100,9 @@ static bool utf8_valid(const unsigned char *s, size_t n) {
 
 /* ------------------------------------------------------------------------------- save ---- */
 
-static kiln_status write_all(FILE *f, const void *p, size_t n, const char *tmp) {
+static kiln_status write_all(FILE *f, const void *p, size_t n, const char *path) {
     if (n && fwrite(p, 1, n, f) != n)
-        return kiln_set_error(KILN_IO_ERROR, "safetensors: writing %s failed: %s", tmp, strerror(errno ? errno : EIO));
+        return kiln_set_error(KILN_IO_ERROR, "safetensors_save: writing the temp file for %s failed: %s", path, strerror(errno ? errno : EIO));
     return KILN_OK;
 }
 
@@ -188,50 +189,28 @@ kiln_status kiln_safetensors_save(const char *path, const kiln_named_tensor *ten
         return kiln_set_error(KILN_OUT_OF_MEMORY, "safetensors_save(%s): out of memory building the header", path);
     }
 
-    /* Atomic write: temp file in the same directory, fsync, rename over path. */
-    size_t plen = strlen(path);
-    char *tmp = kiln_malloc(plen + 32);
-    if (!tmp) { kiln_free(h.p); return kiln_set_error(KILN_OUT_OF_MEMORY, "safetensors_save: out of memory"); }
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    kiln_status st = KILN_OK;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: cannot create %s (for %s): %s", tmp, path, strerror(errno));
-        kiln_free(tmp);
+    /* Atomic write: an exclusive temp file in the same directory, fsync, rename over path. */
+    kiln_atomic_file af;
+    kiln_status st = kiln_atomic_open(path, &af);
+    if (st != KILN_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
         kiln_free(h.p);
-        return st;
+        return kiln_set_error(st, "safetensors_save: %s", msg);
     }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
     errno = 0;
-    st = write_all(f, len8, 8, tmp);
-    if (st == KILN_OK) st = write_all(f, h.p, h.len, tmp);
+    st = write_all(af.f, len8, 8, path);
+    if (st == KILN_OK) st = write_all(af.f, h.p, h.len, path);
     for (int i = 0; i < n && st == KILN_OK; i++)
-        st = write_all(f, tensors[i].tensor->data, kiln_tensor_nbytes(tensors[i].tensor), tmp);
-    if (st == KILN_OK && fflush(f) != 0)
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: writing %s failed: %s", tmp, strerror(errno));
-    if (st == KILN_OK && fsync(fileno(f)) != 0)
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: fsync of %s failed: %s", tmp, strerror(errno));
-    if (fclose(f) != 0 && st == KILN_OK)
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: closing %s failed: %s", tmp, strerror(errno));
-    if (st == KILN_OK && rename(tmp, path) != 0)
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (st != KILN_OK) {
-        remove(tmp);                 /* path itself is untouched */
-    } else {
-        /* Make the rename durable: fsync the directory (best effort). */
-        char *dir = kiln_strdup(path);
-        if (dir) {
-            char *slash = strrchr(dir, '/');
-            const char *dname = ".";
-            if (slash == dir) dname = "/";
-            else if (slash) { *slash = 0; dname = dir; }
-            int fd = open(dname, O_RDONLY | O_DIRECTORY);
-            if (fd >= 0) { (void)fsync(fd); close(fd); }
-            kiln_free(dir);
-        }
+        st = write_all(af.f, tensors[i].tensor->data, kiln_tensor_nbytes(tensors[i].tensor), path);
+    if (st != KILN_OK) kiln_atomic_abort(&af);          /* path itself is untouched */
+    else if ((st = kiln_atomic_commit(&af)) != KILN_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        kiln_set_error(st, "safetensors_save: %s", msg);
     }
-    kiln_free(tmp);
     kiln_free(h.p);
     return st;
 }
