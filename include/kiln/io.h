@@ -33,6 +33,7 @@ int kiln_safetensors_count(const kiln_safetensors *f);
 const char *kiln_safetensors_name(const kiln_safetensors *f, int i);
 const kiln_tensor *kiln_safetensors_tensor(const kiln_safetensors *f, int i);
 const kiln_tensor *kiln_safetensors_find(const kiln_safetensors *f, const char *name);  /* NULL if absent */
+int kiln_safetensors_index(const kiln_safetensors *f, const char *name);                /* -1 if absent */
 const char *kiln_safetensors_meta(const kiln_safetensors *f, const char *key);          /* NULL if absent */
 
 #ifdef __cplusplus

@@ -2,6 +2,7 @@
  * truncation at every length, random corruption, unwritable paths, atomic replace on write
  * failure (simulated disk full with RLIMIT_FSIZE). Files live under a mkdtemp directory. */
 #include <signal.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -371,6 +372,41 @@ static void test_stale_temp_cleanup(void) {
     unlink(link); unlink(live); unlink(other); unlink(p);
 }
 
+/* Issue 16.3: 200,000 empty tensors load in linear time (the duplicate-name check was quadratic:
+ * > 60 s); a duplicate at the very end is still found. Generous bound for slow/sanitized builds. */
+static void test_many_tensors(void) {
+    enum { N = 200000 };
+    size_t cap = (size_t)N * 64 + 64, len = 0;
+    char *json = malloc(cap);
+    len += (size_t)snprintf(json + len, cap - len, "{");
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(json + len, cap - len, "%s\"t%d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}",
+                                i ? "," : "", i);
+    snprintf(json + len, cap - len, "}");
+    char p[512];
+    path_in(p, sizeof p, "many.safetensors");
+    write_st(p, json, NULL, 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    kiln_safetensors *f = NULL;
+    CHECK_OK(kiln_safetensors_load(p, &f));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    CHECK_MSG(secs < 15, "loading %d empty tensors took %.1f s", N, secs);
+    CHECK(kiln_safetensors_count(f) == N);
+    CHECK(kiln_safetensors_index(f, "t199999") == N - 1 && kiln_safetensors_find(f, "t7") != NULL);
+    CHECK(kiln_safetensors_find(f, "t200000") == NULL);
+    kiln_safetensors_free(f);
+    /* the same with the first name repeated last: the error names it */
+    snprintf(json + len, cap - len, ",\"t0\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}");
+    write_st(p, json, NULL, 0);
+    CHECK(kiln_safetensors_load(p, &f) == KILN_IO_ERROR && f == NULL);
+    CHECK_MSG(has(kiln_last_error(), "'t0' appears twice"), "%s", kiln_last_error());
+    printf("test_safetensors: %d empty tensors loaded in %.2f s\n", N, secs);
+    unlink(p);
+    free(json);
+}
+
 int main(int argc, char **argv) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln_test_st_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -381,6 +417,7 @@ int main(int argc, char **argv) {
     test_unwritable();
     test_temp_symlink();
     test_stale_temp_cleanup();
+    test_many_tensors();
     /* test_safetensors --keep: leave the files (for the Python compatibility check) */
     if (argc > 1 && strcmp(argv[1], "--keep") == 0) printf("test_safetensors: files kept in %s\n", tmpdir);
     else {
