@@ -172,9 +172,7 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
             if (i + 1 >= argc) { fprintf(stderr, "kiln %s: option %s needs a value (see kiln %s --help)\n", cmd, name, cmd); return 2; }
             val = argv[++i];
         }
-        char *end = NULL;
-#define INT_OPT(flag, field) else if (!strcmp(name, flag)) { long v = strtol(val, &end, 10); \
-            if (*end || v < 0) { fprintf(stderr, "kiln %s: %s wants a non-negative whole number, got '%s'\n", cmd, flag, val); return 2; } a->field = (int)v; }
+#define INT_OPT(flag, field, lo, hi) else if (!strcmp(name, flag)) { if (cli_int32(cmd, flag, val, lo, hi, &a->field)) return 2; }
         if (!strcmp(name, "--data")) a->data = val;
         else if (!strcmp(name, "--model")) a->model = val;
         else if (!strcmp(name, "--optimizer")) a->optimizer = val;
@@ -184,18 +182,18 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
         else if (!strcmp(name, "--device")) a->device = val;
         else if (!strcmp(name, "--schedule")) a->schedule = val;
         else if (!strcmp(name, "--augment")) a->augment = val;
-        INT_OPT("--epochs", epochs)
-        INT_OPT("--batch-size", batch)
-        INT_OPT("--threads", threads)
-        INT_OPT("--verbose", verbose)
-        INT_OPT("--count", count)
-        INT_OPT("--prefetch", prefetch)
-        INT_OPT("--workers", workers)
-        INT_OPT("--gpu-memory-limit", gpu_mem_mib)
-        else if (!strcmp(name, "--validation-split")) { a->val_split = strtod(val, &end); if (*end || !(a->val_split > 0 && a->val_split < 1)) { fprintf(stderr, "kiln %s: --validation-split wants a fraction between 0 and 1 (e.g. 0.1), got '%s'\n", cmd, val); return 2; } }
-        else if (!strcmp(name, "--limit")) { a->limit = strtoll(val, &end, 10); if (*end || a->limit <= 0) { fprintf(stderr, "kiln %s: --limit wants a positive number, got '%s'\n", cmd, val); return 2; } }
-        else if (!strcmp(name, "--seed")) { a->seed = strtoull(val, &end, 10); if (*end) { fprintf(stderr, "kiln %s: --seed wants a number, got '%s'\n", cmd, val); return 2; } }
-        else if (!strcmp(name, "--lr")) { a->lr = strtod(val, &end); if (*end || !(a->lr > 0)) { fprintf(stderr, "kiln %s: --lr wants a positive number, got '%s'\n", cmd, val); return 2; } }
+        INT_OPT("--epochs", epochs, 0, CLI_MAX_EPOCHS)
+        INT_OPT("--batch-size", batch, 1, CLI_MAX_BATCH)
+        INT_OPT("--threads", threads, 0, CLI_MAX_THREADS)
+        INT_OPT("--verbose", verbose, 0, 2)
+        INT_OPT("--count", count, 1, 100000)
+        INT_OPT("--prefetch", prefetch, 0, 256)
+        INT_OPT("--workers", workers, 0, 256)
+        INT_OPT("--gpu-memory-limit", gpu_mem_mib, 0, 1 << 24)
+        else if (!strcmp(name, "--validation-split")) { if (cli_real(cmd, name, val, 0, 1, true, true, &a->val_split)) return 2; }
+        else if (!strcmp(name, "--limit")) { if (cli_int(cmd, name, val, 1, INT64_MAX, &a->limit)) return 2; }
+        else if (!strcmp(name, "--seed")) { if (cli_u64(cmd, name, val, &a->seed)) return 2; }
+        else if (!strcmp(name, "--lr")) { if (cli_real(cmd, name, val, 0, 1e6, true, false, &a->lr)) return 2; }
         else { fprintf(stderr, "kiln %s: unknown option '%s' (see kiln %s --help)\n", cmd, name, cmd); return 2; }
 #undef INT_OPT
     }
@@ -323,15 +321,17 @@ static int parse_augment(const char *list, kiln_augment_opts *o, kiln_shape shap
     memset(o, 0, sizeof *o);
     o->seed = seed * 0x9E3779B97F4A7C15ull + 17;
     if (!list || !*list || !strcmp(list, "none")) return 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *buf = strdup(list);          /* the whole list, however long (a fixed buffer cut it silently) */
+    if (!buf) { fprintf(stderr, "kiln train: out of memory\n"); return 1; }
+    int rc = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "flip")) o->flip = true;
         else if (!strcmp(t, "crop")) o->crop_pad = 4;
         else if (!strcmp(t, "cutout")) o->cutout_size = shape.rank == 3 && shape.dim[0] >= 8 ? (int)(shape.dim[0] / 4) : 2;
-        else { fprintf(stderr, "kiln train: unknown augmentation '%s' in --augment %s: use flip, crop, cutout (comma-separated)\n", t, list); return 2; }
+        else { fprintf(stderr, "kiln train: unknown augmentation '%.64s' in --augment: use flip, crop, cutout (comma-separated)\n", t); rc = 2; }
     }
-    return 0;
+    free(buf);
+    return rc;
 }
 
 static bool augmenting(const kiln_augment_opts *o) { return o->flip || o->crop_pad > 0 || o->cutout_size > 0; }

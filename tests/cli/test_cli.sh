@@ -56,5 +56,23 @@ a_host=$(acc_of --augment flip,crop); a_res=$(acc_of --augment flip,crop --data-
 if [ -n "$a_host" ] && [ "$a_host" = "$a_res" ]; then ok; else bad "--data-on-device vs host pipeline with --augment flip,crop: '$a_host' vs '$a_res'"; fi
 expect_fail "--data-on-device refuses cutout" "not cutout" "$K" train --model fashion_cnn --data synthetic --epochs 1 --limit 256 --data-on-device --augment cutout
 
+# ---- hardening (issue 16): each check failed on main at 40e3030 ----
+Q=(--model mlp --data synthetic --limit 64 --batch-size 32 --epochs 1 --verbose 0)
+lacks() {   # lacks "description" "pattern" "$out": the output must not match
+  if grep -qE -- "$2" <<<"$3"; then bad "$1: $(grep -E -- "$2" <<<"$3" | head -3)"; else ok; fi
+}
+# 16.2: every numeric option is range-checked by one parser (no wrap, no empty-as-0, no overflow)
+expect_fail "--threads 100000 is refused (crashed libgomp)" "--threads wants a whole number from 0 to 1024" "$K" train "${Q[@]}" --threads 100000
+expect_fail "--batch-size 4294967297 is refused (ran as batch 1)" "--batch-size wants a whole number" "$K" train "${Q[@]}" --batch-size 4294967297
+expect_fail "--epochs= is refused (ran as 0 epochs)" "--epochs wants a whole number" "$K" train "${Q[@]}" --epochs=
+expect_fail "--epochs 4294967296 is refused (ran as 0 epochs)" "--epochs wants a whole number" "$K" train "${Q[@]}" --epochs 4294967296
+expect_fail "--seed -1 is refused (wrapped)" "--seed wants a whole number" "$K" train "${Q[@]}" --seed -1
+expect_fail "--lr inf is refused" "--lr wants a number" "$K" train "${Q[@]}" --lr inf
+expect_fail "--limit 99999999999999999999 is refused (ERANGE)" "--limit wants a whole number" "$K" train "${Q[@]}" --limit 99999999999999999999
+expect_fail "bench --steps 2147483647 is refused (overflowed: negative images/s)" "--steps wants a whole number from 1 to 1000000" "$K" bench --model mlp --device cpu --batch-size 8 --steps 2147483647
+expect_fail "bench --optimizer bogus is refused" "unknown optimizer 'bogus'" "$K" bench --model mlp --device cpu --batch-size 8 --steps 1 --optimizer bogus
+# 16.7: an --augment list longer than 255 characters is read whole (was cut silently at 255)
+expect_fail "--augment list of 300 characters is read whole" "unknown augmentation 'bogus'" "$K" train "${Q[@]}" --augment "$(printf 'flip,%.0s' {1..51})bogus"
+
 echo "test_cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
