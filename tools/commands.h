@@ -21,7 +21,7 @@ int cli_u64(const char *cmd, const char *flag, const char *val, uint64_t *out);
 int cli_real(const char *cmd, const char *flag, const char *val, double lo, double hi, bool open_lo, bool open_hi,
              double *out);
 /* Bounds shared by the commands. */
-#define CLI_MAX_EPOCHS 1000000
+#define CLI_MAX_EPOCHS 1000000   /* = KILN_MAX_EPOCHS */
 #define CLI_MAX_BATCH (1 << 20)
 #define CLI_MAX_THREADS 1024      /* = KILN_MAX_THREADS */
 int cmd_devices(int argc, char **argv);

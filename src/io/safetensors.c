@@ -658,16 +658,24 @@ static kiln_status check_offsets(const char *path, st_header *h, uint64_t data_l
 kiln_status kiln_safetensors_load(const char *path, kiln_safetensors **out) {
     if (out) *out = NULL;
     if (!path || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_load: path and out must not be NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; only regular files are
+     * read, and the flag is dropped before reading. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         int e = errno;
         return kiln_set_error(e == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR, "safetensors: cannot open %s: %s", path,
                               strerror(e));
     }
     struct stat sst;
-    if (fstat(fileno(f), &sst) != 0 || !S_ISREG(sst.st_mode)) {
-        fclose(f);
-        return kiln_set_error(KILN_IO_ERROR, "safetensors: %s is not a regular file", path);
+    if (fstat(fd, &sst) != 0 || !S_ISREG(sst.st_mode)) {
+        close(fd);
+        return kiln_set_error(KILN_IO_ERROR, "safetensors: %s is not a regular file (a checkpoint is a .safetensors file)", path);
+    }
+    FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return kiln_set_error(KILN_IO_ERROR, "safetensors: cannot read %s: %s", path, strerror(e));
     }
     uint64_t fsize = (uint64_t)sst.st_size;
     unsigned char len8[8];
