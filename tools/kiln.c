@@ -283,9 +283,18 @@ static int open_data(const args *a, const char *cmd, bool want_train, data_src *
         }
     }
     if (split_dirs) {
+        /* the training folder is read for eval/predict too: its class names give the labels, and
+         * the test folders are matched to them by name (not by rank) */
         ds->images = true;
-        if ((want_train || a->val_split > 0) && (st = kiln_data_from_images(tr, &ds->train))) return fail(cmd, 1);
-        if (a->val_split <= 0 && (st = kiln_data_from_images(te, &ds->test))) { data_src_free(ds); return fail(cmd, 1); }
+        if ((st = kiln_data_from_images(tr, &ds->train))) return fail(cmd, 1);
+        if (a->val_split <= 0) {
+            int n = kiln_data_num_classes(ds->train);
+            const char **names = calloc((size_t)n, sizeof *names);
+            for (int i = 0; names && i < n; i++) names[i] = kiln_data_class_name(ds->train, i);
+            st = names ? kiln_data_from_images_classes(te, names, n, &ds->test) : KILN_OUT_OF_MEMORY;
+            free(names);
+            if (st) { data_src_free(ds); return fail(cmd, 1); }
+        }
     } else {
         if ((st = kiln_data_open(spec, true, &ds->train))) {
             if (st == KILN_NOT_FOUND && !strchr(spec, ':') && !is_dir(spec) && !strstr(kiln_last_error(), "apt-get"))

@@ -108,6 +108,26 @@ out=$("$K" train "${Q[@]}" --epochs 0 --save "$tmp/e0.safetensors" --history "$t
 lacks "--epochs 0 prints no Saved:/History: line" "^(Saved|History):" "$out"
 [ ! -e "$tmp/e0.safetensors" ] && ok || bad "--epochs 0 wrote a checkpoint"
 
+# 16.5: image folders: the test split's classes are matched to the training split's by name
+png() { case $1 in   # solid 28x28 grey PNGs: black, grey, white
+  0) echo iVBORw0KGgoAAAANSUhEUgAAABwAAAAcCAAAAABXZoBIAAAAEElEQVR42mNgGAWjYBQQAwADLAAB1wvpfAAAAABJRU5ErkJggg== ;;
+  1) echo iVBORw0KGgoAAAANSUhEUgAAABwAAAAcCAAAAABXZoBIAAAAFElEQVR42mNowAMYRiVHJUclYQAA14+IELSdtnwAAAAASUVORK5CYII= ;;
+  2) echo iVBORw0KGgoAAAANSUhEUgAAABwAAAAcCAAAAABXZoBIAAAAFElEQVR42mP4jwcwjEqOSo5KwgAA0FYNHp/Mo7cAAAAASUVORK5CYII= ;;
+  esac | base64 -d; }
+mkimg() {   # mkimg DIR CLASS COLOUR COUNT
+  mkdir -p "$1/$2"; for i in $(seq "$4"); do png "$3" > "$1/$2/$i.png"; done
+}
+mkimg "$tmp/img/train" a 0 8; mkimg "$tmp/img/train" b 1 8; mkimg "$tmp/img/train" c 2 8
+mkimg "$tmp/img/test" b 1 4; mkimg "$tmp/img/test" c 2 4        # a test split without class a
+expect "test folders labelled by class name (test lacks a class: was 0% accuracy)" "Test accuracy: 100.00%" \
+  "$K" train --model mlp --data "images:$tmp/img" --epochs 30 --batch-size 8 --lr 0.05 --verbose 0 --save "$tmp/img.safetensors"
+expect "eval labels the test folders by the training folders' names" "test accuracy 100.00%" \
+  "$K" eval --load "$tmp/img.safetensors" --data "images:$tmp/img"
+mkimg "$tmp/img2/train" cat 0 4; mkimg "$tmp/img2/train" dog 2 4
+mkimg "$tmp/img2/test" ant 0 2; mkimg "$tmp/img2/test" bee 2 2   # same count, other names
+expect_fail "a test class folder unknown to training is refused" "class folder .*/test/ant is not one of the 2 training classes" \
+  "$K" train --model mlp --data "images:$tmp/img2" --epochs 1 --batch-size 4 --verbose 0
+
 # 16.6: resuming checks the checkpoint's epoch and optimizer state
 set_meta() {   # set_meta FILE KEY VALUE: rewrites one metadata value of a safetensors file (perl-base is always on Debian)
   perl -e 'local $/; open my $f, "<:raw", $ARGV[0] or die; my $b = <$f>; close $f;
