@@ -46,7 +46,8 @@ static void usage(FILE *f) {
     "                                       (cifar100-coarse:DIR for the 20 coarse ones)\n" \
     "                        images:DIR     an image folder DIR/CLASS_NAME/*.png|*.jpg, classes sorted by\n" \
     "                                       name, all images one size; DIR/train + DIR/test (or\n" \
-    "                                       DIR/val) sub-folders are used as the two splits when present,\n" \
+    "                                       DIR/val) sub-folders are used as the two splits when present\n" \
+    "                                       (test folders are matched to the training classes by name),\n" \
     "                                       else 10%% of the images are held out (see --validation-split)\n" \
     "                        synthetic      random data shaped like the model's input (throughput runs)\n" \
     "                        DIR            any of the above, recognised from the files present\n" \
