@@ -57,7 +57,8 @@ if [ -n "$a_host" ] && [ "$a_host" = "$a_res" ]; then ok; else bad "--data-on-de
 expect_fail "--data-on-device refuses cutout" "not cutout" "$K" train --model fashion_cnn --data synthetic --epochs 1 --limit 256 --data-on-device --augment cutout
 
 # ---- hardening (issue 16): each check failed on main at 40e3030 ----
-Q=(--model mlp --data synthetic --limit 64 --batch-size 32 --epochs 1 --verbose 0)
+# one thread, no prefetch: a loaded 2-core CI machine otherwise spends seconds per run in OpenMP spin-waits
+Q=(--model mlp --data synthetic --limit 64 --batch-size 32 --epochs 1 --verbose 0 --threads 1 --prefetch 0)
 lacks() {   # lacks "description" "pattern" "$out": the output must not match
   if grep -qE -- "$2" <<<"$3"; then bad "$1: $(grep -E -- "$2" <<<"$3" | head -3)"; else ok; fi
 }
@@ -75,7 +76,7 @@ expect_fail "bench --optimizer bogus is refused" "unknown optimizer 'bogus'" "$K
 expect_fail "--augment list of 300 characters is read whole" "unknown augmentation 'bogus'" "$K" train "${Q[@]}" --augment "$(printf 'flip,%.0s' {1..51})bogus"
 
 # 16.4: --save and --history problems fail before the first epoch (they failed after it)
-T2=(--model mlp --data synthetic --limit 64 --batch-size 32 --epochs 2 --verbose 2)
+T2=(--model mlp --data synthetic --limit 64 --batch-size 32 --epochs 2 --verbose 2 --threads 1 --prefetch 0)
 early_fail() {   # early_fail "description" "pattern" args...: non-zero, message matches, no epoch ran
   local what=$1 pat=$2; shift 2
   local out; out=$("$K" train "${T2[@]}" "$@" 2>&1); local rc=$?
@@ -120,13 +121,13 @@ mkimg() {   # mkimg DIR CLASS COLOUR COUNT
 mkimg "$tmp/img/train" a 0 8; mkimg "$tmp/img/train" b 1 8; mkimg "$tmp/img/train" c 2 8
 mkimg "$tmp/img/test" b 1 4; mkimg "$tmp/img/test" c 2 4        # a test split without class a
 expect "test folders labelled by class name (test lacks a class: was 0% accuracy)" "Test accuracy: 100.00%" \
-  "$K" train --model mlp --data "images:$tmp/img" --epochs 30 --batch-size 8 --lr 0.05 --verbose 0 --save "$tmp/img.safetensors"
+  "$K" train --model mlp --data "images:$tmp/img" --epochs 30 --batch-size 8 --lr 0.05 --verbose 0 --threads 1 --prefetch 0 --save "$tmp/img.safetensors"
 expect "eval labels the test folders by the training folders' names" "test accuracy 100.00%" \
-  "$K" eval --load "$tmp/img.safetensors" --data "images:$tmp/img"
+  "$K" eval --load "$tmp/img.safetensors" --data "images:$tmp/img" --threads 1
 mkimg "$tmp/img2/train" cat 0 4; mkimg "$tmp/img2/train" dog 2 4
 mkimg "$tmp/img2/test" ant 0 2; mkimg "$tmp/img2/test" bee 2 2   # same count, other names
 expect_fail "a test class folder unknown to training is refused" "class folder .*/test/ant is not one of the 2 training classes" \
-  "$K" train --model mlp --data "images:$tmp/img2" --epochs 1 --batch-size 4 --verbose 0
+  "$K" train --model mlp --data "images:$tmp/img2" --epochs 1 --batch-size 4 --verbose 0 --threads 1
 
 # 16.6: resuming checks the checkpoint's epoch and optimizer state
 set_meta() {   # set_meta FILE KEY VALUE: rewrites one metadata value of a safetensors file (perl-base is always on Debian)
@@ -154,15 +155,15 @@ rows=$(cut -d, -f1 "$tmp/h.csv" | tr '\n' ' ')
 
 # 16.7: a FIFO given to --load is refused at once (it hung waiting for a writer)
 mkfifo "$tmp/fifo"
-expect_fail "--load of a FIFO is refused, not waited on" "not a regular file" timeout 20 "$K" eval --load "$tmp/fifo" --data synthetic
+expect_fail "--load of a FIFO is refused, not waited on" "not a regular file" timeout 20 "$K" eval --load "$tmp/fifo" --data synthetic --threads 1
 # predict with NaN weights is an error (it printed nan% with rc 0)
 cp "$tmp/r1.safetensors" "$tmp/nan.safetensors"
 perl -e 'open my $f, "+<:raw", $ARGV[0] or die; read $f, my $l, 8; seek $f, 8 + unpack("Q<", $l), 0; print $f "\xff" x 256; close $f' "$tmp/nan.safetensors"
-expect_fail "predict with NaN weights fails" "not finite" "$K" predict --load "$tmp/nan.safetensors" --data synthetic
+expect_fail "predict with NaN weights fails" "not finite" "$K" predict --load "$tmp/nan.safetensors" --data synthetic --threads 1
 # eval and predict read the checkpoint once (they read it three times)
 if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
   for c in eval predict; do
-    strace -f -e trace=open,openat -o "$tmp/trace" "$K" $c --load "$tmp/r1.safetensors" --data synthetic >/dev/null 2>&1
+    strace -f -e trace=open,openat -o "$tmp/trace" "$K" $c --load "$tmp/r1.safetensors" --data synthetic --threads 1 >/dev/null 2>&1
     n=$(grep -c "r1.safetensors" "$tmp/trace")
     [ "$n" -eq 1 ] && ok || bad "$c opened the checkpoint $n times, want 1"
   done
