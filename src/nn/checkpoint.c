@@ -137,7 +137,15 @@ static kiln_status check_optimizer_state(const kiln_model *m, const char *path, 
     char why[256];
     if (!saved || !strcmp(saved, "none")) snprintf(why, sizeof why, "holds no optimizer state (saved with weights only)");
     else if (strcmp(saved, mine)) snprintf(why, sizeof why, "holds %.40s optimizer state but the model uses %s", saved, mine);
-    else return KILN_OK;
+    else {
+        /* same name: SGD / RMSprop with and without momentum differ by their momentum slots */
+        const char *list = kiln_safetensors_meta(f, "kiln.optimizer_tensors");
+        bool file_mom = list && strstr(list, "/momentum"), model_mom = m->copts.optimizer.momentum != 0 &&
+            (m->copts.optimizer.kind == KILN_OPT_SGD || m->copts.optimizer.kind == KILN_OPT_RMSPROP);
+        if (file_mom == model_mom) return KILN_OK;
+        snprintf(why, sizeof why, "holds %s state %s momentum but the model's %s %s it", saved, file_mom ? "with" : "without",
+                 mine, model_mom ? "uses" : "does not use");
+    }
     if (strict)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint '%s' %s; load without strict to start the %s state fresh, or "
                               "compile with the checkpoint's optimizer", path, why, mine);

@@ -145,6 +145,9 @@ expect_fail "resume from kiln.epoch 99999999999 is refused (skipped training)" "
 "$K" train "${Q[@]}" --optimizer rmsprop --save "$tmp/rms.safetensors" >/dev/null 2>&1
 expect "resume with another optimizer warns that its state starts fresh" "warning: checkpoint .* holds rmsprop optimizer state but the model uses adam" "$K" train "${Q[@]}" --epochs 2 --load "$tmp/rms.safetensors"
 expect_fail "--strict-load refuses another optimizer's state" "holds rmsprop optimizer state but the model uses adam" "$K" train "${Q[@]}" --epochs 2 --load "$tmp/rms.safetensors" --strict-load
+"$K" train "${Q[@]}" --optimizer sgd --save "$tmp/sgd.safetensors" >/dev/null 2>&1
+expect_fail "--strict-load refuses plain-SGD state for SGD with momentum (same optimizer name)" "holds sgd state without momentum but the model's sgd uses it" "$K" train "${Q[@]}" --epochs 2 --optimizer momentum --load "$tmp/sgd.safetensors" --strict-load
+expect "resume of a checkpoint with the model's own optimizer state gives no warning" "^Test accuracy" "$K" train "${Q[@]}" --epochs 2 --optimizer sgd --load "$tmp/sgd.safetensors" --strict-load
 # a kill between the checkpoint and the history row: the row is written first; resume drops rows past the checkpoint
 "$K" train "${Q[@]}" --save "$tmp/h1.safetensors" --history "$tmp/h.csv" >/dev/null 2>&1
 "$K" train "${Q[@]}" --epochs 2 --load "$tmp/h1.safetensors" --history "$tmp/h.csv" >/dev/null 2>&1
