@@ -147,7 +147,9 @@ expect "resume with another optimizer warns that its state starts fresh" "warnin
 expect_fail "--strict-load refuses another optimizer's state" "holds rmsprop optimizer state but the model uses adam" "$K" train "${Q[@]}" --epochs 2 --load "$tmp/rms.safetensors" --strict-load
 "$K" train "${Q[@]}" --optimizer sgd --save "$tmp/sgd.safetensors" >/dev/null 2>&1
 expect_fail "--strict-load refuses plain-SGD state for SGD with momentum (same optimizer name)" "holds sgd state without momentum but the model's sgd uses it" "$K" train "${Q[@]}" --epochs 2 --optimizer momentum --load "$tmp/sgd.safetensors" --strict-load
-expect "resume of a checkpoint with the model's own optimizer state gives no warning" "^Test accuracy" "$K" train "${Q[@]}" --epochs 2 --optimizer sgd --load "$tmp/sgd.safetensors" --strict-load
+out=$("$K" train "${Q[@]}" --epochs 2 --optimizer sgd --load "$tmp/sgd.safetensors" --strict-load 2>&1)
+grep -q "^Test accuracy" <<<"$out" && ok || bad "resume with the model's own optimizer state: $(tail -c 300 <<<"$out")"
+lacks "resume with the model's own optimizer state gives no warning" "warning" "$out"
 # a kill between the checkpoint and the history row: the row is written first; resume drops rows past the checkpoint
 "$K" train "${Q[@]}" --save "$tmp/h1.safetensors" --history "$tmp/h.csv" >/dev/null 2>&1
 "$K" train "${Q[@]}" --epochs 2 --load "$tmp/h1.safetensors" --history "$tmp/h.csv" >/dev/null 2>&1
