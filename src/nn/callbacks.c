@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "io/atomic_file.h"
 #include "nn/nn_internal.h"
 
@@ -57,6 +58,8 @@ static kiln_status check_checkpoint_path(const kiln_callback *c, const kiln_fit_
 /* Resuming at initial_epoch: rows of later epochs (written before a checkpoint that a kill then
  * lost) are dropped, so the history has each epoch once. Leaves f at the end. */
 static kiln_status truncate_after(FILE *f, const char *path, int initial_epoch) {
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) return KILN_OK;    /* /dev/full, a FIFO: nothing to read back */
     char line[512];
     long keep = 0;
     bool cut = false;

@@ -138,6 +138,7 @@ set_meta() {   # set_meta FILE KEY VALUE: rewrites one metadata value of a safet
     open $f, ">:raw", $ARGV[0] or die; print $f pack("Q<", length $h), $h, $d; close $f' "$@"
 }
 "$K" train "${Q[@]}" --save "$tmp/r1.safetensors" >/dev/null 2>&1
+expect_fail "resume with --history /dev/full fails at once (reading back /dev/full must not spin)" "cannot write '/dev/full'" timeout 30 "$K" train "${Q[@]}" --epochs 2 --load "$tmp/r1.safetensors" --history /dev/full
 cp "$tmp/r1.safetensors" "$tmp/neg.safetensors" && set_meta "$tmp/neg.safetensors" kiln.epoch -5
 expect_fail "resume from kiln.epoch -5 is refused (trained ~7 epochs)" "kiln.epoch is '-5', not a whole number" "$K" train "${Q[@]}" --epochs 2 --load "$tmp/neg.safetensors"
 cp "$tmp/r1.safetensors" "$tmp/huge.safetensors" && set_meta "$tmp/huge.safetensors" kiln.epoch 99999999999
