@@ -3,7 +3,7 @@
 # when everything is already there.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libdnnl-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev strace)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

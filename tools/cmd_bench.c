@@ -18,12 +18,12 @@ static void bench_usage(FILE *f) {
         "Warm-up steps are not timed.\n\n"
         "options:\n"
         "  --model NAME       cifar_cnn (default), fashion_cnn, mlp\n"
-        "  --batch-size N     default 128\n"
-        "  --steps N          timed training steps per device, rounded up to whole passes over the\n"
-        "                     8 synthetic batches (default: 40 on the CPU, 392 on the GPU)\n"
+        "  --batch-size N     default 128 (1..65536)\n"
+        "  --steps N          timed training steps per device (1..1000000), rounded up to whole passes\n"
+        "                     over the 8 synthetic batches (default: 40 on the CPU, 392 on the GPU)\n"
         "  --device D         all (default: cpu, and gpu when available), cpu, gpu\n"
         "  --optimizer NAME   momentum (default: SGD momentum 0.9, lr 0.01) or adam (lr 0.001)\n"
-        "  --threads N        CPU threads (default: all cores)\n"
+        "  --threads N        CPU threads (default: all cores; at most 1024)\n"
         "  --seed N           default 1\n"
         "\n"
         "train MiB: memory of training, the resident data set included. GPU: the peak of Kiln's\n"
@@ -99,17 +99,20 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { bench_usage(stdout); return 0; }
         if (i + 1 >= argc) { fprintf(stderr, "kiln bench: option %s needs a value (see kiln bench --help)\n", o); return 2; }
         const char *v = argv[++i];
-        char *end = NULL;
-        long n = strtol(v, &end, 10);
-        bool num_ok = end && !*end && n > 0;
+        int bad = 0;
         if (!strcmp(o, "--model")) model = v;
         else if (!strcmp(o, "--device")) device = v;
         else if (!strcmp(o, "--optimizer")) optimizer = v;
-        else if (!strcmp(o, "--batch-size") && num_ok) batch = (int)n;
-        else if (!strcmp(o, "--steps") && num_ok) steps = (int)n;
-        else if (!strcmp(o, "--threads") && num_ok) threads = (int)n;
-        else if (!strcmp(o, "--seed") && num_ok) seed = (uint64_t)n;
-        else { fprintf(stderr, "kiln bench: bad option '%s %s' (see kiln bench --help)\n", o, v); return 2; }
+        else if (!strcmp(o, "--batch-size")) bad = cli_int32("bench", o, v, 1, 65536, &batch);
+        else if (!strcmp(o, "--steps")) bad = cli_int32("bench", o, v, 1, 1000000, &steps);
+        else if (!strcmp(o, "--threads")) bad = cli_int32("bench", o, v, 1, CLI_MAX_THREADS, &threads);
+        else if (!strcmp(o, "--seed")) bad = cli_u64("bench", o, v, &seed);
+        else { fprintf(stderr, "kiln bench: unknown option '%s' (see kiln bench --help)\n", o); return 2; }
+        if (bad) return 2;
+    }
+    if (strcmp(optimizer, "momentum") && strcmp(optimizer, "adam")) {
+        fprintf(stderr, "kiln bench: unknown optimizer '%s': use momentum or adam\n", optimizer);
+        return 2;
     }
     if (strcmp(device, "all") && strcmp(device, "cpu") && strcmp(device, "gpu")) {
         fprintf(stderr, "kiln bench: --device must be all, cpu or gpu\n");

@@ -1,6 +1,8 @@
 /* CLI subcommands living in their own files. */
 #ifndef KILN_TOOLS_COMMANDS_H
 #define KILN_TOOLS_COMMANDS_H
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -10,6 +12,18 @@ static inline double cli_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+/* Strict numeric options (tools/cli_num.c): 0 and *out set when val is a whole number in
+ * [lo, hi] (cli_real: finite, in the range, ends open when asked); else a message naming cmd,
+ * flag, the range and val on stderr, and 2 (the usage exit status). */
+int cli_int(const char *cmd, const char *flag, const char *val, long long lo, long long hi, long long *out);
+int cli_int32(const char *cmd, const char *flag, const char *val, int lo, int hi, int *out);
+int cli_u64(const char *cmd, const char *flag, const char *val, uint64_t *out);
+int cli_real(const char *cmd, const char *flag, const char *val, double lo, double hi, bool open_lo, bool open_hi,
+             double *out);
+/* Bounds shared by the commands. */
+#define CLI_MAX_EPOCHS 1000000   /* = KILN_MAX_EPOCHS */
+#define CLI_MAX_BATCH (1 << 20)
+#define CLI_MAX_THREADS 1024      /* = KILN_MAX_THREADS */
 int cmd_devices(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 #endif

@@ -46,7 +46,8 @@ static void usage(FILE *f) {
     "                                       (cifar100-coarse:DIR for the 20 coarse ones)\n" \
     "                        images:DIR     an image folder DIR/CLASS_NAME/*.png|*.jpg, classes sorted by\n" \
     "                                       name, all images one size; DIR/train + DIR/test (or\n" \
-    "                                       DIR/val) sub-folders are used as the two splits when present,\n" \
+    "                                       DIR/val) sub-folders are used as the two splits when present\n" \
+    "                                       (test folders are matched to the training classes by name),\n" \
     "                                       else 10%% of the images are held out (see --validation-split)\n" \
     "                        synthetic      random data shaped like the model's input (throughput runs)\n" \
     "                        DIR            any of the above, recognised from the files present\n" \
@@ -66,9 +67,9 @@ static void train_usage(FILE *f) {
         "options:\n"
         DATA_HELP
         "  --model NAME        fashion_cnn (default), mlp, cifar_cnn (see: kiln summary --model NAME)\n"
-        "  --epochs N          total number of epochs (default 5); with --load, training continues\n"
-        "                      from the saved epoch up to N\n"
-        "  --batch-size N      examples per training step (default 64); a last smaller batch of an\n"
+        "  --epochs N          total number of epochs (default 5, at most 1000000; 0 evaluates only);\n"
+        "                      with --load, training continues from the saved epoch up to N\n"
+        "  --batch-size N      examples per training step (default 64, 1..1048576); a last smaller batch of an\n"
         "                      epoch is skipped in training (the test set is evaluated whole)\n"
         "  --optimizer NAME    sgd, momentum (0.9), adam (default), adamw, rmsprop, adagrad\n"
         "  --lr X              learning rate (default 0.001 for adam/adamw/rmsprop, 0.01 otherwise)\n"
@@ -91,16 +92,25 @@ static void train_usage(FILE *f) {
         "                      the model runs there): each step gathers its batch there, and\n"
         "                      --augment crop,flip runs there too; only the batch's example\n"
         "                      indices travel per step\n"
-        "  --threads N         CPU threads for the model (default: all cores)\n"
+        "  --threads N         CPU threads for the model (default: all cores; at most 1024)\n"
         "  --device D          auto (default: the GPU when one answers, else the CPU), cpu,\n"
         "                      gpu (or cuda), ref (the plain-C reference kernels; slow)\n"
         "  --log-device-placement  print each op's device once, e.g. dense/MatMul: (MatMul): /device:GPU:0\n"
         "  --gpu-memory-limit MIB  use at most this much GPU memory (default: grow as needed)\n"
-        "  --save PATH         save a checkpoint (safetensors, with optimizer state) after each epoch\n"
-        "  --load PATH         start from a checkpoint: weights, optimizer state and epoch (resume)\n"
+        "  --save PATH         save a checkpoint (safetensors, with optimizer state) after each epoch,\n"
+        "                      replacing PATH atomically; Keras placeholders make one file per epoch:\n"
+        "                      {epoch} (1-based), {epoch:02d}, {loss}, {accuracy}, {val_loss},\n"
+        "                      {val_accuracy} (e.g. 'ckpt-{epoch:03d}-{val_loss:.3f}.safetensors');\n"
+        "                      {{ and }} are literal braces, anything else (%%d too) is literal.\n"
+        "                      Checked to be writable before training starts\n"
+        "  --load PATH         start from a checkpoint: weights, optimizer state and epoch (resume);\n"
+        "                      missing or other-optimizer state is reset with a warning\n"
+        "  --strict-load       with --load: refuse a checkpoint without this optimizer's state\n"
         "  --history FILE.csv  write one row per epoch: epoch,loss,accuracy,val_loss,val_accuracy,\n"
         "                      lr,seconds,images_per_sec (val_* on the test set; images_per_sec:\n"
-        "                      training images per second of the training loop)\n"
+        "                      training images per second of the training loop); checked to be\n"
+        "                      writable before training; with --load, rows after the checkpoint's\n"
+        "                      epoch are dropped and new rows appended\n"
         "  --limit N           train on the first N training examples only (quick tries)\n"
         "  --verbose N         0 quiet, 1 progress bar (default; one line per epoch when the output\n"
         "                      is not a terminal), 2 one line per epoch\n\n"
@@ -154,7 +164,7 @@ typedef struct args {
     long long limit;
     double lr, val_split;      /* val_split < 0: not given */
     uint64_t seed;
-    bool help, data_on_device, log_placement;
+    bool help, data_on_device, log_placement, strict_load;
 } args;
 
 static int parse(int argc, char **argv, args *a, const char *cmd) {
@@ -164,6 +174,7 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
         if (strncmp(opt, "--", 2)) { fprintf(stderr, "kiln %s: unexpected argument '%s' (see kiln %s --help)\n", cmd, opt, cmd); return 2; }
         if (!strcmp(opt, "--data-on-device")) { a->data_on_device = true; continue; }
         if (!strcmp(opt, "--log-device-placement")) { a->log_placement = true; continue; }
+        if (!strcmp(opt, "--strict-load")) { a->strict_load = true; continue; }
         char *eq = strchr(opt, '=');
         char name[64];
         if (eq) { snprintf(name, sizeof name, "%.*s", (int)(eq - opt), opt); val = eq + 1; }
@@ -172,9 +183,7 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
             if (i + 1 >= argc) { fprintf(stderr, "kiln %s: option %s needs a value (see kiln %s --help)\n", cmd, name, cmd); return 2; }
             val = argv[++i];
         }
-        char *end = NULL;
-#define INT_OPT(flag, field) else if (!strcmp(name, flag)) { long v = strtol(val, &end, 10); \
-            if (*end || v < 0) { fprintf(stderr, "kiln %s: %s wants a non-negative whole number, got '%s'\n", cmd, flag, val); return 2; } a->field = (int)v; }
+#define INT_OPT(flag, field, lo, hi) else if (!strcmp(name, flag)) { if (cli_int32(cmd, flag, val, lo, hi, &a->field)) return 2; }
         if (!strcmp(name, "--data")) a->data = val;
         else if (!strcmp(name, "--model")) a->model = val;
         else if (!strcmp(name, "--optimizer")) a->optimizer = val;
@@ -184,18 +193,18 @@ static int parse(int argc, char **argv, args *a, const char *cmd) {
         else if (!strcmp(name, "--device")) a->device = val;
         else if (!strcmp(name, "--schedule")) a->schedule = val;
         else if (!strcmp(name, "--augment")) a->augment = val;
-        INT_OPT("--epochs", epochs)
-        INT_OPT("--batch-size", batch)
-        INT_OPT("--threads", threads)
-        INT_OPT("--verbose", verbose)
-        INT_OPT("--count", count)
-        INT_OPT("--prefetch", prefetch)
-        INT_OPT("--workers", workers)
-        INT_OPT("--gpu-memory-limit", gpu_mem_mib)
-        else if (!strcmp(name, "--validation-split")) { a->val_split = strtod(val, &end); if (*end || !(a->val_split > 0 && a->val_split < 1)) { fprintf(stderr, "kiln %s: --validation-split wants a fraction between 0 and 1 (e.g. 0.1), got '%s'\n", cmd, val); return 2; } }
-        else if (!strcmp(name, "--limit")) { a->limit = strtoll(val, &end, 10); if (*end || a->limit <= 0) { fprintf(stderr, "kiln %s: --limit wants a positive number, got '%s'\n", cmd, val); return 2; } }
-        else if (!strcmp(name, "--seed")) { a->seed = strtoull(val, &end, 10); if (*end) { fprintf(stderr, "kiln %s: --seed wants a number, got '%s'\n", cmd, val); return 2; } }
-        else if (!strcmp(name, "--lr")) { a->lr = strtod(val, &end); if (*end || !(a->lr > 0)) { fprintf(stderr, "kiln %s: --lr wants a positive number, got '%s'\n", cmd, val); return 2; } }
+        INT_OPT("--epochs", epochs, 0, CLI_MAX_EPOCHS)
+        INT_OPT("--batch-size", batch, 1, CLI_MAX_BATCH)
+        INT_OPT("--threads", threads, 0, CLI_MAX_THREADS)
+        INT_OPT("--verbose", verbose, 0, 2)
+        INT_OPT("--count", count, 1, 100000)
+        INT_OPT("--prefetch", prefetch, 0, 256)
+        INT_OPT("--workers", workers, 0, 256)
+        INT_OPT("--gpu-memory-limit", gpu_mem_mib, 0, 1 << 24)
+        else if (!strcmp(name, "--validation-split")) { if (cli_real(cmd, name, val, 0, 1, true, true, &a->val_split)) return 2; }
+        else if (!strcmp(name, "--limit")) { if (cli_int(cmd, name, val, 1, INT64_MAX, &a->limit)) return 2; }
+        else if (!strcmp(name, "--seed")) { if (cli_u64(cmd, name, val, &a->seed)) return 2; }
+        else if (!strcmp(name, "--lr")) { if (cli_real(cmd, name, val, 0, 1e6, true, false, &a->lr)) return 2; }
         else { fprintf(stderr, "kiln %s: unknown option '%s' (see kiln %s --help)\n", cmd, name, cmd); return 2; }
 #undef INT_OPT
     }
@@ -275,9 +284,18 @@ static int open_data(const args *a, const char *cmd, bool want_train, data_src *
         }
     }
     if (split_dirs) {
+        /* the training folder is read for eval/predict too: its class names give the labels, and
+         * the test folders are matched to them by name (not by rank) */
         ds->images = true;
-        if ((want_train || a->val_split > 0) && (st = kiln_data_from_images(tr, &ds->train))) return fail(cmd, 1);
-        if (a->val_split <= 0 && (st = kiln_data_from_images(te, &ds->test))) { data_src_free(ds); return fail(cmd, 1); }
+        if ((st = kiln_data_from_images(tr, &ds->train))) return fail(cmd, 1);
+        if (a->val_split <= 0) {
+            int n = kiln_data_num_classes(ds->train);
+            const char **names = calloc((size_t)n, sizeof *names);
+            for (int i = 0; names && i < n; i++) names[i] = kiln_data_class_name(ds->train, i);
+            st = names ? kiln_data_from_images_classes(te, names, n, &ds->test) : KILN_OUT_OF_MEMORY;
+            free(names);
+            if (st) { data_src_free(ds); return fail(cmd, 1); }
+        }
     } else {
         if ((st = kiln_data_open(spec, true, &ds->train))) {
             if (st == KILN_NOT_FOUND && !strchr(spec, ':') && !is_dir(spec) && !strstr(kiln_last_error(), "apt-get"))
@@ -323,15 +341,17 @@ static int parse_augment(const char *list, kiln_augment_opts *o, kiln_shape shap
     memset(o, 0, sizeof *o);
     o->seed = seed * 0x9E3779B97F4A7C15ull + 17;
     if (!list || !*list || !strcmp(list, "none")) return 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *buf = strdup(list);          /* the whole list, however long (a fixed buffer cut it silently) */
+    if (!buf) { fprintf(stderr, "kiln train: out of memory\n"); return 1; }
+    int rc = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "flip")) o->flip = true;
         else if (!strcmp(t, "crop")) o->crop_pad = 4;
         else if (!strcmp(t, "cutout")) o->cutout_size = shape.rank == 3 && shape.dim[0] >= 8 ? (int)(shape.dim[0] / 4) : 2;
-        else { fprintf(stderr, "kiln train: unknown augmentation '%s' in --augment %s: use flip, crop, cutout (comma-separated)\n", t, list); return 2; }
+        else { fprintf(stderr, "kiln train: unknown augmentation '%.64s' in --augment: use flip, crop, cutout (comma-separated)\n", t); rc = 2; }
     }
-    return 0;
+    free(buf);
+    return rc;
 }
 
 static bool augmenting(const kiln_augment_opts *o) { return o->flip || o->crop_pad > 0 || o->cutout_size > 0; }
@@ -450,7 +470,7 @@ static int cmd_train(args *a) {
     if (kiln_compile(m, &co) != KILN_OK) { rc = fail("train", 1); goto out; }
     int initial = 0;
     if (a->load) {
-        if (kiln_model_load(m, a->load) != KILN_OK) { rc = fail("train", 1); goto out; }
+        if (kiln_model_load_opts(m, a->load, &(kiln_load_opts){ .resume = true, .strict = a->strict_load }) != KILN_OK) { rc = fail("train", 1); goto out; }
         initial = kiln_model_epoch(m);
         printf("Resuming from %s at epoch %d\n", a->load, initial);
     }
@@ -498,7 +518,8 @@ static int cmd_train(args *a) {
     else if (initial < a->epochs)
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
                                                     .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb });
-    else printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
+    else if (a->load) printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
+    else printf("--epochs 0: nothing to train; evaluating the initial weights\n");
     double secs = cli_now() - t0;
     if (st != KILN_OK) { rc = fail("train", 1); goto out; }
     int n_hist;
@@ -515,8 +536,11 @@ static int cmd_train(args *a) {
     if (n_hist > 0 && train_secs > 0) { for (int i = 0; i < n_hist; i++) ips += h[i].images_per_sec * h[i].seconds; ips /= train_secs; }
     printf("%s accuracy: %.2f%% (loss %.4f, %lld examples)\n", ds.held_out ? "Validation" : "Test", acc * 100, loss, (long long)n_test);
     printf("Time: %.1f s for %d epoch%s (training loop %.1f s, %.0f images/s)\n", secs, n_hist, n_hist == 1 ? "" : "s", train_secs, ips);
-    if (a->save) printf("Saved: %s\n", a->save);
-    if (a->history) printf("History: %s\n", a->history);
+    /* only files this run wrote: none when no epoch was trained (--epochs 0, or resumed at the end) */
+    char *saved = NULL;
+    if (a->save && n_hist > 0 && kiln_checkpoint_path(a->save, &h[n_hist - 1], &saved) == KILN_OK) printf("Saved: %s\n", saved);
+    free(saved);
+    if (a->history && n_hist > 0) printf("History: %s\n", a->history);
 out:
     kiln_model_free(m);
     kiln_data_free(tp);
@@ -526,41 +550,41 @@ out:
     return rc;
 }
 
-/* Builds the model a checkpoint was saved from and loads it. */
-static kiln_model *model_from_checkpoint(const args *a, const char *cmd, kiln_shape data_shape, int classes) {
+/* Reads --load once (eval, predict): the model name comes from it and the weights are loaded from
+ * the same copy. Sets a->model from the file's kiln.model unless --model was given. */
+static kiln_safetensors *read_checkpoint(args *a, const char *cmd) {
+    static char name[96];     /* a->model points here for the rest of the run */
     kiln_safetensors *f = NULL;
     if (kiln_safetensors_load(a->load, &f) != KILN_OK) { fail(cmd, 1); return NULL; }
-    const char *saved = kiln_safetensors_meta(f, "kiln.model");
-    char name[96];
-    snprintf(name, sizeof name, "%s", a->model ? a->model : saved ? saved : "fashion_cnn");
-    kiln_safetensors_free(f);
-    kiln_model *m = kiln_model_preset(name, data_shape, classes);
-    if (!m) { fail(cmd, 1); return NULL; }
-    kiln_compile_opts co = compile_opts(a, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
-    if (kiln_compile(m, &co) != KILN_OK || kiln_model_load(m, a->load) != KILN_OK) { fail(cmd, 1); kiln_model_free(m); return NULL; }
-    return m;
+    if (!a->model) {
+        const char *saved = kiln_safetensors_meta(f, "kiln.model");
+        snprintf(name, sizeof name, "%s", saved ? saved : "fashion_cnn");
+        a->model = name;
+    }
+    return f;
 }
 
-/* The model a checkpoint names (kiln.model), when --model is not given. */
-static int peek_model(args *a, const char *cmd, char *buf, size_t n) {
-    if (a->model) return 0;
-    kiln_safetensors *f = NULL;
-    if (kiln_safetensors_load(a->load, &f) != KILN_OK) return fail(cmd, 1);
-    const char *saved = kiln_safetensors_meta(f, "kiln.model");
-    snprintf(buf, n, "%s", saved ? saved : "fashion_cnn");
-    kiln_safetensors_free(f);
-    a->model = buf;
-    return 0;
+/* Builds the model a checkpoint was saved from and loads it from f (borrowed). */
+static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const kiln_safetensors *f, kiln_shape data_shape, int classes) {
+    kiln_model *m = kiln_model_preset(a->model, data_shape, classes);
+    if (!m) { fail(cmd, 1); return NULL; }
+    kiln_compile_opts co = compile_opts(a, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
+    if (kiln_compile(m, &co) != KILN_OK || kiln_model_load_opts(m, a->load, &(kiln_load_opts){ .file = f }) != KILN_OK) {
+        fail(cmd, 1);
+        kiln_model_free(m);
+        return NULL;
+    }
+    return m;
 }
 
 static int cmd_eval(args *a) {
     if (a->help) { eval_usage(stdout); return 0; }
     if (!a->load) { fprintf(stderr, "kiln eval: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
-    char mname[96];
-    if (peek_model(a, "eval", mname, sizeof mname)) return 1;
+    kiln_safetensors *ck = read_checkpoint(a, "eval");
+    if (!ck) return 1;
     data_src ds;
-    if (open_data(a, "eval", false, &ds)) return 1;
+    if (open_data(a, "eval", false, &ds)) { kiln_safetensors_free(ck); return 1; }
     int rc = check_shapes(a, "eval", a->model, kiln_data_example_shape(ds.test));
     kiln_model *m = NULL;
     kiln_data *vp = NULL;
@@ -568,7 +592,7 @@ static int cmd_eval(args *a) {
     char split[96];
     split_name(&ds, split, sizeof split);
     if (rc) goto out;
-    m = model_from_checkpoint(a, "eval", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
+    m = model_from_checkpoint(a, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
     if (!m) { rc = 1; goto out; }
     vp = eval_pipeline(a, ds.test, ds.images);
     ds.test = NULL;
@@ -577,6 +601,7 @@ static int cmd_eval(args *a) {
     else printf("%s (epoch %d) on %s: %s accuracy %.2f%%, loss %.4f, %lld examples, %.1f s\n", kiln_model_name(m), kiln_model_epoch(m),
                 a->data, split, r.accuracy * 100, r.loss, (long long)r.count, r.seconds);
 out:
+    kiln_safetensors_free(ck);
     kiln_model_free(m);
     kiln_data_free(vp);
     data_src_free(&ds);
@@ -589,10 +614,10 @@ static int cmd_predict(args *a) {
     if (a->help) { predict_usage(stdout); return 0; }
     if (!a->load) { fprintf(stderr, "kiln predict: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
-    char mname[96];
-    if (peek_model(a, "predict", mname, sizeof mname)) return 1;
+    kiln_safetensors *ck = read_checkpoint(a, "predict");
+    if (!ck) return 1;
     data_src ds;
-    if (open_data(a, "predict", false, &ds)) return 1;
+    if (open_data(a, "predict", false, &ds)) { kiln_safetensors_free(ck); return 1; }
     int count = a->count > 0 ? a->count : 10, rc = 0;
     if (count > kiln_data_source_size(ds.test)) count = (int)kiln_data_source_size(ds.test);
     bool fashion = strstr(a->data, "fashion") != NULL && kiln_data_num_classes(ds.test) == 10;
@@ -601,13 +626,21 @@ static int cmd_predict(args *a) {
     kiln_data *d = NULL;
     kiln_data_iter *it = NULL;
     if ((rc = check_shapes(a, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
-    m = model_from_checkpoint(a, "predict", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
+    m = model_from_checkpoint(a, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
     if (!m) { rc = 1; goto done; }
     d = kiln_data_batch(ds.test, count, false);       /* the first `count` test examples */
     ds.test = NULL;
     if (!d || kiln_data_iter_new(d, 0, &it) != KILN_OK || kiln_data_iter_next(it, &x, &y) != KILN_OK || !x) { rc = fail("predict", 1); goto done; }
     if (kiln_predict(m, x, &(kiln_eval_opts){ .batch_size = a->batch }, &out) != KILN_OK) { rc = fail("predict", 1); goto done; }
     int64_t c = out->shape.dim[1];
+    for (int64_t i = 0; i < (int64_t)count * c; i++)
+        if (!isfinite(((const float *)out->data)[i])) {
+            fprintf(stderr, "kiln predict: the model's outputs are not finite (NaN or Inf) for image %lld: the weights in %s "
+                    "are not usable (training diverged, or the file is damaged); retrain, e.g. with a lower --lr\n",
+                    (long long)(i / c), a->load);
+            rc = 1;
+            goto done;
+        }
     int right = 0;
     printf("%6s  %-14s %-14s %s\n", "image", "predicted", "label", "confidence");
     for (int i = 0; i < count; i++) {
@@ -628,6 +661,7 @@ static int cmd_predict(args *a) {
     }
     printf("%d of %d correct\n", right, count);
 done:
+    kiln_safetensors_free(ck);
     kiln_tensor_free(out);
     kiln_data_iter_free(it);
     kiln_data_free(d);

@@ -263,7 +263,10 @@ const char *kiln_session_backend(const kiln_session *s);
  * allocates nothing after the first). */
 uint64_t kiln_alloc_count(void);
 
-/* Threads used by cpu kernels (like torch.set_num_threads); 0 = cores available. */
+/* Threads used by cpu kernels (like torch.set_num_threads); 0 = cores available. Requests above
+ * KILN_MAX_THREADS (here and in num_threads options) use KILN_MAX_THREADS: OpenMP runtimes
+ * overflow their stack or stall with tens of thousands of threads. */
+#define KILN_MAX_THREADS 1024
 void kiln_set_num_threads(int n);
 int kiln_get_num_threads(void);
 

@@ -32,6 +32,7 @@
 #include "graph.h"
 #include "data.h"
 #include "pipeline.h"
+#include "io.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -220,9 +221,14 @@ typedef bool (*kiln_callback_fn)(kiln_model *m, const kiln_logs *logs, void *use
 typedef double (*kiln_lr_fn)(int epoch /* 1-based */, double lr, void *user);
 typedef enum kiln_callback_kind {
     KILN_CB_LAMBDA = 0,         /* on_batch_end / on_epoch_end user functions */
-    KILN_CB_MODEL_CHECKPOINT,   /* path; save_best_only by monitor; include_optimizer */
+    KILN_CB_MODEL_CHECKPOINT,   /* path (Keras placeholders, see kiln_checkpoint_path); save_best_only
+                                   by monitor; include_optimizer. The first file is checked to be
+                                   writable before training starts */
     KILN_CB_EARLY_STOPPING,     /* monitor, patience, min_delta */
-    KILN_CB_CSV_LOGGER,         /* path: epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds,images_per_sec */
+    KILN_CB_CSV_LOGGER,         /* path: epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds,images_per_sec;
+                                   header written (and checked) before training; each epoch's
+                                   row is written before that epoch's checkpoints; resuming
+                                   (initial_epoch k > 0) appends after dropping rows of epochs > k */
     KILN_CB_LR_SCHEDULER,       /* schedule(epoch, lr) sets the base lr at each epoch start */
     KILN_CB_KIND_COUNT
 } kiln_callback_kind;
@@ -235,6 +241,12 @@ typedef struct kiln_callback {
     int patience; double min_delta;
     kiln_lr_fn schedule;
 } kiln_callback;
+/* The file a ModelCheckpoint writes after an epoch: pattern with Keras-style placeholders filled
+ * from logs: {epoch} (1-based; {epoch:02d} pads), {loss}, {accuracy}, {val_loss}, {val_accuracy}
+ * (optional spec such as {val_loss:.4f}); {{ and }} are literal braces; everything else, '%'
+ * included, is literal. *out: a new string, release with free(). INVALID_ARGUMENT for an unknown
+ * placeholder, or a val_ one without validation data (logs->has_val false). */
+kiln_status kiln_checkpoint_path(const char *pattern, const kiln_logs *logs, char **out);
 kiln_callback kiln_callback_lambda(kiln_callback_fn on_batch_end, kiln_callback_fn on_epoch_end, void *user);
 kiln_callback kiln_callback_model_checkpoint(const char *path, const char *monitor, bool save_best_only);
 kiln_callback kiln_callback_early_stopping(const char *monitor, int patience, double min_delta);
@@ -316,8 +328,20 @@ kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_op
  * Metadata: kiln.model, kiln.epoch, kiln.input_shape, kiln.optimizer, kiln.optimizer_tensors. */
 kiln_status kiln_model_save(kiln_model *m, const char *path, bool include_optimizer);
 /* Loads weights (and optimizer state / epoch when present). Names, dtypes and shapes must match
- * the model; the error names the first tensor that differs. */
+ * the model; the error names the first tensor that differs. kiln.epoch must be a whole number
+ * 0..KILN_MAX_EPOCHS and kiln.step one in uint64 (else KILN_IO_ERROR: corrupt metadata). */
 kiln_status kiln_model_load(kiln_model *m, const char *path);
+#define KILN_MAX_EPOCHS 1000000
+typedef struct kiln_load_opts {
+    bool resume;        /* training continues from the file: a compiled model expects the file to
+                           hold its own optimizer's state; a weights-only file or another
+                           optimizer's state is a warning on stderr (that state starts fresh) */
+    bool strict;        /* with resume: that case is KILN_INVALID_ARGUMENT instead, nothing loaded */
+    const kiln_safetensors *file;   /* the file already loaded from path (borrowed; path then only
+                                       names it in messages), so it is read once */
+} kiln_load_opts;
+/* kiln_model_load with options (o may be NULL: as kiln_model_load). */
+kiln_status kiln_model_load_opts(kiln_model *m, const char *path, const kiln_load_opts *o);
 
 /* The graph and session behind a compiled/built model (NULL before the first fit/evaluate/
  * predict/load). Borrowed. */

@@ -65,6 +65,12 @@ kiln_status kiln_data_from_cifar100(const char *dir, bool train, bool coarse, ki
  * on black). Pixels are decoded on the worker threads at each pass (add kiln_data_cache to keep
  * them). An empty class folder or a root without class folders is an error. */
 kiln_status kiln_data_from_images(const char *dir, kiln_data **out);
+/* The same for an evaluation split labelled like its training split: labels are positions in
+ * classes[0..n_classes) (e.g. the training split's kiln_data_class_name list), matched by folder
+ * name; num_classes = n_classes even when some classes have no folder here. A sub-folder whose
+ * name is not in the list is an error naming it (same-count, different-name folders would
+ * otherwise mislabel every example). classes are copied. */
+kiln_status kiln_data_from_images_classes(const char *dir, const char *const *classes, int n_classes, kiln_data **out);
 /* Parses a data spec, as the CLI's --data takes it:
  *   cifar10:DIR  cifar100:DIR  cifar100-coarse:DIR  mnist:DIR  images:DIR
  *   (mnist: with no DIR reads /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)

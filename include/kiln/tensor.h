@@ -28,7 +28,7 @@ typedef struct kiln_shape {
 #define KILN_SHAPE(...) ((kiln_shape){ KILN_NARGS(__VA_ARGS__), { __VA_ARGS__ } })
 #define KILN_SCALAR ((kiln_shape){ 0, { 0 } })
 kiln_shape kiln_shape_make(const int64_t *dims, int rank);
-int64_t kiln_shape_numel(kiln_shape s);
+int64_t kiln_shape_numel(kiln_shape s);   /* 0 if a dimension is 0; INT64_MAX when the product overflows */
 bool kiln_shape_equal(kiln_shape a, kiln_shape b);
 /* Writes "[64, 28, 28, 1]" into buf (always NUL-terminated); returns buf. */
 char *kiln_shape_str(kiln_shape s, char *buf, size_t n);

@@ -68,9 +68,13 @@ kiln_shape kiln_shape_make(const int64_t *dims, int rank) {
     return s;
 }
 
+/* A zero dimension gives 0 whatever the others are; a product past int64 saturates at INT64_MAX
+ * (never signed-overflow UB), which no allocation can satisfy. */
 int64_t kiln_shape_numel(kiln_shape s) {
+    for (int i = 0; i < s.rank; i++) if (s.dim[i] == 0) return 0;
     int64_t n = 1;
-    for (int i = 0; i < s.rank; i++) n *= s.dim[i];
+    for (int i = 0; i < s.rank; i++)
+        if (__builtin_mul_overflow(n, s.dim[i], &n)) return INT64_MAX;
     return n;
 }
 

@@ -16,6 +16,12 @@ static bool shape_ok(kiln_dtype dtype, kiln_shape shape) {
             kiln_set_error(KILN_INVALID_ARGUMENT, "tensor: negative dimension %lld", (long long)shape.dim[i]);
             return false;
         }
+    int64_t n = kiln_shape_numel(shape);
+    if (n == INT64_MAX || (uint64_t)n > SIZE_MAX / kiln_dtype_size(dtype)) {
+        char b[160];
+        kiln_set_error(KILN_INVALID_ARGUMENT, "tensor: shape %s has too many elements to address", kiln_shape_str(shape, b, sizeof b));
+        return false;
+    }
     return true;
 }
 
@@ -54,7 +60,8 @@ void kiln_tensor_free(kiln_tensor *t) {
 }
 
 size_t kiln_tensor_nbytes(const kiln_tensor *t) {
-    return (size_t)kiln_shape_numel(t->shape) * kiln_dtype_size(t->dtype);
+    uint64_t n = (uint64_t)kiln_shape_numel(t->shape), es = kiln_dtype_size(t->dtype);
+    return es && n > SIZE_MAX / es ? SIZE_MAX : (size_t)(n * es);    /* saturates: no wrap to a small size */
 }
 
 double kiln_tensor_get(const kiln_tensor *t, int64_t i) { return kiln_load(t->data, t->dtype, i); }

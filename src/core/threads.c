@@ -9,14 +9,14 @@
 static int default_threads;   /* set by kiln_set_num_threads; 0 = cores available */
 
 int kiln_threads_resolve(int requested) {
-    if (requested > 0) return requested;
+    if (requested > 0) return requested < KILN_MAX_THREADS ? requested : KILN_MAX_THREADS;
     if (default_threads > 0) return default_threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    return n > 0 ? (n < KILN_MAX_THREADS ? (int)n : KILN_MAX_THREADS) : 1;
 }
 
 void kiln_set_num_threads(int n) {
-    default_threads = n > 0 ? n : 0;
+    default_threads = n > 0 ? (n < KILN_MAX_THREADS ? n : KILN_MAX_THREADS) : 0;
 #ifdef _OPENMP
     omp_set_num_threads(kiln_threads_resolve(0));
 #endif

@@ -18,12 +18,19 @@
 
 /* ---- a byte source that is either a plain FILE or a gzip stream ---- */
 
+/* gzip is inflated here (not with gzread): zlib's gzread ignores trailing garbage after the last
+ * member silently. Each member's CRC-32 and length trailer is checked by inflate; after a member
+ * only another member (1f 8b) or the end of the file may follow. */
+#define GZ_IN (1u << 17)
+
 typedef struct idx_src {
     const char *path;
-    FILE *f;          /* raw */
-    gzFile gz;        /* gzip */
+    FILE *f;
     bool is_gz;
     int64_t raw_size; /* raw files: size from fstat (-1 if unknown) */
+    z_stream z;       /* gzip */
+    unsigned char *in;
+    bool z_init, z_done;   /* z_done: the last member ended, nothing follows */
 } idx_src;
 
 static kiln_status src_open(idx_src *s, const char *path) {
@@ -42,48 +49,90 @@ static kiln_status src_open(idx_src *s, const char *path) {
     }
     unsigned char m[2];
     size_t got = fread(m, 1, 2, f);
-    if (got == 2 && m[0] == 0x1f && m[1] == 0x8b) {
-        fclose(f);
-        s->gz = gzopen(path, "rb");
-        if (!s->gz) return kiln_set_error(KILN_IO_ERROR, "%s: cannot open as gzip: %s", path, strerror(errno));
-        gzbuffer(s->gz, 1u << 17);
-        s->is_gz = true;
-        return KILN_OK;
-    }
     if (ferror(f) || fseek(f, 0, SEEK_SET) != 0) {
         fclose(f);
         return kiln_set_error(KILN_IO_ERROR, "%s: read error: %s", path, strerror(errno));
     }
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) s->raw_size = (int64_t)st.st_size;
     s->f = f;
+    if (got == 2 && m[0] == 0x1f && m[1] == 0x8b) {
+        s->is_gz = true;
+        s->in = kiln_malloc(GZ_IN);
+        if (!s->in || inflateInit2(&s->z, 16 + MAX_WBITS) != Z_OK) {
+            kiln_free(s->in);
+            fclose(f);
+            s->f = NULL;
+            s->in = NULL;
+            return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of memory for gzip", path);
+        }
+        s->z_init = true;
+        return KILN_OK;
+    }
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) s->raw_size = (int64_t)st.st_size;
     return KILN_OK;
 }
 
 static void src_close(idx_src *s) {
     if (s->f) fclose(s->f);
-    if (s->gz) gzclose(s->gz);
+    if (s->z_init) inflateEnd(&s->z);
+    kiln_free(s->in);
     s->f = NULL;
-    s->gz = NULL;
+    s->in = NULL;
+    s->z_init = false;
+}
+
+/* Tops the input up to at least `want` unread bytes when the file has them; -1 on a read error. */
+static int gz_fill(idx_src *s, size_t want) {
+    if (s->z.avail_in >= want) return 0;
+    if (s->z.avail_in) memmove(s->in, s->z.next_in, s->z.avail_in);
+    s->z.next_in = s->in;
+    while (s->z.avail_in < want) {
+        size_t r = fread(s->in + s->z.avail_in, 1, GZ_IN - s->z.avail_in, s->f);
+        s->z.avail_in += (unsigned)r;
+        if (r == 0) break;
+    }
+    if (ferror(s->f)) {
+        kiln_set_error(KILN_IO_ERROR, "%s: read error: %s", s->path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* After a member's end: the end of the file, or another gzip member; anything else is an error. */
+static int gz_after_member(idx_src *s) {
+    if (gz_fill(s, 2) < 0) return -1;
+    if (s->z.avail_in == 0) { s->z_done = true; return 0; }
+    if (s->z.avail_in >= 2 && s->z.next_in[0] == 0x1f && s->z.next_in[1] == 0x8b) { inflateReset(&s->z); return 0; }
+    long extra = (long)s->z.avail_in;
+    while (fgetc(s->f) != EOF) extra++;
+    kiln_set_error(KILN_IO_ERROR, "%s: %ld bytes of trailing garbage after the gzip stream (corrupt or appended to)", s->path, extra);
+    return -1;
 }
 
 /* Reads up to n bytes; returns the count read (short only at end of data) or -1 on error (message
- * set). For gzip, a stream that ends early (truncated .gz) reads short, like a short raw file. */
+ * set: corrupt gzip data, a stream cut before its end or CRC/length trailer, trailing garbage). */
 static int64_t src_read(idx_src *s, void *buf, size_t n) {
     size_t done = 0;
     unsigned char *p = buf;
     while (done < n) {
         size_t want = n - done;
         if (s->is_gz) {
-            if (want > (1u << 30)) want = 1u << 30;
-            int r = gzread(s->gz, p + done, (unsigned)want);
-            if (r < 0) {
-                int zerr;
-                const char *msg = gzerror(s->gz, &zerr);
-                kiln_set_error(KILN_IO_ERROR, "%s: corrupt gzip data: %s", s->path, msg ? msg : "unknown error");
+            if (s->z_done) break;
+            if (gz_fill(s, 1) < 0) return -1;
+            if (s->z.avail_in == 0) {
+                kiln_set_error(KILN_IO_ERROR, "%s: truncated gzip file: the compressed stream ends before its end marker and "
+                               "CRC/length trailer", s->path);
                 return -1;
             }
-            if (r == 0) break;
-            done += (size_t)r;
+            s->z.next_out = p + done;
+            s->z.avail_out = (unsigned)(want > (1u << 30) ? (1u << 30) : want);
+            unsigned before = s->z.avail_out;
+            int r = inflate(&s->z, Z_NO_FLUSH);
+            done += before - s->z.avail_out;
+            if (r == Z_STREAM_END) { if (gz_after_member(s) < 0) return -1; }
+            else if (r != Z_OK && r != Z_BUF_ERROR) {
+                kiln_set_error(KILN_IO_ERROR, "%s: corrupt gzip data: %s", s->path, s->z.msg ? s->z.msg : "unknown error");
+                return -1;
+            }
         } else {
             size_t r = fread(p + done, 1, want, s->f);
             done += r;
@@ -251,17 +300,7 @@ kiln_status kiln_idx_read(const char *path, kiln_tensor **out) {
                               "with the header), %s is %lld bytes", path, kiln_shape_str(shape, sb, sizeof sb),
                               (unsigned long long)numel, (long long)expect_total, what, (long long)(header_bytes + got));
     }
-    int64_t rest = src_count_rest(&s);
-    if (rest == 0 && s.is_gz) {
-        int zerr = Z_OK;
-        gzerror(s.gz, &zerr);
-        if (zerr != Z_OK) {   /* Z_BUF_ERROR: the gzip stream has no end (truncated .gz) */
-            kiln_tensor_free(t);
-            src_close(&s);
-            return kiln_set_error(KILN_IO_ERROR, "%s: truncated gzip file: all %lld IDX bytes were read but the gzip "
-                                  "stream ends early (no end-of-stream marker)", path, (long long)expect_total);
-        }
-    }
+    int64_t rest = src_count_rest(&s);     /* for gzip this also checks the trailer and what follows */
     src_close(&s);
     if (rest != 0) {
         kiln_tensor_free(t);

@@ -15,6 +15,7 @@
 #include <jerror.h>   /* JWRN_* message codes */
 #include "core/core.h"
 #include "data/pipeline_internal.h"
+#include "io/name_index.h"
 
 /* ---- decoding ---- */
 
@@ -293,10 +294,16 @@ static kiln_status list_dir(const char *dir, bool want_dirs, name_list *out) {
     return KILN_OK;
 }
 
-kiln_status kiln_data_from_images(const char *dir, kiln_data **out) {
+static const char *given_name(const void *names, int i) { return ((const char *const *)names)[i]; }
+
+/* Labels: the sub-folder's rank (given NULL), or its position in given (a test split labelled as
+ * its training split: classes are matched by name, never by rank). */
+static kiln_status from_images(const char *dir, const char *const *given, int n_given, kiln_data **out) {
     if (out) *out = NULL;
     if (!dir || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "images: dir and out must not be NULL");
     name_list classes = { 0 }, files = { 0 }, paths = { 0 };
+    kiln_name_index idx;
+    kiln_name_index_init(&idx, given_name, given);
     int32_t *labels = NULL;
     images_impl *im = NULL;
     kiln_source *src = NULL;
@@ -308,8 +315,20 @@ kiln_status kiln_data_from_images(const char *dir, kiln_data **out) {
         goto done;
     }
     if (classes.n > 1000000) { st = kiln_set_error(KILN_IO_ERROR, "images: %s has too many class folders", dir); goto done; }
+    for (int i = 0; given && i < n_given; i++)
+        if (!given[i] || kiln_name_index_find(&idx, given[i]) >= 0 || !kiln_name_index_add(&idx, i)) {
+            st = kiln_set_error(KILN_INVALID_ARGUMENT, "images: class list for %s: entry %d is NULL, repeated or out of memory", dir, i);
+            goto done;
+        }
     char path[8704], cdir[4352];
     for (int64_t c = 0; c < classes.n; c++) {
+        int32_t label = (int32_t)c;
+        if (given && (label = kiln_name_index_find(&idx, classes.v[c])) < 0) {
+            st = kiln_set_error(KILN_INVALID_ARGUMENT, "images: class folder %s/%s is not one of the %d training classes "
+                                "(first: '%s'); the evaluation split's folders must be named as the training split's",
+                                dir, classes.v[c], n_given, n_given ? given[0] : "");
+            goto done;
+        }
         snprintf(cdir, sizeof cdir, "%s/%s", dir, classes.v[c]);
         list_free(&files);
         if ((st = list_dir(cdir, false, &files)) != KILN_OK) goto done;
@@ -322,9 +341,14 @@ kiln_status kiln_data_from_images(const char *dir, kiln_data **out) {
         labels = nl;
         for (int64_t f = 0; f < files.n; f++) {
             snprintf(path, sizeof path, "%s/%s", cdir, files.v[f]);
-            labels[paths.n] = (int32_t)c;
+            labels[paths.n] = label;
             if (!list_push(&paths, path)) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "images: out of memory"); goto done; }
         }
+    }
+    if (given) {      /* the names of the given list, in its order */
+        list_free(&classes);
+        for (int i = 0; i < n_given; i++)
+            if (!list_push(&classes, given[i])) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "images: out of memory"); goto done; }
     }
     kiln_image_info first = { 0, 0, 0 };
     int channels = 1;
@@ -368,6 +392,7 @@ kiln_status kiln_data_from_images(const char *dir, kiln_data **out) {
     src = NULL;
     st = *out ? KILN_OK : KILN_OUT_OF_MEMORY;
 done:
+    kiln_name_index_free(&idx);
     list_free(&classes);
     list_free(&files);
     list_free(&paths);
@@ -375,4 +400,14 @@ done:
     kiln_free(im);
     kiln_source_free(src);
     return st;
+}
+
+kiln_status kiln_data_from_images(const char *dir, kiln_data **out) { return from_images(dir, NULL, 0, out); }
+
+kiln_status kiln_data_from_images_classes(const char *dir, const char *const *classes, int n_classes, kiln_data **out) {
+    if (!classes || n_classes < 1) {
+        if (out) *out = NULL;
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "images: %s: the class list is empty", dir ? dir : "(null)");
+    }
+    return from_images(dir, classes, n_classes, out);
 }

@@ -4,7 +4,7 @@
  *             {"__metadata__": {"k": "v", ...}, "name": {"dtype": "F32", "shape": [2, 3],
  *              "data_offsets": [begin, end]}, ...}
  *   the data  tensors back to back, little-endian, row-major; offsets relative to the data start.
- * Writes are atomic (path.tmp.<pid>, fsync, rename). The loader has its own small strict JSON parser
+ * Writes are atomic (an exclusive temp file, fsync, rename: io/atomic_file.c). The loader has its own small strict JSON parser
  * for exactly this header and checks every offset; a corrupt file gives an error, never a crash. */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include "core/core.h"
 #include "kiln/io.h"
+#include "io/atomic_file.h"
+#include "io/name_index.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "kiln safetensors: big-endian hosts are not supported (the format is little-endian)"
@@ -99,18 +101,16 @@ static bool utf8_valid(const unsigned char *s, size_t n) {
 
 /* ------------------------------------------------------------------------------- save ---- */
 
-static kiln_status write_all(FILE *f, const void *p, size_t n, const char *tmp) {
+static kiln_status write_all(FILE *f, const void *p, size_t n, const char *path) {
     if (n && fwrite(p, 1, n, f) != n)
-        return kiln_set_error(KILN_IO_ERROR, "safetensors: writing %s failed: %s", tmp, strerror(errno ? errno : EIO));
+        return kiln_set_error(KILN_IO_ERROR, "safetensors_save: writing the temp file for %s failed: %s", path, strerror(errno ? errno : EIO));
     return KILN_OK;
 }
 
-kiln_status kiln_safetensors_save(const char *path, const kiln_named_tensor *tensors, int n,
-                                  const char *const *meta_keys, const char *const *meta_values, int n_meta) {
-    if (!path || !*path) return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_save: path is empty");
-    if (n < 0 || n_meta < 0 || (n > 0 && !tensors) || (n_meta > 0 && (!meta_keys || !meta_values)))
-        return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_save(%s): bad tensor or metadata arrays (n = %d, "
-                              "n_meta = %d)", path, n, n_meta);
+static const char *named_tensor_name(const void *a, int i) { return ((const kiln_named_tensor *)a)[i].name; }
+
+/* Names (unique: checked through seen), dtypes, ranks and data of the tensors to save. */
+static kiln_status check_tensors(const char *path, const kiln_named_tensor *tensors, int n, kiln_name_index *seen) {
     for (int i = 0; i < n; i++) {
         const char *nm = tensors[i].name;
         const kiln_tensor *t = tensors[i].tensor;
@@ -130,10 +130,24 @@ kiln_status kiln_safetensors_save(const char *path, const kiln_named_tensor *ten
         size_t nb = kiln_tensor_nbytes(t);
         if (nb && !t->data)
             return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_save(%s): tensor '%s' has no data", path, nm);
-        for (int j = 0; j < i; j++)
-            if (strcmp(tensors[j].name, nm) == 0)
-                return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_save(%s): tensor name '%s' appears twice", path, nm);
+        if (kiln_name_index_find(seen, nm) >= 0)
+            return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_save(%s): tensor name '%s' appears twice", path, nm);
+        if (!kiln_name_index_add(seen, i)) return kiln_set_error(KILN_OUT_OF_MEMORY, "safetensors_save(%s): out of memory", path);
     }
+    return KILN_OK;
+}
+
+kiln_status kiln_safetensors_save(const char *path, const kiln_named_tensor *tensors, int n,
+                                  const char *const *meta_keys, const char *const *meta_values, int n_meta) {
+    if (!path || !*path) return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_save: path is empty");
+    if (n < 0 || n_meta < 0 || (n > 0 && !tensors) || (n_meta > 0 && (!meta_keys || !meta_values)))
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_save(%s): bad tensor or metadata arrays (n = %d, "
+                              "n_meta = %d)", path, n, n_meta);
+    kiln_name_index seen;           /* duplicate names, in O(1) each */
+    kiln_name_index_init(&seen, named_tensor_name, tensors);
+    kiln_status cs = check_tensors(path, tensors, n, &seen);
+    kiln_name_index_free(&seen);
+    if (cs) return cs;
     for (int i = 0; i < n_meta; i++) {
         if (!meta_keys[i] || !meta_values[i])
             return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_save(%s): metadata entry %d is NULL", path, i);
@@ -188,50 +202,28 @@ kiln_status kiln_safetensors_save(const char *path, const kiln_named_tensor *ten
         return kiln_set_error(KILN_OUT_OF_MEMORY, "safetensors_save(%s): out of memory building the header", path);
     }
 
-    /* Atomic write: temp file in the same directory, fsync, rename over path. */
-    size_t plen = strlen(path);
-    char *tmp = kiln_malloc(plen + 32);
-    if (!tmp) { kiln_free(h.p); return kiln_set_error(KILN_OUT_OF_MEMORY, "safetensors_save: out of memory"); }
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    kiln_status st = KILN_OK;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: cannot create %s (for %s): %s", tmp, path, strerror(errno));
-        kiln_free(tmp);
+    /* Atomic write: an exclusive temp file in the same directory, fsync, rename over path. */
+    kiln_atomic_file af;
+    kiln_status st = kiln_atomic_open(path, &af);
+    if (st != KILN_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
         kiln_free(h.p);
-        return st;
+        return kiln_set_error(st, "safetensors_save: %s", msg);
     }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
     errno = 0;
-    st = write_all(f, len8, 8, tmp);
-    if (st == KILN_OK) st = write_all(f, h.p, h.len, tmp);
+    st = write_all(af.f, len8, 8, path);
+    if (st == KILN_OK) st = write_all(af.f, h.p, h.len, path);
     for (int i = 0; i < n && st == KILN_OK; i++)
-        st = write_all(f, tensors[i].tensor->data, kiln_tensor_nbytes(tensors[i].tensor), tmp);
-    if (st == KILN_OK && fflush(f) != 0)
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: writing %s failed: %s", tmp, strerror(errno));
-    if (st == KILN_OK && fsync(fileno(f)) != 0)
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: fsync of %s failed: %s", tmp, strerror(errno));
-    if (fclose(f) != 0 && st == KILN_OK)
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: closing %s failed: %s", tmp, strerror(errno));
-    if (st == KILN_OK && rename(tmp, path) != 0)
-        st = kiln_set_error(KILN_IO_ERROR, "safetensors_save: cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (st != KILN_OK) {
-        remove(tmp);                 /* path itself is untouched */
-    } else {
-        /* Make the rename durable: fsync the directory (best effort). */
-        char *dir = kiln_strdup(path);
-        if (dir) {
-            char *slash = strrchr(dir, '/');
-            const char *dname = ".";
-            if (slash == dir) dname = "/";
-            else if (slash) { *slash = 0; dname = dir; }
-            int fd = open(dname, O_RDONLY | O_DIRECTORY);
-            if (fd >= 0) { (void)fsync(fd); close(fd); }
-            kiln_free(dir);
-        }
+        st = write_all(af.f, tensors[i].tensor->data, kiln_tensor_nbytes(tensors[i].tensor), path);
+    if (st != KILN_OK) kiln_atomic_abort(&af);          /* path itself is untouched */
+    else if ((st = kiln_atomic_commit(&af)) != KILN_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        kiln_set_error(st, "safetensors_save: %s", msg);
     }
-    kiln_free(tmp);
     kiln_free(h.p);
     return st;
 }
@@ -244,10 +236,14 @@ struct kiln_safetensors {
     kiln_tensor **tensors;
     int n_meta;
     char **meta_keys, **meta_values;
+    kiln_name_index index;     /* names -> position, for kiln_safetensors_find */
 };
+
+static const char *handle_name(const void *f, int i) { return ((const kiln_safetensors *)f)->names[i]; }
 
 void kiln_safetensors_free(kiln_safetensors *f) {
     if (!f) return;
+    kiln_name_index_free(&f->index);
     for (int i = 0; i < f->count; i++) { kiln_free(f->names[i]); kiln_tensor_free(f->tensors[i]); }
     for (int i = 0; i < f->n_meta; i++) { kiln_free(f->meta_keys[i]); kiln_free(f->meta_values[i]); }
     kiln_free(f->names);
@@ -264,10 +260,12 @@ const char *kiln_safetensors_name(const kiln_safetensors *f, int i) {
 const kiln_tensor *kiln_safetensors_tensor(const kiln_safetensors *f, int i) {
     return f && i >= 0 && i < f->count ? f->tensors[i] : NULL;
 }
+int kiln_safetensors_index(const kiln_safetensors *f, const char *name) {
+    return f && name ? kiln_name_index_find(&f->index, name) : -1;
+}
 const kiln_tensor *kiln_safetensors_find(const kiln_safetensors *f, const char *name) {
-    if (!f || !name) return NULL;
-    for (int i = 0; i < f->count; i++) if (strcmp(f->names[i], name) == 0) return f->tensors[i];
-    return NULL;
+    int i = kiln_safetensors_index(f, name);
+    return i >= 0 ? f->tensors[i] : NULL;
 }
 const char *kiln_safetensors_meta(const kiln_safetensors *f, const char *key) {
     if (!f || !key) return NULL;
@@ -514,9 +512,15 @@ typedef struct st_header {
     int n, cap;
     char **mk, **mv;
     int nm, mcap;
+    kiln_name_index names, keys;   /* duplicate checks in O(1) each (a header may hold 10^6 names) */
 } st_header;
 
+static const char *entry_name(const void *h, int i) { return ((const st_header *)h)->e[i].name; }
+static const char *meta_key(const void *h, int i) { return ((const st_header *)h)->mk[i]; }
+
 static void header_free(st_header *h) {
+    kiln_name_index_free(&h->names);
+    kiln_name_index_free(&h->keys);
     for (int i = 0; i < h->n; i++) kiln_free(h->e[i].name);
     for (int i = 0; i < h->nm; i++) { kiln_free(h->mk[i]); kiln_free(h->mv[i]); }
     kiln_free(h->e);
@@ -533,12 +537,11 @@ static kiln_status parse_metadata(jp *p, st_header *h) {
         if (jp_expect(p, ':', "after a metadata key") != KILN_OK) { kiln_free(k); return p->err; }
         char *v = jp_string(p, "metadata value (must be a string)");
         if (!v) { kiln_free(k); return p->err; }
-        for (int i = 0; i < h->nm; i++)
-            if (strcmp(h->mk[i], k) == 0) {
-                jp_fail(p, KILN_IO_ERROR, "metadata key \"%.40s\" appears twice", k);
-                kiln_free(k); kiln_free(v);
-                return p->err;
-            }
+        if (kiln_name_index_find(&h->keys, k) >= 0) {
+            jp_fail(p, KILN_IO_ERROR, "metadata key \"%.40s\" appears twice", k);
+            kiln_free(k); kiln_free(v);
+            return p->err;
+        }
         int mcap = h->mcap;
         if (!grow((void **)&h->mk, &mcap, h->nm + 1, sizeof(char *)) ||
             !grow((void **)&h->mv, &h->mcap, h->nm + 1, sizeof(char *))) {
@@ -548,6 +551,7 @@ static kiln_status parse_metadata(jp *p, st_header *h) {
         h->mk[h->nm] = k;
         h->mv[h->nm] = v;
         h->nm++;
+        if (!kiln_name_index_add(&h->keys, h->nm - 1)) return jp_fail(p, KILN_OUT_OF_MEMORY, "out of memory");
     } while (jp_lit(p, ','));
     return jp_expect(p, '}', "to close __metadata__");
 }
@@ -569,12 +573,11 @@ static kiln_status parse_header(jp *p, st_header *h) {
                 continue;
             }
             if (!*key) { kiln_free(key); return jp_fail(p, KILN_IO_ERROR, "empty tensor name"); }
-            for (int i = 0; i < h->n; i++)
-                if (strcmp(h->e[i].name, key) == 0) {
-                    jp_fail(p, KILN_IO_ERROR, "tensor '%.100s' appears twice", key);
-                    kiln_free(key);
-                    return p->err;
-                }
+            if (kiln_name_index_find(&h->names, key) >= 0) {
+                jp_fail(p, KILN_IO_ERROR, "tensor '%.100s' appears twice", key);
+                kiln_free(key);
+                return p->err;
+            }
             if (!grow((void **)&h->e, &h->cap, h->n + 1, sizeof(st_entry))) {
                 kiln_free(key);
                 return jp_fail(p, KILN_OUT_OF_MEMORY, "out of memory");
@@ -582,6 +585,7 @@ static kiln_status parse_header(jp *p, st_header *h) {
             st_entry *e = &h->e[h->n++];
             memset(e, 0, sizeof *e);
             e->name = key;
+            if (!kiln_name_index_add(&h->names, h->n - 1)) return jp_fail(p, KILN_OUT_OF_MEMORY, "out of memory");
             if (parse_entry(p, e) != KILN_OK) return p->err;
         } while (jp_lit(p, ','));
         if (jp_expect(p, '}', "to close the header object") != KILN_OK) return p->err;
@@ -654,16 +658,24 @@ static kiln_status check_offsets(const char *path, st_header *h, uint64_t data_l
 kiln_status kiln_safetensors_load(const char *path, kiln_safetensors **out) {
     if (out) *out = NULL;
     if (!path || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "safetensors_load: path and out must not be NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; only regular files are
+     * read, and the flag is dropped before reading. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         int e = errno;
         return kiln_set_error(e == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR, "safetensors: cannot open %s: %s", path,
                               strerror(e));
     }
     struct stat sst;
-    if (fstat(fileno(f), &sst) != 0 || !S_ISREG(sst.st_mode)) {
-        fclose(f);
-        return kiln_set_error(KILN_IO_ERROR, "safetensors: %s is not a regular file", path);
+    if (fstat(fd, &sst) != 0 || !S_ISREG(sst.st_mode)) {
+        close(fd);
+        return kiln_set_error(KILN_IO_ERROR, "safetensors: %s is not a regular file (a checkpoint is a .safetensors file)", path);
+    }
+    FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return kiln_set_error(KILN_IO_ERROR, "safetensors: cannot read %s: %s", path, strerror(e));
     }
     uint64_t fsize = (uint64_t)sst.st_size;
     unsigned char len8[8];
@@ -700,6 +712,8 @@ kiln_status kiln_safetensors_load(const char *path, kiln_safetensors **out) {
     }
     jp p = { path, text, (size_t)hlen, 0, KILN_OK };
     st_header h = { 0 };
+    kiln_name_index_init(&h.names, entry_name, &h);
+    kiln_name_index_init(&h.keys, meta_key, &h);
     kiln_status st = parse_header(&p, &h);
     kiln_free(text);
     uint64_t data_len = fsize - 8 - hlen;
@@ -717,6 +731,7 @@ kiln_status kiln_safetensors_load(const char *path, kiln_safetensors **out) {
         fclose(f);
         return kiln_set_error(KILN_OUT_OF_MEMORY, "safetensors: %s: out of memory", path);
     }
+    kiln_name_index_init(&r->index, handle_name, r);
     /* Ownership of names and metadata moves to the handle. */
     r->meta_keys = h.mk;
     r->meta_values = h.mv;
@@ -735,6 +750,10 @@ kiln_status kiln_safetensors_load(const char *path, kiln_safetensors **out) {
         r->tensors[r->count] = t;
         e->name = NULL;
         r->count++;
+        if (!kiln_name_index_add(&r->index, r->count - 1)) {
+            st = kiln_set_error(KILN_OUT_OF_MEMORY, "safetensors: %s: out of memory", path);
+            break;
+        }
         size_t nb = (size_t)(e->end - e->begin);
         if (nb == 0) continue;
         if (fseeko(f, (off_t)(8 + hlen + e->begin), SEEK_SET) != 0 || fread(t->data, 1, nb, f) != nb) {

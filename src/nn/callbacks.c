@@ -3,7 +3,11 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "io/atomic_file.h"
 #include "nn/nn_fit.h"
 
 kiln_callback kiln_callback_lambda(kiln_callback_fn on_batch_end, kiln_callback_fn on_epoch_end, void *user) {
@@ -36,6 +40,43 @@ static kiln_status monitor_value(const kiln_callback *c, const kiln_logs *l, dou
     return KILN_OK;
 }
 
+/* The first file a checkpoint callback will write must be writable now: a missing directory, a
+ * directory given as the path or an unwritable place fails before training, not after epoch 1. */
+static kiln_status check_checkpoint_path(const kiln_callback *c, const kiln_fit_opts *o) {
+    kiln_logs l = { .epoch = o->initial_epoch + 1, .has_val = o->validation || o->validation_data || o->validation_split > 0 };
+    char *path = NULL;
+    kiln_status s = kiln_checkpoint_path(c->path, &l, &path);
+    if (!s && (s = kiln_atomic_check(path))) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        kiln_set_error(s, "ModelCheckpoint: %s", msg);
+    }
+    free(path);
+    return s;
+}
+
+/* Resuming at initial_epoch: rows of later epochs (written before a checkpoint that a kill then
+ * lost) are dropped, so the history has each epoch once. Leaves f at the end. */
+static kiln_status truncate_after(FILE *f, const char *path, int initial_epoch) {
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) return KILN_OK;    /* /dev/full, a FIFO: nothing to read back */
+    char line[512];
+    long keep = 0;
+    bool cut = false;
+    while (fgets(line, sizeof line, f)) {
+        char *end;
+        long e = strtol(line, &end, 10);
+        if (end != line && *end == ',' && e > initial_epoch) { cut = true; break; }
+        keep = ftell(f);
+        while (!strchr(line, '\n') && fgets(line, sizeof line, f)) keep = ftell(f);   /* a long line */
+    }
+    if (cut && (fflush(f) != 0 || ftruncate(fileno(f), keep) != 0))
+        return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot drop the rows after epoch %d from '%s': %s", initial_epoch, path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0)
+        return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot append to '%s': %s", path, strerror(errno));
+    return KILN_OK;
+}
+
 kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st) {
     for (int i = 0; i < o->n_callbacks; i++) {
         const kiln_callback *c = &o->callbacks[i];
@@ -46,13 +87,20 @@ kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_stat
         if ((c->kind == KILN_CB_MODEL_CHECKPOINT || c->kind == KILN_CB_CSV_LOGGER) && (!c->path || !*c->path))
             return kiln_set_error(KILN_INVALID_ARGUMENT, "callback %d: needs a .path", i);
         if (c->kind == KILN_CB_LR_SCHEDULER && !c->schedule) return kiln_set_error(KILN_INVALID_ARGUMENT, "callback %d: LR scheduler needs .schedule", i);
+        kiln_status s;
+        if (c->kind == KILN_CB_MODEL_CHECKPOINT && (s = check_checkpoint_path(c, o))) return s;
         if (c->kind == KILN_CB_CSV_LOGGER) {
             bool append = o->initial_epoch > 0;
-            st[i].csv = fopen(c->path, append ? "a" : "w");
+            st[i].csv = fopen(c->path, append ? "r+" : "w");
+            if (!st[i].csv && append && errno == ENOENT) st[i].csv = fopen(c->path, "w");
             if (!st[i].csv) return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot open '%s' for writing: %s", c->path, strerror(errno));
-            if (!append || ftell(st[i].csv) == 0)
+            if (append && (s = truncate_after(st[i].csv, c->path, o->initial_epoch))) return s;
+            errno = 0;
+            if (ftell(st[i].csv) == 0)
                 fprintf(st[i].csv, "epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds,images_per_sec\n");
-            fflush(st[i].csv);
+            /* a full disk or an unwritable file fails now, before the first epoch, not after it */
+            if (fflush(st[i].csv) != 0 || ferror(st[i].csv))
+                return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot write '%s': %s", c->path, strerror(errno ? errno : EIO));
         }
     }
     (void)m;
@@ -78,22 +126,16 @@ kiln_status nn_callbacks_batch_end(kiln_model *m, const kiln_fit_opts *o, const 
     return KILN_OK;
 }
 
-static void expand_path(const char *pat, int epoch, char *out, size_t n) {
-    if (strstr(pat, "%d") || strstr(pat, "%02d") || strstr(pat, "%03d")) {
-        const char *p = strchr(pat, '%');
-        snprintf(out, n, "%.*s", (int)(p - pat), pat);
-        size_t k = strlen(out);
-        const char *rest = strchr(p, 'd') + 1;
-        int width = p[1] == '0' ? p[2] - '0' : 0;
-        snprintf(out + k, n - k, "%0*d%s", width, epoch, rest);
-    } else snprintf(out, n, "%s", pat);
-}
-
+/* Two passes: the CSV rows first, then everything else. A run killed between a checkpoint's
+ * rename and its history row would otherwise lose the row; this way the history may hold one row
+ * more than the checkpoint, which resume drops (truncate_after). */
 kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st, const kiln_logs *l) {
     kiln_status s;
+    for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < o->n_callbacks; i++) {
         const kiln_callback *c = &o->callbacks[i];
         double v;
+        if ((pass == 0) != (c->kind == KILN_CB_CSV_LOGGER)) continue;
         switch (c->kind) {
         case KILN_CB_LAMBDA:
             if (c->on_epoch_end && c->on_epoch_end(m, l, c->user)) m->stop = true;
@@ -105,9 +147,11 @@ kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_
                 if (!better) break;
                 st[i].best = v;
             }
-            char path[1024];
-            expand_path(c->path, l->epoch, path, sizeof path);
-            if ((s = kiln_model_save(m, path, c->include_optimizer))) return s;
+            char *path = NULL;
+            if ((s = kiln_checkpoint_path(c->path, l, &path))) return s;
+            s = kiln_model_save(m, path, c->include_optimizer);
+            free(path);
+            if (s) return s;
             break;
         }
         case KILN_CB_EARLY_STOPPING: {

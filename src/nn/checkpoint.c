@@ -1,5 +1,6 @@
 /* Model checkpoints as safetensors: weights under their variable names, optionally the optimizer
  * state, the epoch and the step, so training resumes where it stopped. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,19 +118,68 @@ static kiln_status validate(const kiln_model *m, const char *path, const kiln_sa
     return KILN_OK;
 }
 
-kiln_status kiln_model_load(kiln_model *m, const char *path) {
+/* kiln.epoch / kiln.step: whole decimal numbers in range (atoi read "-3" and garbage). */
+static kiln_status meta_uint(const kiln_model *m, const char *path, const char *key, const char *v, uint64_t max, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end || errno == ERANGE || x > max)
+        return mismatch(m, path, KILN_IO_ERROR, "metadata %s is '%.40s', not a whole number from 0 to %llu (corrupt file?)", key, v,
+                        (unsigned long long)max);
+    *out = x;
+    return KILN_OK;
+}
+
+/* Resuming needs the optimizer state of the model's own optimizer: a weights-only file or another
+ * optimizer's state leaves it starting fresh (a warning; an error when strict). */
+static kiln_status check_optimizer_state(const kiln_model *m, const char *path, const kiln_safetensors *f, bool strict) {
+    if (!m->compiled) return KILN_OK;
+    const char *mine = kiln_optimizer_name(m->copts.optimizer.kind), *saved = kiln_safetensors_meta(f, "kiln.optimizer");
+    char why[256];
+    if (!saved || !strcmp(saved, "none")) snprintf(why, sizeof why, "holds no optimizer state (saved with weights only)");
+    else if (strcmp(saved, mine)) snprintf(why, sizeof why, "holds %.40s optimizer state but the model uses %s", saved, mine);
+    else {
+        /* same name: SGD / RMSprop with and without momentum differ by their momentum slots */
+        const char *list = kiln_safetensors_meta(f, "kiln.optimizer_tensors");
+        bool file_mom = list && strstr(list, "/momentum"), model_mom = m->copts.optimizer.momentum != 0 &&
+            (m->copts.optimizer.kind == KILN_OPT_SGD || m->copts.optimizer.kind == KILN_OPT_RMSPROP);
+        if (file_mom == model_mom) return KILN_OK;
+        snprintf(why, sizeof why, "holds %s state %s momentum but the model's %s %s it", saved, file_mom ? "with" : "without",
+                 mine, model_mom ? "uses" : "does not use");
+    }
+    if (strict)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint '%s' %s; load without strict to start the %s state fresh, or "
+                              "compile with the checkpoint's optimizer", path, why, mine);
+    fprintf(stderr, "kiln: warning: checkpoint '%s' %s: the %s state (moments, step count) starts fresh\n", path, why, mine);
+    return KILN_OK;
+}
+
+kiln_status kiln_model_load(kiln_model *m, const char *path) { return kiln_model_load_opts(m, path, NULL); }
+
+kiln_status kiln_model_load_opts(kiln_model *m, const char *path, const kiln_load_opts *o) {
     kiln_status st = nn_check(m);
     if (st) return st;
+    kiln_load_opts none = { 0 };
+    if (!o) o = &none;
     if (!path || !*path) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_load: no path");
     if (m->functional && !m->finalized)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_load: functional model '%s' has no outputs yet: call kiln_model_functional() first", m->name);
-    kiln_safetensors *f = NULL;
-    if ((st = kiln_safetensors_load(path, &f))) {
+    kiln_safetensors *owned = NULL;
+    const kiln_safetensors *f = o->file;
+    if (!f && (st = kiln_safetensors_load(path, &owned))) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", kiln_last_error());
         return kiln_set_error(st, "loading checkpoint '%s' into model '%s': %s", path, m->name, msg);
     }
-    if ((st = validate(m, path, f))) { kiln_safetensors_free(f); return st; }
+    if (!f) f = owned;
+    uint64_t epoch = (uint64_t)m->epoch, step = 0;
+    const char *e = kiln_safetensors_meta(f, "kiln.epoch"), *sv = kiln_safetensors_meta(f, "kiln.step");
+    if ((st = validate(m, path, f)) || (e && (st = meta_uint(m, path, "kiln.epoch", e, KILN_MAX_EPOCHS, &epoch))) ||
+        (sv && (st = meta_uint(m, path, "kiln.step", sv, UINT64_MAX, &step))) ||
+        (o->resume && (st = check_optimizer_state(m, path, f, o->strict)))) {
+        kiln_safetensors_free(owned);
+        return st;
+    }
     for (int i = 0; i < kiln_safetensors_count(f) && !st; i++) {
         const char *name = kiln_safetensors_name(f, i);
         const kiln_tensor *t = kiln_safetensors_tensor(f, i);
@@ -148,12 +198,10 @@ kiln_status kiln_model_load(kiln_model *m, const char *path) {
         }
     }
     if (!st) {
-        const char *e = kiln_safetensors_meta(f, "kiln.epoch");
-        if (e) m->epoch = atoi(e);
-        const char *s = kiln_safetensors_meta(f, "kiln.step");
-        if (s && m->s) kiln_session_set_step(m->s, strtoull(s, NULL, 10));
-        else if (s) { m->pending_step = strtoull(s, NULL, 10); m->has_pending_step = true; }
+        m->epoch = (int)epoch;
+        if (sv && m->s) kiln_session_set_step(m->s, step);
+        else if (sv) { m->pending_step = step; m->has_pending_step = true; }
     }
-    kiln_safetensors_free(f);
+    kiln_safetensors_free(owned);
     return st;
 }

@@ -159,6 +159,36 @@ static void test_idx_read(void) {
         path_in(p, sizeof p, NULL, "cut.idx.gz");
         write_bytes(p, buf, n - 8);
         CHECK_MSG(kiln_idx_read(p, &t) == KILN_IO_ERROR && t == NULL, "%s", kiln_last_error());
+        /* issue 16.7: part of the trailer missing (CRC whole, length cut), and trailing garbage
+         * after the stream (zlib's gzread ignored it): errors; a second gzip member is fine */
+        for (size_t k = 1; k < 8; k += 3) {
+            write_bytes(p, buf, n - k);
+            CHECK_MSG(kiln_idx_read(p, &t) == KILN_IO_ERROR && t == NULL, "trailer cut by %zu: %s", k, kiln_last_error());
+        }
+        {
+            unsigned char g[8200];
+            memcpy(g, buf, n);
+            memcpy(g + n, "garbage!", 8);
+            write_bytes(p, g, n + 8);
+            CHECK_MSG(kiln_idx_read(p, &t) == KILN_IO_ERROR && t == NULL, "trailing garbage accepted");
+            CHECK_MSG(has(kiln_last_error(), "8 bytes of trailing garbage"), "%s", kiln_last_error());
+            path_in(full, sizeof full, NULL, "two.idx.gz");
+            memcpy(g + n, buf, 10);             /* a member header alone: cut */
+            write_bytes(full, g, n + 10);
+            CHECK(kiln_idx_read(full, &t) == KILN_IO_ERROR && t == NULL);
+        }
+        write_bytes(p, buf, n);
+        {
+            gzFile e = gzopen(p, "ab");         /* an empty second member, as `cat a.gz b.gz` makes */
+            if (e) { gzwrite(e, "", 0); gzclose(e); }
+            FILE *tf = fopen(p, "rb");
+            long two = -1;
+            if (tf) { fseek(tf, 0, SEEK_END); two = ftell(tf); fclose(tf); }
+            CHECK(two > (long)n);
+            CHECK_MSG(kiln_idx_read(p, &t) == KILN_OK && t, "two gzip members: %s", kiln_last_error());
+            kiln_tensor_free(t);
+            t = NULL;
+        }
         /* corrupt compressed bytes */
         buf[n / 2] ^= 0x5A;
         buf[n / 2 + 1] ^= 0xA5;

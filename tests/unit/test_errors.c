@@ -20,6 +20,16 @@ int main(void) {
     kiln_set_error(KILN_IO_ERROR, "cannot allocate %d bytes", 64);
     kiln_set_error(KILN_OUT_OF_MEMORY, "variable w does not fit: %s", kiln_last_error());
     CHECK_MSG(!strcmp(kiln_last_error(), "variable w does not fit: cannot allocate 64 bytes"), "wrapped message: '%s'", kiln_last_error());
+    /* issue 16.3: numel of a shape with a zero dimension and huge others is 0 (was signed-overflow
+     * UB, caught by UBSan); an overflowing product saturates, so no tensor of it is allocated
+     * (it wrapped to 0 bytes and "succeeded") */
+    const int64_t big = (int64_t)1 << 62;
+    CHECK(kiln_shape_numel(KILN_SHAPE(big, big, 0)) == 0);
+    CHECK(kiln_shape_numel(KILN_SHAPE(big, 4)) == INT64_MAX);
+    CHECK(kiln_shape_numel(KILN_SHAPE(3, 0, big)) == 0);
+    kiln_tensor *huge = kiln_tensor_new(KILN_F32, KILN_SHAPE(big, 4));
+    CHECK_MSG(huge == NULL && strstr(kiln_last_error(), "too many elements"), "tensor of 2^64 elements: %p, '%s'", (void *)huge, kiln_last_error());
+    kiln_tensor_free(huge);
     g = kiln_graph_new();
     kiln_node *a = kiln_placeholder(g, "a", KILN_F32, KILN_SHAPE(4, 3));
     kiln_node *d = kiln_placeholder(g, "d", KILN_F64, KILN_SHAPE(4, 3));

@@ -310,7 +310,7 @@ static void test_callbacks(void) {
     kiln_model *m = tiny_mlp(2, 8);
     CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_sgd(1e-9), .from_logits = true, .metrics = KILN_METRIC_ACCURACY }));
     kiln_callback cbs[3] = { kiln_callback_early_stopping("val_loss", 2, 0.5),
-                             kiln_callback_model_checkpoint("test_nn_best_%02d.safetensors", "val_accuracy", true),
+                             kiln_callback_model_checkpoint("test_nn_best_{epoch:02d}.safetensors", "val_accuracy", true),
                              kiln_callback_csv_logger("test_nn_history.csv") };
     CHECK_OK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 10, .batch_size = 32, .validation = val, .callbacks = cbs, .n_callbacks = 3 }));
     CHECK(kiln_model_epoch(m) == 3);

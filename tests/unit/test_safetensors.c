@@ -2,11 +2,13 @@
  * truncation at every length, random corruption, unwritable paths, atomic replace on write
  * failure (simulated disk full with RLIMIT_FSIZE). Files live under a mkdtemp directory. */
 #include <signal.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <dirent.h>
 #include "check.h"
 #include "kiln/io.h"
@@ -315,6 +317,96 @@ static void test_unwritable(void) {
     kiln_tensor_free(big);
 }
 
+/* Issue 16.1: a link planted at the old predictable temp name (PATH.tmp.<pid>) must not be
+ * followed: the victim stays as it was and PATH becomes a regular file. */
+static void test_temp_symlink(void) {
+    kiln_named_tensor nt[1] = { { "w", T[0] } };
+    char p[512], victim[512], link[600];
+    path_in(p, sizeof p, "linked.safetensors");
+    path_in(victim, sizeof victim, "victim.txt");
+    write_bytes(victim, "precious", 8);
+    snprintf(link, sizeof link, "%s.tmp.%ld", p, (long)getpid());
+    CHECK(symlink(victim, link) == 0);
+    CHECK_OK(kiln_safetensors_save(p, nt, 1, NULL, NULL, 0));
+    size_t n;
+    unsigned char *v = read_all(victim, &n);
+    CHECK_MSG(n == 8 && v && memcmp(v, "precious", 8) == 0, "the victim file was overwritten (%zu bytes)", n);
+    free(v);
+    struct stat st;
+    CHECK_MSG(lstat(p, &st) == 0 && S_ISREG(st.st_mode), "%s is not a regular file after the save", p);
+    kiln_safetensors *f = NULL;
+    CHECK_OK(kiln_safetensors_load(p, &f));
+    kiln_safetensors_free(f);
+    unlink(link);
+    unlink(victim);
+    unlink(p);
+}
+
+/* Issue 16.1: temp files left by a killed save (a pid that no longer runs) are removed by the
+ * next save of the same path; other files, and links, are left alone. */
+static void test_stale_temp_cleanup(void) {
+    kiln_named_tensor nt[1] = { { "w", T[0] } };
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    int wst;
+    waitpid(child, &wst, 0);          /* child is a pid that no longer runs */
+    char p[512], old_style[600], new_style[600], link[600], other[600], live[600];
+    path_in(p, sizeof p, "stale.safetensors");
+    snprintf(old_style, sizeof old_style, "%s.tmp.%ld", p, (long)child);
+    snprintf(new_style, sizeof new_style, "%s.tmp.%ld.a1b2c3", p, (long)child);
+    snprintf(link, sizeof link, "%s.tmp.%ld.lnk", p, (long)child);
+    snprintf(live, sizeof live, "%s.tmp.%ld.d4e5f6", p, (long)getppid());   /* a running process */
+    path_in(other, sizeof other, "other.safetensors.tmp.1");
+    write_bytes(old_style, "x", 1);
+    write_bytes(new_style, "x", 1);
+    write_bytes(live, "x", 1);
+    write_bytes(other, "x", 1);
+    CHECK(symlink("/nonexistent", link) == 0);
+    CHECK_OK(kiln_safetensors_save(p, nt, 1, NULL, NULL, 0));
+    CHECK_MSG(access(old_style, F_OK) != 0, "stale %s was not removed", old_style);
+    CHECK_MSG(access(new_style, F_OK) != 0, "stale %s was not removed", new_style);
+    struct stat st;
+    CHECK(lstat(link, &st) == 0);
+    CHECK(access(live, F_OK) == 0);
+    CHECK(access(other, F_OK) == 0);
+    unlink(link); unlink(live); unlink(other); unlink(p);
+}
+
+/* Issue 16.3: 200,000 empty tensors load in linear time (the duplicate-name check was quadratic:
+ * > 60 s); a duplicate at the very end is still found. Generous bound for slow/sanitized builds. */
+static void test_many_tensors(void) {
+    enum { N = 200000 };
+    size_t cap = (size_t)N * 64 + 64, len = 0;
+    char *json = malloc(cap);
+    len += (size_t)snprintf(json + len, cap - len, "{");
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(json + len, cap - len, "%s\"t%d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}",
+                                i ? "," : "", i);
+    snprintf(json + len, cap - len, "}");
+    char p[512];
+    path_in(p, sizeof p, "many.safetensors");
+    write_st(p, json, NULL, 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    kiln_safetensors *f = NULL;
+    CHECK_OK(kiln_safetensors_load(p, &f));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    CHECK_MSG(secs < 15, "loading %d empty tensors took %.1f s", N, secs);
+    CHECK(kiln_safetensors_count(f) == N);
+    CHECK(kiln_safetensors_index(f, "t199999") == N - 1 && kiln_safetensors_find(f, "t7") != NULL);
+    CHECK(kiln_safetensors_find(f, "t200000") == NULL);
+    kiln_safetensors_free(f);
+    /* the same with the first name repeated last: the error names it */
+    snprintf(json + len, cap - len, ",\"t0\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}");
+    write_st(p, json, NULL, 0);
+    CHECK(kiln_safetensors_load(p, &f) == KILN_IO_ERROR && f == NULL);
+    CHECK_MSG(has(kiln_last_error(), "'t0' appears twice"), "%s", kiln_last_error());
+    printf("test_safetensors: %d empty tensors loaded in %.2f s\n", N, secs);
+    unlink(p);
+    free(json);
+}
+
 int main(int argc, char **argv) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln_test_st_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -323,6 +415,9 @@ int main(int argc, char **argv) {
     test_corrupt_headers();
     test_truncation_and_fuzz();
     test_unwritable();
+    test_temp_symlink();
+    test_stale_temp_cleanup();
+    test_many_tensors();
     /* test_safetensors --keep: leave the files (for the Python compatibility check) */
     if (argc > 1 && strcmp(argv[1], "--keep") == 0) printf("test_safetensors: files kept in %s\n", tmpdir);
     else {
