@@ -153,8 +153,9 @@ static void predict_usage(FILE *f) {
 
 static void summary_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln summary [--model NAME]\n\n"
-        "Prints the layers of a built-in model with their output shapes and parameter counts.\n"
+        "usage: kiln summary [--model NAME | --load PATH]\n\n"
+        "Prints the layers of a built-in model, or of the model a checkpoint holds (--load), with\n"
+        "their output shapes and parameter counts.\n"
         "Models: %s (default fashion_cnn).\n", kiln_model_preset_names());
 }
 
@@ -248,7 +249,10 @@ static void data_src_free(data_src *d) {
 
 /* The input shape of a built-in model ([28, 28, 1] for fashion_cnn and mlp, [32, 32, 3] for
  * cifar_cnn); rank 0 for an unknown name. */
+static kiln_model *ckpt_model;   /* read_checkpoint: the model a checkpoint's kiln.architecture describes */
+
 static kiln_shape preset_input(const char *model) {
+    if (ckpt_model && model && !strcmp(model, kiln_model_name(ckpt_model))) return kiln_model_input_shape(ckpt_model);
     kiln_model *m = kiln_model_preset(model, KILN_SCALAR, 10);
     kiln_shape s = m ? kiln_model_input_shape(m) : KILN_SCALAR;
     kiln_model_free(m);
@@ -550,24 +554,39 @@ out:
     return rc;
 }
 
-/* Reads --load once (eval, predict): the model name comes from it and the weights are loaded from
- * the same copy. Sets a->model from the file's kiln.model unless --model was given. */
+/* Reads --load once (eval, predict, summary): the model comes from it and the weights are loaded
+ * from the same copy. Unless --model was given, the model is the one the file's kiln.architecture
+ * describes (built here: ckpt_model), else the built-in one its kiln.model names; a->model is set
+ * to its name. */
 static kiln_safetensors *read_checkpoint(args *a, const char *cmd) {
     static char name[96];     /* a->model points here for the rest of the run */
     kiln_safetensors *f = NULL;
     if (kiln_safetensors_load(a->load, &f) != KILN_OK) { fail(cmd, 1); return NULL; }
     if (!a->model) {
         const char *saved = kiln_safetensors_meta(f, "kiln.model");
+        if (kiln_safetensors_meta(f, "kiln.architecture")) {
+            if (kiln_model_build_from_checkpoint(f, a->load, &ckpt_model) != KILN_OK) { fail(cmd, 1); kiln_safetensors_free(f); return NULL; }
+            saved = kiln_model_name(ckpt_model);
+        }
         snprintf(name, sizeof name, "%s", saved ? saved : "fashion_cnn");
         a->model = name;
     }
     return f;
 }
 
-/* Builds the model a checkpoint was saved from and loads it from f (borrowed). */
+/* Builds the model a checkpoint was saved from (its architecture, else the built-in a->model) and
+ * loads it from f (borrowed). */
 static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const kiln_safetensors *f, kiln_shape data_shape, int classes) {
-    kiln_model *m = kiln_model_preset(a->model, data_shape, classes);
+    kiln_model *m = ckpt_model && !strcmp(a->model, kiln_model_name(ckpt_model)) ? ckpt_model : kiln_model_preset(a->model, data_shape, classes);
+    if (m == ckpt_model) ckpt_model = NULL;
     if (!m) { fail(cmd, 1); return NULL; }
+    kiln_shape out = kiln_model_output_shape(m);
+    if (classes > 0 && out.rank == 1 && out.dim[0] > 1 && out.dim[0] < classes) {
+        fprintf(stderr, "kiln %s: model '%s' in %s has %lld outputs but --data %s has %d classes\n", cmd, kiln_model_name(m), a->load,
+                (long long)out.dim[0], a->data, classes);
+        kiln_model_free(m);
+        return NULL;
+    }
     kiln_compile_opts co = compile_opts(a, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
     if (kiln_compile(m, &co) != KILN_OK || kiln_model_load_opts(m, a->load, &(kiln_load_opts){ .file = f }) != KILN_OK) {
         fail(cmd, 1);
@@ -672,8 +691,9 @@ done:
 
 static int cmd_summary(args *a) {
     if (a->help) { summary_usage(stdout); return 0; }
-    kiln_model *m = kiln_model_preset(a->model, (kiln_shape){ 0 }, 10);
-    if (!m) return fail("summary", 2);
+    kiln_model *m = NULL;
+    if (a->load && kiln_model_from_checkpoint(a->load, &m) != KILN_OK) return fail("summary", 1);
+    if (!m && !(m = kiln_model_preset(a->model, (kiln_shape){ 0 }, 10))) return fail("summary", 2);
     kiln_model_summary(m, stdout);
     kiln_model_free(m);
     return 0;

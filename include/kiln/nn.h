@@ -63,6 +63,11 @@ const char *kiln_model_error(const kiln_model *m);        /* its message ("" if 
 const char *kiln_model_name(const kiln_model *m);
 /* Seed for initializers and dropout (default 0). Call before the first compile/fit. */
 void kiln_model_set_seed(kiln_model *m, uint64_t seed);
+/* The names of the model's output classes (copied; n 0 clears), saved in its checkpoints
+ * (kiln.class_names) and restored by kiln_model_from_checkpoint. */
+kiln_status kiln_model_set_class_names(kiln_model *m, const char *const *names, int n);
+int kiln_model_class_count(const kiln_model *m);               /* 0: none set */
+const char *kiln_model_class_name(const kiln_model *m, int i); /* NULL out of range */
 /* Prints the layers, output shapes and parameter counts like Keras' model.summary(). */
 void kiln_model_summary(const kiln_model *m, FILE *f);
 int64_t kiln_model_param_count(const kiln_model *m, bool trainable_only);
@@ -325,7 +330,9 @@ kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_op
 /* ---- checkpoints (safetensors) ----
  * Weights under their variable names; with include_optimizer also the optimizer state (slot
  * variables such as "dense/kernel/m", and "learning_rate") and the epoch, so training resumes.
- * Metadata: kiln.model, kiln.epoch, kiln.input_shape, kiln.optimizer, kiln.optimizer_tensors. */
+ * Metadata: kiln.model, kiln.epoch, kiln.input_shape, kiln.architecture (kiln_model_to_json),
+ * kiln.class_names (a JSON list of strings, when set), kiln.optimizer, kiln.optimizer_tensors,
+ * kiln.step. */
 kiln_status kiln_model_save(kiln_model *m, const char *path, bool include_optimizer);
 /* Loads weights (and optimizer state / epoch when present). Names, dtypes and shapes must match
  * the model; the error names the first tensor that differs. kiln.epoch must be a whole number
@@ -342,6 +349,27 @@ typedef struct kiln_load_opts {
 } kiln_load_opts;
 /* kiln_model_load with options (o may be NULL: as kiln_model_load). */
 kiln_status kiln_model_load_opts(kiln_model *m, const char *path, const kiln_load_opts *o);
+/* The model a checkpoint was saved from, with its weights, epoch and class names (not compiled;
+ * compile it to evaluate or train; predict needs no compile). Built from kiln.architecture; a file
+ * without it (saved before kiln stored architectures) gives the built-in model kiln.model names
+ * (kiln_model_preset), else KILN_NOT_FOUND saying what is missing. Corrupt architecture metadata
+ * is KILN_INVALID_ARGUMENT naming the key and the layer / option at fault. */
+kiln_status kiln_model_from_checkpoint(const char *path, kiln_model **out);
+/* As kiln_model_from_checkpoint without loading anything but the class names: the model of an
+ * already-read file f (path names it in messages); then compile and kiln_model_load_opts with
+ * .file = f. */
+kiln_status kiln_model_build_from_checkpoint(const kiln_safetensors *f, const char *path, kiln_model **out);
+
+/* ---- architecture as Keras-style JSON ----
+ * {"class_name": "Sequential" | "Functional", "config": {"name", "seed", "layers": [{"class_name":
+ * "Conv2D", "name": "conv2d", "config": {"name": "conv2d", <each option of the layer type's
+ * schema, resolved>}, "inbound_nodes": [[["input_1", 0, 0, {}]]] (functional only)}, ...],
+ * "input_layers": [["input_1", 0, 0]], "output_layers": [["dense", 0, 0]]}}. Initializers are
+ * {"class_name": "GlorotUniform", "config": {"seed": 0}}, regularizers {"class_name": "L2",
+ * "config": {"l2": 0.01}} or null. *out: a new string, release with free(). */
+kiln_status kiln_model_to_json(const kiln_model *m, char **out);
+/* Builds the model such JSON describes (through the generic layer-options path), weights fresh. */
+kiln_status kiln_model_from_json(const char *json, kiln_model **out);
 
 /* The graph and session behind a compiled/built model (NULL before the first fit/evaluate/
  * predict/load). Borrowed. */

@@ -1,5 +1,6 @@
-/* Model checkpoints as safetensors: weights under their variable names, optionally the optimizer
- * state, the epoch and the step, so training resumes where it stopped. */
+/* Model checkpoints as safetensors: weights under their variable names, the architecture
+ * (kiln.architecture, model_config.c) and class names, optionally the optimizer state, the epoch
+ * and the step, so training resumes where it stopped. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -65,10 +66,21 @@ kiln_status kiln_model_save(kiln_model *m, const char *path, bool include_optimi
         shape[0] = 0;
         for (int i = 0; i < m->input->out.rank && k < sizeof shape; i++)
             k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", i ? "," : "", (long long)m->input->out.dim[i]);
-        const char *keys[] = { "kiln.model", "kiln.epoch", "kiln.input_shape", "kiln.optimizer", "kiln.optimizer_tensors", "kiln.step" };
-        const char *vals[] = { m->name, epoch, shape, m->compiled ? kiln_optimizer_name(m->copts.optimizer.kind) : "none", opt_list, step };
-        int n_meta = include_optimizer ? 6 : 3;
-        st = kiln_safetensors_save(path, nt, n, keys, vals, n_meta);
+        char *arch = NULL, *classes = NULL;
+        const char *keys[8] = { "kiln.model", "kiln.epoch", "kiln.input_shape", "kiln.architecture" }, *vals[8] = { m->name, epoch, shape };
+        int n_meta = 4;
+        if (!(st = kiln_model_to_json(m, &arch)) && !(st = nn_class_names_json(m, &classes))) {
+            vals[3] = arch;
+            if (classes) { keys[n_meta] = "kiln.class_names"; vals[n_meta++] = classes; }
+            if (include_optimizer) {
+                const char *k2[] = { "kiln.optimizer", "kiln.optimizer_tensors", "kiln.step" };
+                const char *v2[] = { m->compiled ? kiln_optimizer_name(m->copts.optimizer.kind) : "none", opt_list, step };
+                for (int i = 0; i < 3; i++) { keys[n_meta] = k2[i]; vals[n_meta++] = v2[i]; }
+            }
+            st = kiln_safetensors_save(path, nt, n, keys, vals, n_meta);
+        }
+        kiln_free(arch);
+        kiln_free(classes);
         if (st) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", kiln_last_error());

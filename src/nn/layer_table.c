@@ -102,6 +102,13 @@ kiln_layer *nn_layer_finish(kiln_layer *l, const nn_layer_cfg *c) {
     const nn_layer_def *d = layer_table[l->kind];
     kiln_model *m = l->model;
     if (d->shape(l, c) != KILN_OK) { kiln_free(l); return NULL; }
+    if (!(l->cfg = kiln_malloc(sizeof *l->cfg))) {
+        kiln_free(l);
+        nn_fail(m, KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name);
+        return NULL;
+    }
+    *l->cfg = *c;
+    l->cfg->name = NULL;
     if (d->vars) d->vars(l, c);
     m->layers[m->n_layers++] = l;
     if (l->kind == NN_INPUT) { if (!m->input) m->input = l; }

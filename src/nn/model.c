@@ -70,11 +70,46 @@ void kiln_model_free(kiln_model *m) {
     nn_graph_drop(m);
     nn_carry_clear(m);
     kiln_tensor_free(m->lr_t);
-    for (int i = 0; i < m->n_layers; i++) kiln_free(m->layers[i]);
+    for (int i = 0; i < m->n_layers; i++) { kiln_free(m->layers[i]->cfg); kiln_free(m->layers[i]); }
+    nn_class_names_clear(m);
     kiln_free(m->layers);
     kiln_free(m->history);
     kiln_free(m);
 }
+
+/* ---- class names ---- */
+void nn_class_names_clear(kiln_model *m) {
+    for (int i = 0; i < m->n_class_names; i++) kiln_free(m->class_names[i]);
+    kiln_free(m->class_names);
+    m->class_names = NULL;
+    m->n_class_names = 0;
+}
+
+kiln_status kiln_model_set_class_names(kiln_model *m, const char *const *names, int n) {
+    if (!m) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_set_class_names: NULL model");
+    if (n < 0 || (n > 0 && !names)) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_set_class_names: model '%s': no name list (%d names)", m->name, n);
+    for (int i = 0; i < n; i++)
+        if (!names[i]) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_set_class_names: model '%s': class name %d is NULL", m->name, i);
+    char **c = n ? kiln_calloc((size_t)n, sizeof *c) : NULL;
+    bool oom = n && !c;
+    for (int i = 0; i < n && !oom; i++) {
+        size_t k = strlen(names[i]) + 1;
+        if (!(c[i] = kiln_malloc(k))) oom = true;
+        else memcpy(c[i], names[i], k);
+    }
+    if (oom) {
+        for (int i = 0; c && i < n; i++) kiln_free(c[i]);
+        kiln_free(c);
+        return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_model_set_class_names: model '%s': out of host memory for %d names", m->name, n);
+    }
+    nn_class_names_clear(m);
+    m->class_names = c;
+    m->n_class_names = n;
+    return KILN_OK;
+}
+
+int kiln_model_class_count(const kiln_model *m) { return m ? m->n_class_names : 0; }
+const char *kiln_model_class_name(const kiln_model *m, int i) { return m && i >= 0 && i < m->n_class_names ? m->class_names[i] : NULL; }
 
 kiln_status kiln_model_status(const kiln_model *m) { return m ? m->status : KILN_INVALID_ARGUMENT; }
 const char *kiln_model_error(const kiln_model *m) { return m ? m->error : "NULL model"; }

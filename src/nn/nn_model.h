@@ -13,7 +13,15 @@ kiln_status nn_set_lr(kiln_model *m, double lr);
 void nn_carry_clear(kiln_model *m);
 kiln_status nn_carry_add(kiln_model *m, const char *name, const kiln_tensor *t);
 
+/* model_config.c, model_config_read.c (the architecture JSON itself: kiln_model_to_json /
+ * kiln_model_from_json) */
+extern const char *const nn_init_class_names[KILN_INIT_COUNT];      /* Keras initializer class names */
+kiln_status nn_class_names_json(const kiln_model *m, char **out);     /* *out NULL when none are set */
+/* Sets m's class names from a JSON list of strings; on error the reason in why. */
+kiln_status nn_class_names_read(kiln_model *m, const char *json, char *why, size_t why_n);
+
 /* model.c */
+void nn_class_names_clear(kiln_model *m);
 bool nn_is_weight_name(const kiln_model *m, const char *name, const nn_var **var);
 
 #endif

@@ -27,6 +27,7 @@ typedef struct nn_var {
 } nn_var;
 
 struct nn_layer_def;
+struct nn_layer_cfg;
 struct kiln_layer {
     kiln_model *model;
     int index;
@@ -45,6 +46,7 @@ struct kiln_layer {
     uint64_t seed;
     int axis;                 /* concat, resolved on the batched shape */
     kiln_shape target;        /* reshape (batch excluded, -1 resolved) */
+    struct nn_layer_cfg *cfg; /* the options it was made with, name cleared (the architecture a checkpoint stores) */
     nn_var vars[NN_MAX_VARS];
     int n_vars;
     kiln_node *node;          /* output in the forward being built */
@@ -78,6 +80,8 @@ struct kiln_model {
     int n_layers, cap;
     kiln_layer *input, *output;
     bool functional, finalized;
+    char **class_names;       /* kiln_model_set_class_names; saved in checkpoints */
+    int n_class_names;
     int name_counts[NN_KIND_COUNT];
     kiln_status status;
     char error[1024];

@@ -185,5 +185,24 @@ else
   echo "SKIP: strace not usable here: the read-once checks did not run (scripts/setup.sh installs strace)"
 fi
 
+# 17.3: a checkpoint holds its model's architecture: a model built with the C API (not built in)
+# is summarised, evaluated and predicted from its file alone
+EX="$(dirname "$K")/example_custom_model"
+if [ -x "$EX" ]; then
+  "$EX" "$tmp/custom.safetensors" 1 >/dev/null 2>&1 || bad "example_custom_model did not write its checkpoint"
+  expect "summary --load shows a C-API model's layers" "residual \(Add\) .*conv2d, batch_normalization" "$K" summary --load "$tmp/custom.safetensors"
+  expect "summary --load counts its parameters" "Total params: 778 " "$K" summary --load "$tmp/custom.safetensors"
+  expect "eval --load of a C-API model (was: unknown model 'tiny_resnet')" "^tiny_resnet \(epoch 1\) on synthetic: test accuracy" \
+    "$K" eval --load "$tmp/custom.safetensors" --data synthetic --threads 1
+  expect "predict --load of a C-API model" "of 3 correct" "$K" predict --load "$tmp/custom.safetensors" --data synthetic --count 3 --threads 1
+  cp "$tmp/custom.safetensors" "$tmp/custom_bad.safetensors"
+  perl -i -0pe 's/GlobalAveragePooling2D/GlobalAveragePooling9D/' "$tmp/custom_bad.safetensors"
+  expect_fail "eval --load with a corrupt architecture names the key and the layer type" "kiln.architecture.*unknown type 'GlobalAveragePooling9D'" \
+    "$K" eval --load "$tmp/custom_bad.safetensors" --data synthetic --threads 1
+  expect_fail "summary --load with a corrupt architecture fails" "kiln.architecture" "$K" summary --load "$tmp/custom_bad.safetensors"
+else
+  bad "example_custom_model is not built next to $K (the 17.3 checks need it)"
+fi
+
 echo "test_cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
