@@ -12,6 +12,7 @@
 #include "kiln/device.h"
 #include "kiln/io.h"
 #include "tools/commands.h"
+#include "tools/cli_args.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 
@@ -158,59 +159,6 @@ static void summary_usage(FILE *f) {
         "Models: %s (default fashion_cnn).\n", kiln_model_preset_names());
 }
 
-typedef struct args {
-    const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule, *augment;
-    int epochs, batch, threads, verbose, count, prefetch, workers, gpu_mem_mib;
-    long long limit;
-    double lr, val_split;      /* val_split < 0: not given */
-    uint64_t seed;
-    bool help, data_on_device, log_placement, strict_load;
-} args;
-
-static int parse(int argc, char **argv, args *a, const char *cmd) {
-    for (int i = 2; i < argc; i++) {
-        char *opt = argv[i], *val = NULL;
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) { a->help = true; continue; }
-        if (strncmp(opt, "--", 2)) { fprintf(stderr, "kiln %s: unexpected argument '%s' (see kiln %s --help)\n", cmd, opt, cmd); return 2; }
-        if (!strcmp(opt, "--data-on-device")) { a->data_on_device = true; continue; }
-        if (!strcmp(opt, "--log-device-placement")) { a->log_placement = true; continue; }
-        if (!strcmp(opt, "--strict-load")) { a->strict_load = true; continue; }
-        char *eq = strchr(opt, '=');
-        char name[64];
-        if (eq) { snprintf(name, sizeof name, "%.*s", (int)(eq - opt), opt); val = eq + 1; }
-        else {
-            snprintf(name, sizeof name, "%s", opt);
-            if (i + 1 >= argc) { fprintf(stderr, "kiln %s: option %s needs a value (see kiln %s --help)\n", cmd, name, cmd); return 2; }
-            val = argv[++i];
-        }
-#define INT_OPT(flag, field, lo, hi) else if (!strcmp(name, flag)) { if (cli_int32(cmd, flag, val, lo, hi, &a->field)) return 2; }
-        if (!strcmp(name, "--data")) a->data = val;
-        else if (!strcmp(name, "--model")) a->model = val;
-        else if (!strcmp(name, "--optimizer")) a->optimizer = val;
-        else if (!strcmp(name, "--save")) a->save = val;
-        else if (!strcmp(name, "--load")) a->load = val;
-        else if (!strcmp(name, "--history")) a->history = val;
-        else if (!strcmp(name, "--device")) a->device = val;
-        else if (!strcmp(name, "--schedule")) a->schedule = val;
-        else if (!strcmp(name, "--augment")) a->augment = val;
-        INT_OPT("--epochs", epochs, 0, CLI_MAX_EPOCHS)
-        INT_OPT("--batch-size", batch, 1, CLI_MAX_BATCH)
-        INT_OPT("--threads", threads, 0, CLI_MAX_THREADS)
-        INT_OPT("--verbose", verbose, 0, 2)
-        INT_OPT("--count", count, 1, 100000)
-        INT_OPT("--prefetch", prefetch, 0, 256)
-        INT_OPT("--workers", workers, 0, 256)
-        INT_OPT("--gpu-memory-limit", gpu_mem_mib, 0, 1 << 24)
-        else if (!strcmp(name, "--validation-split")) { if (cli_real(cmd, name, val, 0, 1, true, true, &a->val_split)) return 2; }
-        else if (!strcmp(name, "--limit")) { if (cli_int(cmd, name, val, 1, INT64_MAX, &a->limit)) return 2; }
-        else if (!strcmp(name, "--seed")) { if (cli_u64(cmd, name, val, &a->seed)) return 2; }
-        else if (!strcmp(name, "--lr")) { if (cli_real(cmd, name, val, 0, 1e6, true, false, &a->lr)) return 2; }
-        else { fprintf(stderr, "kiln %s: unknown option '%s' (see kiln %s --help)\n", cmd, name, cmd); return 2; }
-#undef INT_OPT
-    }
-    return 0;
-}
-
 static int fail(const char *cmd, int rc) { fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error()); return rc; }
 
 static bool is_dir(const char *p) {
@@ -237,6 +185,7 @@ typedef struct data_src {
     kiln_data *train, *test;
     bool images;             /* an image folder: decoded pixels are cached */
     bool held_out;           /* test = a held-out part of the training data */
+    bool whole;              /* test = all of a source without a test split (eval, predict) */
     double fraction;
 } data_src;
 
@@ -257,7 +206,8 @@ static kiln_shape preset_input(const char *model) {
 
 /* Opens --data for `cmd`: both splits for train, the evaluation split alone otherwise (want_train
  * false). The evaluation split is the source's test split, or a held-out part of the training
- * split (--validation-split, or 10% of an image folder without train/test sub-folders). */
+ * split (--validation-split, or for train 10% of an image folder without train/test sub-folders;
+ * eval and predict use all of such a folder). */
 static int open_data(const args *a, const char *cmd, bool want_train, data_src *ds) {
     memset(ds, 0, sizeof *ds);
     char spec[4096], test_spec[4096], tr[4200], te[4200];
@@ -306,6 +256,11 @@ static int open_data(const args *a, const char *cmd, bool want_train, data_src *
         }
         ds->images = kiln_data_class_name(ds->train, 0) != NULL;
         if (!ds->images && a->val_split <= 0 && (st = kiln_data_open(test_spec, false, &ds->test))) { data_src_free(ds); return fail(cmd, 1); }
+    }
+    if (!ds->test && !want_train && a->val_split <= 0) {   /* eval / predict: all of a folder without a test split */
+        ds->test = ds->train;
+        ds->train = NULL;
+        ds->whole = true;
     }
     if (!ds->test) {         /* hold out part of the training split */
         ds->held_out = true;
@@ -376,7 +331,9 @@ static kiln_data *eval_pipeline(const args *a, kiln_data *src, bool images) {
     return d;
 }
 
-static int parse_optimizer(const char *name, double lr, kiln_optimizer *o) {
+static int parse_optimizer(const args *a, kiln_optimizer *o) {
+    const char *name = a->optimizer;
+    double lr = a->lr;
     if (!strcmp(name, "sgd")) *o = kiln_sgd(lr > 0 ? lr : 0.01);
     else if (!strcmp(name, "momentum")) *o = kiln_momentum(lr > 0 ? lr : 0.01, 0.9, false);
     else if (!strcmp(name, "adam")) *o = kiln_adam(lr > 0 ? lr : 1e-3);
@@ -384,18 +341,74 @@ static int parse_optimizer(const char *name, double lr, kiln_optimizer *o) {
     else if (!strcmp(name, "rmsprop")) *o = kiln_rmsprop(lr > 0 ? lr : 1e-3);
     else if (!strcmp(name, "adagrad")) *o = kiln_adagrad(lr > 0 ? lr : 0.01);
     else { fprintf(stderr, "kiln train: unknown optimizer '%s': use sgd, momentum, adam, adamw, rmsprop or adagrad\n", name); return 2; }
+    if (a->weight_decay >= 0) {
+        if (o->kind == KILN_OPT_RMSPROP || o->kind == KILN_OPT_ADAGRAD) {
+            fprintf(stderr, "kiln train: --weight-decay works with sgd, momentum, adam and adamw, not %s\n", name);
+            return 2;
+        }
+        if (o->kind == KILN_OPT_ADAMW && a->weight_decay == 0) {
+            fprintf(stderr, "kiln train: --weight-decay 0 with adamw: use --optimizer adam for no decay\n");
+            return 2;
+        }
+        o->weight_decay = a->weight_decay;
+    }
+    if (a->clipnorm > 0) o->clip_norm = a->clipnorm;
     return 0;
 }
 
-static int parse_schedule(const char *name, kiln_lr_schedule *s) {
+/* --schedule with --lr-step-epochs / --lr-step-factor (step) and --warmup-epochs (cosine). */
+static int parse_schedule(const args *a, kiln_lr_schedule *s) {
+    const char *name = a->schedule;
     memset(s, 0, sizeof *s);
     if (!name || !strcmp(name, "constant")) s->kind = KILN_LR_CONSTANT;
-    else if (!strcmp(name, "step")) { s->kind = KILN_LR_STEP; s->step_epochs = 2; s->gamma = 0.5; }
+    else if (!strcmp(name, "step")) {
+        s->kind = KILN_LR_STEP;
+        s->step_epochs = a->lr_step_epochs > 0 ? a->lr_step_epochs : 2;
+        s->gamma = a->lr_step_factor > 0 ? a->lr_step_factor : 0.5;
+    }
     else if (!strcmp(name, "exponential")) s->kind = KILN_LR_EXPONENTIAL;
-    else if (!strcmp(name, "cosine")) { s->kind = KILN_LR_COSINE; s->warmup_epochs = 0.2; }
+    else if (!strcmp(name, "cosine")) { s->kind = KILN_LR_COSINE; s->warmup_epochs = a->warmup_epochs >= 0 ? a->warmup_epochs : 0.2; }
     else if (!strcmp(name, "one-cycle") || !strcmp(name, "onecycle")) s->kind = KILN_LR_ONE_CYCLE;
     else { fprintf(stderr, "kiln train: unknown schedule '%s': use constant, step, exponential, cosine or one-cycle\n", name); return 2; }
+    if ((a->lr_step_epochs > 0 || a->lr_step_factor > 0) && s->kind != KILN_LR_STEP) {
+        fprintf(stderr, "kiln train: --lr-step-epochs and --lr-step-factor set up --schedule step (the schedule is %s)\n", name ? name : "constant");
+        return 2;
+    }
+    if (a->warmup_epochs >= 0 && s->kind != KILN_LR_COSINE) {
+        fprintf(stderr, "kiln train: --warmup-epochs sets up --schedule cosine (the schedule is %s)\n", name ? name : "constant");
+        return 2;
+    }
     return 0;
+}
+
+/* --early-stopping, --monitor, --min-delta, --save-best: checked before any data is read. */
+static int check_callbacks(const args *a) {
+    static const char *const ok[] = { "val_loss", "val_accuracy", "loss", "accuracy" };
+    if (a->monitor) {
+        bool known = false;
+        for (int i = 0; i < 4; i++) known |= !strcmp(a->monitor, ok[i]);
+        if (!known) { fprintf(stderr, "kiln train: unknown --monitor '%s': use val_loss, val_accuracy, loss or accuracy\n", a->monitor); return 2; }
+        if (!a->patience && !a->save_best) { fprintf(stderr, "kiln train: --monitor chooses what --early-stopping or --save-best watch; give one of them\n"); return 2; }
+    }
+    if (a->min_delta >= 0 && !a->patience) { fprintf(stderr, "kiln train: --min-delta needs --early-stopping PATIENCE\n"); return 2; }
+    if (a->save_best && !a->save) { fprintf(stderr, "kiln train: --save-best needs --save PATH\n"); return 2; }
+    return 0;
+}
+
+static const char *monitor_of(const args *a) { return a->monitor ? a->monitor : "val_loss"; }
+
+/* The epoch (index into h) whose checkpoint --save-best kept: the first best by the monitor. */
+static int best_epoch(const kiln_logs *h, int n, const char *monitor) {
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        const kiln_logs *l = &h[i];
+        double v = !strcmp(monitor, "loss") ? l->loss : !strcmp(monitor, "accuracy") ? l->accuracy
+                 : !strcmp(monitor, "val_accuracy") ? l->val_accuracy : l->val_loss;
+        double b = !strcmp(monitor, "loss") ? h[best].loss : !strcmp(monitor, "accuracy") ? h[best].accuracy
+                 : !strcmp(monitor, "val_accuracy") ? h[best].val_accuracy : h[best].val_loss;
+        if (strstr(monitor, "accuracy") ? v > b : v < b) best = i;
+    }
+    return best;
 }
 
 static kiln_compile_opts compile_opts(const args *a, kiln_optimizer opt, kiln_lr_schedule sched) {
@@ -404,8 +417,16 @@ static kiln_compile_opts compile_opts(const args *a, kiln_optimizer opt, kiln_lr
                                 .num_threads = a->threads, .log_device_placement = a->log_placement };
 }
 
+/* Says which examples eval / predict use when the source has no test split. */
+static void say_whole(const data_src *ds, const char *data) {
+    if (ds->whole)
+        printf("%s has no test split (no test/ or val/ sub-folder): using all %lld examples "
+               "(--validation-split F uses the part kiln train held out)\n", data, (long long)kiln_data_source_size(ds->test));
+}
+
 static void split_name(const data_src *ds, char *buf, size_t n) {
     if (ds->held_out) snprintf(buf, n, "held-out (%g of the training data)", ds->fraction);
+    else if (ds->whole) snprintf(buf, n, "overall");
     else snprintf(buf, n, "test");
 }
 
@@ -437,11 +458,26 @@ static kiln_dataset *materialize(kiln_data *src, int64_t n) {
     return out;
 }
 
+/* One line for the training settings beyond the defaults (schedule, decay, clipping, callbacks). */
+static void print_extras(const args *a, const kiln_optimizer *o, const kiln_lr_schedule *s) {
+    char line[512] = "";
+    size_t k = 0;
+#define ADD(...) k += (size_t)snprintf(line + k, k < sizeof line ? sizeof line - k : 0, __VA_ARGS__)
+    if (s->kind == KILN_LR_STEP) ADD(", lr x%g every %d epoch%s", s->gamma, s->step_epochs, s->step_epochs == 1 ? "" : "s");
+    if (s->kind == KILN_LR_COSINE) ADD(", cosine lr with %g warm-up epochs", s->warmup_epochs);
+    if (o->weight_decay > 0) ADD(", weight decay %g", o->weight_decay);
+    if (o->clip_norm > 0) ADD(", gradients clipped to global norm %g", o->clip_norm);
+    if (a->patience) ADD(", early stopping on %s (patience %d, min delta %g)", monitor_of(a), a->patience, a->min_delta > 0 ? a->min_delta : 0);
+    if (a->save_best) ADD(", checkpoint kept when %s improves", monitor_of(a));
+#undef ADD
+    if (k) printf("Options: %s\n", line + 2);
+}
+
 static int cmd_train(args *a) {
     if (a->help) { train_usage(stdout); return 0; }
     kiln_optimizer opt;
     kiln_lr_schedule sched;
-    if (parse_optimizer(a->optimizer, a->lr, &opt) || parse_schedule(a->schedule, &sched)) return 2;
+    if (parse_optimizer(a, &opt) || parse_schedule(a, &sched) || check_callbacks(a)) return 2;
     if (a->batch < 1) { fprintf(stderr, "kiln train: --batch-size must be at least 1\n"); return 2; }
     if (a->data_on_device && !kiln_gpu_available())
         fprintf(stderr, "kiln train: --data-on-device: no GPU (%s); the data set lives in the session's host memory, "
@@ -486,9 +522,10 @@ static int cmd_train(args *a) {
     vp = eval_pipeline(a, ds.test, ds.images);
     ds.test = NULL;
     if ((!tp && !resident) || !vp) { rc = fail("train", 1); goto out; }
-    kiln_callback cbs[2];
+    kiln_callback cbs[3];
     int n_cb = 0;
-    if (a->save) cbs[n_cb++] = kiln_callback_model_checkpoint(a->save, "loss", false);
+    if (a->save) cbs[n_cb++] = kiln_callback_model_checkpoint(a->save, a->save_best ? monitor_of(a) : "loss", a->save_best);
+    if (a->patience) cbs[n_cb++] = kiln_callback_early_stopping(monitor_of(a), a->patience, a->min_delta > 0 ? a->min_delta : 0);
     if (a->history) cbs[n_cb++] = kiln_callback_csv_logger(a->history);
     printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
            a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
@@ -503,6 +540,7 @@ static int cmd_train(args *a) {
         printf("Input: shuffle%s, %d batch%s prefetched by %d worker thread%s\n", aug_desc, a->prefetch, a->prefetch == 1 ? "" : "es",
                a->workers > 0 ? a->workers : 1, a->workers > 1 ? "s" : "");
     else printf("Input: shuffle%s, no prefetch (batches made on the training thread)\n", aug_desc);
+    print_extras(a, &opt, &sched);
     fflush(stdout);
     double t0 = cli_now();
     kiln_status st = KILN_OK;
@@ -538,7 +576,15 @@ static int cmd_train(args *a) {
     printf("Time: %.1f s for %d epoch%s (training loop %.1f s, %.0f images/s)\n", secs, n_hist, n_hist == 1 ? "" : "s", train_secs, ips);
     /* only files this run wrote: none when no epoch was trained (--epochs 0, or resumed at the end) */
     char *saved = NULL;
-    if (a->save && n_hist > 0 && kiln_checkpoint_path(a->save, &h[n_hist - 1], &saved) == KILN_OK) printf("Saved: %s\n", saved);
+    if (a->patience && n_hist > 0 && h[n_hist - 1].epoch < a->epochs)
+        printf("Early stopping: %s did not improve for %d epoch%s; stopped after epoch %d of %d\n", monitor_of(a), a->patience,
+               a->patience == 1 ? "" : "s", h[n_hist - 1].epoch, a->epochs);
+    int kept = a->save_best ? best_epoch(h, n_hist, monitor_of(a)) : n_hist - 1;
+    if (a->save && n_hist > 0 && kiln_checkpoint_path(a->save, &h[kept], &saved) == KILN_OK)
+    {
+        if (a->save_best) printf("Saved: %s (epoch %d, best %s)\n", saved, h[kept].epoch, monitor_of(a));
+        else printf("Saved: %s\n", saved);
+    }
     free(saved);
     if (a->history && n_hist > 0) printf("History: %s\n", a->history);
 out:
@@ -592,6 +638,7 @@ static int cmd_eval(args *a) {
     char split[96];
     split_name(&ds, split, sizeof split);
     if (rc) goto out;
+    say_whole(&ds, a->data);
     m = model_from_checkpoint(a, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
     if (!m) { rc = 1; goto out; }
     vp = eval_pipeline(a, ds.test, ds.images);
@@ -626,6 +673,7 @@ static int cmd_predict(args *a) {
     kiln_data *d = NULL;
     kiln_data_iter *it = NULL;
     if ((rc = check_shapes(a, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
+    say_whole(&ds, a->data);
     m = model_from_checkpoint(a, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
     if (!m) { rc = 1; goto done; }
     d = kiln_data_batch(ds.test, count, false);       /* the first `count` test examples */
@@ -687,8 +735,9 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) { printf("kiln %s\n", KILN_VERSION); return 0; }
     if (!strcmp(argv[1], "devices")) return cmd_devices(argc, argv);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc, argv);
-    args a = { .data = DEFAULT_DATA, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
-               .prefetch = 2, .workers = 1, .val_split = -1 };
+    args a = { .data = NULL, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
+               .prefetch = 2, .workers = 1, .val_split = -1, .min_delta = -1, .lr_step_factor = -1, .warmup_epochs = -1,
+               .weight_decay = -1 };
     const char *cmd = argv[1];
     int (*fn)(args *) = NULL;
     if (!strcmp(cmd, "train")) fn = cmd_train;
@@ -696,8 +745,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(cmd, "predict")) fn = cmd_predict;
     else if (!strcmp(cmd, "summary")) fn = cmd_summary;
     else { fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", cmd); return 2; }
-    int rc = parse(argc, argv, &a, cmd);
+    int rc = cli_parse(argc, argv, &a, cmd);
     if (rc) return rc;
-    if (fn != cmd_eval && fn != cmd_predict && !a.model) a.model = "fashion_cnn";
+    a.data_given = a.data != NULL;
+    if (!a.data) a.data = DEFAULT_DATA;
+    if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model) a.model = "fashion_cnn";
     return fn(&a);
 }
