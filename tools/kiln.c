@@ -623,6 +623,40 @@ static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const k
     return m;
 }
 
+/* The input shape a checkpoint was saved with (kiln.input_shape "28,28,1"); rank 0 when absent. */
+static kiln_shape checkpoint_input(const kiln_safetensors *f) {
+    const char *v = kiln_safetensors_meta(f, "kiln.input_shape");
+    kiln_shape s = KILN_SCALAR;
+    for (char *end; v && *v && s.rank < 3; v = *end == ',' ? end + 1 : end) {
+        long long d = strtoll(v, &end, 10);
+        if (end == v || d < 1 || d > 65535) return KILN_SCALAR;
+        s.dim[s.rank++] = d;
+    }
+    return v && *v ? KILN_SCALAR : s;
+}
+
+/* The number of classes: the length of the bias of the model's last layer in the checkpoint
+ * (10 when the file has no such tensor; loading then names the mismatch). */
+static int checkpoint_classes(const char *model, kiln_shape in, const kiln_safetensors *f) {
+    kiln_model *m = kiln_model_preset(model, in, 10);
+    int classes = 10;
+    if (m && kiln_model_layer_count(m) > 0) {
+        char name[256];
+        snprintf(name, sizeof name, "%s/bias", kiln_layer_name(kiln_model_layer(m, kiln_model_layer_count(m) - 1)));
+        const kiln_tensor *b = kiln_safetensors_find(f, name);
+        if (b && b->shape.rank == 1 && b->shape.dim[0] >= 1 && b->shape.dim[0] <= INT32_MAX) classes = (int)b->shape.dim[0];
+    }
+    kiln_model_free(m);
+    return classes;
+}
+
+/* The model a checkpoint holds, built from the checkpoint alone (no data): its input shape and
+ * class count come from the file. */
+static kiln_model *model_of_checkpoint(const args *a, const char *cmd, const kiln_safetensors *f) {
+    kiln_shape in = checkpoint_input(f);
+    return model_from_checkpoint(a, cmd, f, in, checkpoint_classes(a->model, in, f));
+}
+
 static int cmd_eval(args *a) {
     if (a->help) { eval_usage(stdout); return 0; }
     if (!a->load) { fprintf(stderr, "kiln eval: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
@@ -657,15 +691,75 @@ out:
 
 static const char *fashion_names[10] = { "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot" };
 
+/* Class names for --image: the --data image folder's, else Fashion-MNIST's for a 10-class
+ * [28, 28, 1] model with the default or a Fashion-MNIST data set; NULL: print class numbers. */
+static kiln_data *names_source(const args *a, kiln_model *m, bool *fashion) {
+    kiln_shape in = kiln_model_input_shape(m), out = kiln_model_output_shape(m);
+    bool grey28 = in.rank == 3 && in.dim[0] == 28 && in.dim[1] == 28 && in.dim[2] == 1 && out.dim[0] == 10;
+    *fashion = grey28 && (!a->data_given || strstr(a->data, "fashion"));
+    data_src ds;
+    if (!a->data_given || *fashion || open_data(a, "predict", false, &ds)) return NULL;
+    kiln_data *names = ds.test;
+    ds.test = NULL;
+    data_src_free(&ds);
+    return names;
+}
+
+static void print_top(const char *path, const kiln_tensor *p, bool resized, bool fashion, const kiln_data *names) {
+    const float *pr = p->data;
+    int64_t n = p->shape.dim[0], top[3] = { -1, -1, -1 };
+    for (int k = 0; k < 3 && k < n; k++)          /* the three largest, in order */
+        for (int64_t j = 0; j < n; j++) {
+            bool taken = false;
+            for (int q = 0; q < k; q++) taken |= top[q] == j;
+            if (!taken && (top[k] < 0 || pr[j] > pr[top[k]])) top[k] = j;
+        }
+    printf("%s:", path);
+    for (int k = 0; k < 3 && top[k] >= 0; k++) {
+        const char *nm = fashion && top[k] < 10 ? fashion_names[top[k]] : names ? kiln_data_class_name(names, (int)top[k]) : NULL;
+        if (nm) printf("%s %s %.1f%%", k ? "," : "", nm, 100.0 * pr[top[k]]);
+        else printf("%s class %lld %.1f%%", k ? "," : "", (long long)top[k], 100.0 * pr[top[k]]);
+    }
+    printf("%s\n", resized ? " (resized to the model's input size)" : "");
+}
+
+/* kiln predict --load CKPT --image A.png [B.jpg ...]: the top three classes of each file. */
+static int predict_images(args *a) {
+    if (a->count > 0 || a->val_split > 0) {
+        fprintf(stderr, "kiln predict: --%s picks test examples; with --image the given files are predicted\n",
+                a->count > 0 ? "count" : "validation-split");
+        return 2;
+    }
+    kiln_safetensors *ck = read_checkpoint(a, "predict");
+    if (!ck) return 1;
+    kiln_model *m = model_of_checkpoint(a, "predict", ck);
+    kiln_safetensors_free(ck);
+    if (!m) return 1;
+    bool fashion = false;
+    kiln_data *names = names_source(a, m, &fashion);
+    int rc = 0;
+    for (int i = 0; i < a->n_images && !rc; i++) {
+        kiln_tensor *p = NULL;
+        bool resized = false;
+        if (kiln_predict_image(m, a->images[i], &p, &resized) != KILN_OK) rc = fail("predict", 1);
+        else print_top(a->images[i], p, resized, fashion, names);
+        kiln_tensor_free(p);
+    }
+    kiln_data_free(names);
+    kiln_model_free(m);
+    return rc;
+}
+
 static int cmd_predict(args *a) {
     if (a->help) { predict_usage(stdout); return 0; }
     if (!a->load) { fprintf(stderr, "kiln predict: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
+    if (a->n_images) return predict_images(a);
     kiln_safetensors *ck = read_checkpoint(a, "predict");
     if (!ck) return 1;
     data_src ds;
     if (open_data(a, "predict", false, &ds)) { kiln_safetensors_free(ck); return 1; }
-    int count = a->count > 0 ? a->count : 10, rc = 0;
+    int count = a->count > 0 ? a->count : 10, rc = 0;     /* --count: 0 when not given */
     if (count > kiln_data_source_size(ds.test)) count = (int)kiln_data_source_size(ds.test);
     bool fashion = strstr(a->data, "fashion") != NULL && kiln_data_num_classes(ds.test) == 10;
     kiln_model *m = NULL;
@@ -720,8 +814,12 @@ done:
 
 static int cmd_summary(args *a) {
     if (a->help) { summary_usage(stdout); return 0; }
-    kiln_model *m = kiln_model_preset(a->model, (kiln_shape){ 0 }, 10);
-    if (!m) return fail("summary", 2);
+    kiln_safetensors *ck = a->load ? read_checkpoint(a, "summary") : NULL;
+    if (a->load && !ck) return 1;
+    kiln_model *m = ck ? model_of_checkpoint(a, "summary", ck) : kiln_model_preset(a->model, KILN_SCALAR, 10);
+    kiln_safetensors_free(ck);
+    if (!m) return a->load ? 1 : fail("summary", 2);
+    if (a->load) printf("Checkpoint %s: model %s, epoch %d\n", a->load, kiln_model_name(m), kiln_model_epoch(m));
     kiln_model_summary(m, stdout);
     kiln_model_free(m);
     return 0;
