@@ -23,7 +23,7 @@ static void usage(FILE *f) {
         "commands:\n"
         "  train        train a model (with no options: the default CNN on Fashion-MNIST)\n"
         "  eval         measure a saved model's accuracy on the test set\n"
-        "  predict      show a saved model's predictions for a few test images\n"
+        "  predict      show a saved model's predictions for a few test images or image files\n"
         "  summary      print a model's layers, output shapes and parameter counts\n"
         "  devices      list the CPU and GPUs Kiln can use, with memory and versions\n"
         "  bench        time training and inference on each device (CPU vs GPU table)\n"
@@ -74,8 +74,24 @@ static void train_usage(FILE *f) {
         "                      epoch is skipped in training (the test set is evaluated whole)\n"
         "  --optimizer NAME    sgd, momentum (0.9), adam (default), adamw, rmsprop, adagrad\n"
         "  --lr X              learning rate (default 0.001 for adam/adamw/rmsprop, 0.01 otherwise)\n"
-        "  --schedule NAME     learning-rate schedule: constant (default), step, exponential,\n"
-        "                      cosine, one-cycle\n"
+        "  --schedule NAME     learning-rate schedule (per epoch, from --lr): constant (default);\n"
+        "                      step (lr x --lr-step-factor every --lr-step-epochs epochs); exponential\n"
+        "                      (lr x 0.96 per epoch); cosine (linear warm-up over --warmup-epochs, then\n"
+        "                      cosine decay to 0 at the last epoch); one-cycle (up from lr/25 over the\n"
+        "                      first 30%% of training, then down to lr/250000)\n"
+        "  --lr-step-epochs N  step: epochs between drops (default 2)\n"
+        "  --lr-step-factor F  step: the factor of each drop, 0 < F <= 1 (default 0.5)\n"
+        "  --warmup-epochs E   cosine: warm-up length in epochs, may be fractional (default 0.2)\n"
+        "  --weight-decay W    decoupled weight decay for sgd, momentum, adam and adamw (default: 0;\n"
+        "                      adamw 0.004)\n"
+        "  --clipnorm C        clip the gradients to global norm C, C > 0 (default: no clipping)\n"
+        "  --early-stopping P  stop when --monitor has not improved by more than --min-delta for P\n"
+        "                      epochs in a row (default: off; the last epoch's weights are kept)\n"
+        "  --monitor NAME      what --early-stopping and --save-best watch: val_loss (default),\n"
+        "                      val_accuracy, loss, accuracy\n"
+        "  --min-delta D       --early-stopping: the least change that counts as improving (default 0)\n"
+        "  --save-best         with --save: write the checkpoint only when --monitor improves\n"
+        "                      (Keras save_best_only); default: after every epoch\n"
         "  --seed N            seed for weights, shuffling, augmentation and dropout (default 1)\n"
         "  --augment LIST      random augmentation of the training images, comma-separated:\n"
         "                        flip    mirror left-right with probability 1/2\n"
@@ -126,8 +142,9 @@ static void eval_usage(FILE *f) {
     fprintf(f,
         "usage: kiln eval --load PATH [--data SPEC] [--batch-size N] [--threads N]\n\n"
         "Loads a checkpoint saved by 'kiln train --save PATH' and prints the loss and accuracy on\n"
-        "every example of the test set. The model is the one named in the checkpoint\n"
-        "(override with --model NAME).\n\n"
+        "every example of the test set; for a source without a test split (an image folder without\n"
+        "test/ or val/ sub-folders) on every example of it, and says so. The model is the one\n"
+        "named in the checkpoint (override with --model NAME).\n\n"
         "options:\n"
         "  --load PATH         the checkpoint (required)\n"
         DATA_HELP
@@ -136,27 +153,48 @@ static void eval_usage(FILE *f) {
         "  --model NAME        model to build if the checkpoint does not name one\n"
         "  --batch-size N      examples per step (default 64)\n"
         "  --threads N         CPU threads (default: all cores)\n"
-        "  --device D          auto (default), cpu, ref, cuda\n");
+        "  --device D          auto (default), cpu, ref, cuda\n"
+        "  --log-device-placement  print each op's device once\n"
+        "  --prefetch N        batches prepared ahead (default 2)\n"
+        "  --workers N         threads preparing batches (default 1)\n");
 }
 
 static void predict_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln predict --load PATH [--data SPEC] [--count N]\n\n"
+        "usage: kiln predict --load PATH [--data SPEC] [--count N]\n"
+        "       kiln predict --load PATH --image FILE [FILE...]\n\n"
         "Loads a checkpoint and prints the predicted class, the true label and the confidence for\n"
-        "the first N test images.\n\n"
+        "the first N test images; or, with --image, the three most likely classes of each PNG or\n"
+        "JPEG file with their probabilities.\n\n"
         "options:\n"
         "  --load PATH         the checkpoint (required)\n"
+        "  --image FILE...     PNG or JPEG files to classify (--image may repeat); each is converted\n"
+        "                      to the model's channels (grey or RGB) and, when its size differs,\n"
+        "                      resized to the model's input (nearest neighbour, as Keras' load_img).\n"
+        "                      Class names: those of an image folder given with --data, Fashion-MNIST's\n"
+        "                      for a 10-class 28x28x1 model (unless --data names other data), else numbers\n"
         DATA_HELP
-        "  --count N           how many test images (default 10)\n"
+        "  --count N           how many test images (default 10; not with --image)\n"
+        "  --validation-split F  predict the held-out fraction F of the training data (not with --image)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
-        "  --threads N         CPU threads (default: all cores)\n");
+        "  --batch-size N      examples per step (default 64)\n"
+        "  --threads N         CPU threads (default: all cores)\n"
+        "  --device D          auto (default), cpu, ref, cuda\n"
+        "  --log-device-placement  print each op's device once\n\n"
+        "example:\n"
+        "  kiln predict --load model.safetensors --image shirt.png boot.jpg\n");
 }
 
 static void summary_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln summary [--model NAME]\n\n"
-        "Prints the layers of a built-in model with their output shapes and parameter counts.\n"
-        "Models: %s (default fashion_cnn).\n", kiln_model_preset_names());
+        "usage: kiln summary [--model NAME | --load PATH]\n\n"
+        "Prints the layers of a model with their output shapes and parameter counts: a built-in\n"
+        "model (--model; models: %s; default fashion_cnn), or the model a checkpoint holds\n"
+        "(--load PATH: the model, input shape and number of classes it was saved with).\n\n"
+        "options:\n"
+        "  --model NAME        a built-in model (with --load: the model to build if the checkpoint\n"
+        "                      does not name one)\n"
+        "  --load PATH         a checkpoint from kiln train --save PATH\n", kiln_model_preset_names());
 }
 
 static int fail(const char *cmd, int rc) { fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error()); return rc; }
