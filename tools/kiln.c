@@ -12,6 +12,7 @@
 #include "kiln/device.h"
 #include "kiln/io.h"
 #include "tools/commands.h"
+#include "tools/cli_args.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 
@@ -22,7 +23,7 @@ static void usage(FILE *f) {
         "commands:\n"
         "  train        train a model (with no options: the default CNN on Fashion-MNIST)\n"
         "  eval         measure a saved model's accuracy on the test set\n"
-        "  predict      show a saved model's predictions for a few test images\n"
+        "  predict      show a saved model's predictions for a few test images or image files\n"
         "  summary      print a model's layers, output shapes and parameter counts\n"
         "  devices      list the CPU and GPUs Kiln can use, with memory and versions\n"
         "  bench        time training and inference on each device (CPU vs GPU table)\n"
@@ -73,8 +74,24 @@ static void train_usage(FILE *f) {
         "                      epoch is skipped in training (the test set is evaluated whole)\n"
         "  --optimizer NAME    sgd, momentum (0.9), adam (default), adamw, rmsprop, adagrad\n"
         "  --lr X              learning rate (default 0.001 for adam/adamw/rmsprop, 0.01 otherwise)\n"
-        "  --schedule NAME     learning-rate schedule: constant (default), step, exponential,\n"
-        "                      cosine, one-cycle\n"
+        "  --schedule NAME     learning-rate schedule (per epoch, from --lr): constant (default);\n"
+        "                      step (lr x --lr-step-factor every --lr-step-epochs epochs); exponential\n"
+        "                      (lr x 0.96 per epoch); cosine (linear warm-up over --warmup-epochs, then\n"
+        "                      cosine decay to 0 at the last epoch); one-cycle (up from lr/25 over the\n"
+        "                      first 30%% of training, then down to lr/250000)\n"
+        "  --lr-step-epochs N  step: epochs between drops (default 2)\n"
+        "  --lr-step-factor F  step: the factor of each drop, 0 < F <= 1 (default 0.5)\n"
+        "  --warmup-epochs E   cosine: warm-up length in epochs, may be fractional (default 0.2)\n"
+        "  --weight-decay W    decoupled weight decay for sgd, momentum, adam and adamw (default: 0;\n"
+        "                      adamw 0.004)\n"
+        "  --clipnorm C        clip the gradients to global norm C, C > 0 (default: no clipping)\n"
+        "  --early-stopping P  stop when --monitor has not improved by more than --min-delta for P\n"
+        "                      epochs in a row (default: off; the last epoch's weights are kept)\n"
+        "  --monitor NAME      what --early-stopping and --save-best watch: val_loss (default),\n"
+        "                      val_accuracy, loss, accuracy\n"
+        "  --min-delta D       --early-stopping: the least change that counts as improving (default 0)\n"
+        "  --save-best         with --save: write the checkpoint only when --monitor improves\n"
+        "                      (Keras save_best_only); default: after every epoch\n"
         "  --seed N            seed for weights, shuffling, augmentation and dropout (default 1)\n"
         "  --augment LIST      random augmentation of the training images, comma-separated:\n"
         "                        flip    mirror left-right with probability 1/2\n"
@@ -125,8 +142,9 @@ static void eval_usage(FILE *f) {
     fprintf(f,
         "usage: kiln eval --load PATH [--data SPEC] [--batch-size N] [--threads N]\n\n"
         "Loads a checkpoint saved by 'kiln train --save PATH' and prints the loss and accuracy on\n"
-        "every example of the test set. The model is the one named in the checkpoint\n"
-        "(override with --model NAME).\n\n"
+        "every example of the test set; for a source without a test split (an image folder without\n"
+        "test/ or val/ sub-folders) on every example of it, and says so. The model is the one\n"
+        "named in the checkpoint (override with --model NAME).\n\n"
         "options:\n"
         "  --load PATH         the checkpoint (required)\n"
         DATA_HELP
@@ -135,81 +153,48 @@ static void eval_usage(FILE *f) {
         "  --model NAME        model to build if the checkpoint does not name one\n"
         "  --batch-size N      examples per step (default 64)\n"
         "  --threads N         CPU threads (default: all cores)\n"
-        "  --device D          auto (default), cpu, ref, cuda\n");
+        "  --device D          auto (default), cpu, ref, cuda\n"
+        "  --log-device-placement  print each op's device once\n"
+        "  --prefetch N        batches prepared ahead (default 2)\n"
+        "  --workers N         threads preparing batches (default 1)\n");
 }
 
 static void predict_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln predict --load PATH [--data SPEC] [--count N]\n\n"
+        "usage: kiln predict --load PATH [--data SPEC] [--count N]\n"
+        "       kiln predict --load PATH --image FILE [FILE...]\n\n"
         "Loads a checkpoint and prints the predicted class, the true label and the confidence for\n"
-        "the first N test images.\n\n"
+        "the first N test images; or, with --image, the three most likely classes of each PNG or\n"
+        "JPEG file with their probabilities.\n\n"
         "options:\n"
         "  --load PATH         the checkpoint (required)\n"
+        "  --image FILE...     PNG or JPEG files to classify (--image may repeat); each is converted\n"
+        "                      to the model's channels (grey or RGB) and, when its size differs,\n"
+        "                      resized to the model's input (nearest neighbour, as Keras' load_img).\n"
+        "                      Class names: those of an image folder given with --data, Fashion-MNIST's\n"
+        "                      for a 10-class 28x28x1 model (unless --data names other data), else numbers\n"
         DATA_HELP
-        "  --count N           how many test images (default 10)\n"
+        "  --count N           how many test images (default 10; not with --image)\n"
+        "  --validation-split F  predict the held-out fraction F of the training data (not with --image)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
-        "  --threads N         CPU threads (default: all cores)\n");
+        "  --batch-size N      examples per step (default 64)\n"
+        "  --threads N         CPU threads (default: all cores)\n"
+        "  --device D          auto (default), cpu, ref, cuda\n"
+        "  --log-device-placement  print each op's device once\n\n"
+        "example:\n"
+        "  kiln predict --load model.safetensors --image shirt.png boot.jpg\n");
 }
 
 static void summary_usage(FILE *f) {
     fprintf(f,
         "usage: kiln summary [--model NAME | --load PATH]\n\n"
-        "Prints the layers of a built-in model, or of the model a checkpoint holds (--load), with\n"
-        "their output shapes and parameter counts.\n"
-        "Models: %s (default fashion_cnn).\n", kiln_model_preset_names());
-}
-
-typedef struct args {
-    const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule, *augment;
-    int epochs, batch, threads, verbose, count, prefetch, workers, gpu_mem_mib;
-    long long limit;
-    double lr, val_split;      /* val_split < 0: not given */
-    uint64_t seed;
-    bool help, data_on_device, log_placement, strict_load;
-} args;
-
-static int parse(int argc, char **argv, args *a, const char *cmd) {
-    for (int i = 2; i < argc; i++) {
-        char *opt = argv[i], *val = NULL;
-        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) { a->help = true; continue; }
-        if (strncmp(opt, "--", 2)) { fprintf(stderr, "kiln %s: unexpected argument '%s' (see kiln %s --help)\n", cmd, opt, cmd); return 2; }
-        if (!strcmp(opt, "--data-on-device")) { a->data_on_device = true; continue; }
-        if (!strcmp(opt, "--log-device-placement")) { a->log_placement = true; continue; }
-        if (!strcmp(opt, "--strict-load")) { a->strict_load = true; continue; }
-        char *eq = strchr(opt, '=');
-        char name[64];
-        if (eq) { snprintf(name, sizeof name, "%.*s", (int)(eq - opt), opt); val = eq + 1; }
-        else {
-            snprintf(name, sizeof name, "%s", opt);
-            if (i + 1 >= argc) { fprintf(stderr, "kiln %s: option %s needs a value (see kiln %s --help)\n", cmd, name, cmd); return 2; }
-            val = argv[++i];
-        }
-#define INT_OPT(flag, field, lo, hi) else if (!strcmp(name, flag)) { if (cli_int32(cmd, flag, val, lo, hi, &a->field)) return 2; }
-        if (!strcmp(name, "--data")) a->data = val;
-        else if (!strcmp(name, "--model")) a->model = val;
-        else if (!strcmp(name, "--optimizer")) a->optimizer = val;
-        else if (!strcmp(name, "--save")) a->save = val;
-        else if (!strcmp(name, "--load")) a->load = val;
-        else if (!strcmp(name, "--history")) a->history = val;
-        else if (!strcmp(name, "--device")) a->device = val;
-        else if (!strcmp(name, "--schedule")) a->schedule = val;
-        else if (!strcmp(name, "--augment")) a->augment = val;
-        INT_OPT("--epochs", epochs, 0, CLI_MAX_EPOCHS)
-        INT_OPT("--batch-size", batch, 1, CLI_MAX_BATCH)
-        INT_OPT("--threads", threads, 0, CLI_MAX_THREADS)
-        INT_OPT("--verbose", verbose, 0, 2)
-        INT_OPT("--count", count, 1, 100000)
-        INT_OPT("--prefetch", prefetch, 0, 256)
-        INT_OPT("--workers", workers, 0, 256)
-        INT_OPT("--gpu-memory-limit", gpu_mem_mib, 0, 1 << 24)
-        else if (!strcmp(name, "--validation-split")) { if (cli_real(cmd, name, val, 0, 1, true, true, &a->val_split)) return 2; }
-        else if (!strcmp(name, "--limit")) { if (cli_int(cmd, name, val, 1, INT64_MAX, &a->limit)) return 2; }
-        else if (!strcmp(name, "--seed")) { if (cli_u64(cmd, name, val, &a->seed)) return 2; }
-        else if (!strcmp(name, "--lr")) { if (cli_real(cmd, name, val, 0, 1e6, true, false, &a->lr)) return 2; }
-        else { fprintf(stderr, "kiln %s: unknown option '%s' (see kiln %s --help)\n", cmd, name, cmd); return 2; }
-#undef INT_OPT
-    }
-    return 0;
+        "Prints the layers of a model with their output shapes and parameter counts: a built-in\n"
+        "model (--model; models: %s; default fashion_cnn), or the model a checkpoint holds\n"
+        "(--load PATH: the model, input shape and number of classes it was saved with).\n\n"
+        "options:\n"
+        "  --model NAME        a built-in model (with --load: the model to build if the checkpoint\n"
+        "                      does not name one)\n"
+        "  --load PATH         a checkpoint from kiln train --save PATH\n", kiln_model_preset_names());
 }
 
 static int fail(const char *cmd, int rc) { fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error()); return rc; }
@@ -238,6 +223,7 @@ typedef struct data_src {
     kiln_data *train, *test;
     bool images;             /* an image folder: decoded pixels are cached */
     bool held_out;           /* test = a held-out part of the training data */
+    bool whole;              /* test = all of a source without a test split (eval, predict) */
     double fraction;
 } data_src;
 
@@ -261,7 +247,8 @@ static kiln_shape preset_input(const char *model) {
 
 /* Opens --data for `cmd`: both splits for train, the evaluation split alone otherwise (want_train
  * false). The evaluation split is the source's test split, or a held-out part of the training
- * split (--validation-split, or 10% of an image folder without train/test sub-folders). */
+ * split (--validation-split, or for train 10% of an image folder without train/test sub-folders;
+ * eval and predict use all of such a folder). */
 static int open_data(const args *a, const char *cmd, bool want_train, data_src *ds) {
     memset(ds, 0, sizeof *ds);
     char spec[4096], test_spec[4096], tr[4200], te[4200];
@@ -310,6 +297,11 @@ static int open_data(const args *a, const char *cmd, bool want_train, data_src *
         }
         ds->images = kiln_data_class_name(ds->train, 0) != NULL;
         if (!ds->images && a->val_split <= 0 && (st = kiln_data_open(test_spec, false, &ds->test))) { data_src_free(ds); return fail(cmd, 1); }
+    }
+    if (!ds->test && !want_train && a->val_split <= 0) {   /* eval / predict: all of a folder without a test split */
+        ds->test = ds->train;
+        ds->train = NULL;
+        ds->whole = true;
     }
     if (!ds->test) {         /* hold out part of the training split */
         ds->held_out = true;
@@ -380,7 +372,9 @@ static kiln_data *eval_pipeline(const args *a, kiln_data *src, bool images) {
     return d;
 }
 
-static int parse_optimizer(const char *name, double lr, kiln_optimizer *o) {
+static int parse_optimizer(const args *a, kiln_optimizer *o) {
+    const char *name = a->optimizer;
+    double lr = a->lr;
     if (!strcmp(name, "sgd")) *o = kiln_sgd(lr > 0 ? lr : 0.01);
     else if (!strcmp(name, "momentum")) *o = kiln_momentum(lr > 0 ? lr : 0.01, 0.9, false);
     else if (!strcmp(name, "adam")) *o = kiln_adam(lr > 0 ? lr : 1e-3);
@@ -388,18 +382,74 @@ static int parse_optimizer(const char *name, double lr, kiln_optimizer *o) {
     else if (!strcmp(name, "rmsprop")) *o = kiln_rmsprop(lr > 0 ? lr : 1e-3);
     else if (!strcmp(name, "adagrad")) *o = kiln_adagrad(lr > 0 ? lr : 0.01);
     else { fprintf(stderr, "kiln train: unknown optimizer '%s': use sgd, momentum, adam, adamw, rmsprop or adagrad\n", name); return 2; }
+    if (a->weight_decay >= 0) {
+        if (o->kind == KILN_OPT_RMSPROP || o->kind == KILN_OPT_ADAGRAD) {
+            fprintf(stderr, "kiln train: --weight-decay works with sgd, momentum, adam and adamw, not %s\n", name);
+            return 2;
+        }
+        if (o->kind == KILN_OPT_ADAMW && a->weight_decay == 0) {
+            fprintf(stderr, "kiln train: --weight-decay 0 with adamw: use --optimizer adam for no decay\n");
+            return 2;
+        }
+        o->weight_decay = a->weight_decay;
+    }
+    if (a->clipnorm > 0) o->clip_norm = a->clipnorm;
     return 0;
 }
 
-static int parse_schedule(const char *name, kiln_lr_schedule *s) {
+/* --schedule with --lr-step-epochs / --lr-step-factor (step) and --warmup-epochs (cosine). */
+static int parse_schedule(const args *a, kiln_lr_schedule *s) {
+    const char *name = a->schedule;
     memset(s, 0, sizeof *s);
     if (!name || !strcmp(name, "constant")) s->kind = KILN_LR_CONSTANT;
-    else if (!strcmp(name, "step")) { s->kind = KILN_LR_STEP; s->step_epochs = 2; s->gamma = 0.5; }
+    else if (!strcmp(name, "step")) {
+        s->kind = KILN_LR_STEP;
+        s->step_epochs = a->lr_step_epochs > 0 ? a->lr_step_epochs : 2;
+        s->gamma = a->lr_step_factor > 0 ? a->lr_step_factor : 0.5;
+    }
     else if (!strcmp(name, "exponential")) s->kind = KILN_LR_EXPONENTIAL;
-    else if (!strcmp(name, "cosine")) { s->kind = KILN_LR_COSINE; s->warmup_epochs = 0.2; }
+    else if (!strcmp(name, "cosine")) { s->kind = KILN_LR_COSINE; s->warmup_epochs = a->warmup_epochs >= 0 ? a->warmup_epochs : 0.2; }
     else if (!strcmp(name, "one-cycle") || !strcmp(name, "onecycle")) s->kind = KILN_LR_ONE_CYCLE;
     else { fprintf(stderr, "kiln train: unknown schedule '%s': use constant, step, exponential, cosine or one-cycle\n", name); return 2; }
+    if ((a->lr_step_epochs > 0 || a->lr_step_factor > 0) && s->kind != KILN_LR_STEP) {
+        fprintf(stderr, "kiln train: --lr-step-epochs and --lr-step-factor set up --schedule step (the schedule is %s)\n", name ? name : "constant");
+        return 2;
+    }
+    if (a->warmup_epochs >= 0 && s->kind != KILN_LR_COSINE) {
+        fprintf(stderr, "kiln train: --warmup-epochs sets up --schedule cosine (the schedule is %s)\n", name ? name : "constant");
+        return 2;
+    }
     return 0;
+}
+
+/* --early-stopping, --monitor, --min-delta, --save-best: checked before any data is read. */
+static int check_callbacks(const args *a) {
+    static const char *const ok[] = { "val_loss", "val_accuracy", "loss", "accuracy" };
+    if (a->monitor) {
+        bool known = false;
+        for (int i = 0; i < 4; i++) known |= !strcmp(a->monitor, ok[i]);
+        if (!known) { fprintf(stderr, "kiln train: unknown --monitor '%s': use val_loss, val_accuracy, loss or accuracy\n", a->monitor); return 2; }
+        if (!a->patience && !a->save_best) { fprintf(stderr, "kiln train: --monitor chooses what --early-stopping or --save-best watch; give one of them\n"); return 2; }
+    }
+    if (a->min_delta >= 0 && !a->patience) { fprintf(stderr, "kiln train: --min-delta needs --early-stopping PATIENCE\n"); return 2; }
+    if (a->save_best && !a->save) { fprintf(stderr, "kiln train: --save-best needs --save PATH\n"); return 2; }
+    return 0;
+}
+
+static const char *monitor_of(const args *a) { return a->monitor ? a->monitor : "val_loss"; }
+
+/* The epoch (index into h) whose checkpoint --save-best kept: the first best by the monitor. */
+static int best_epoch(const kiln_logs *h, int n, const char *monitor) {
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        const kiln_logs *l = &h[i];
+        double v = !strcmp(monitor, "loss") ? l->loss : !strcmp(monitor, "accuracy") ? l->accuracy
+                 : !strcmp(monitor, "val_accuracy") ? l->val_accuracy : l->val_loss;
+        double b = !strcmp(monitor, "loss") ? h[best].loss : !strcmp(monitor, "accuracy") ? h[best].accuracy
+                 : !strcmp(monitor, "val_accuracy") ? h[best].val_accuracy : h[best].val_loss;
+        if (strstr(monitor, "accuracy") ? v > b : v < b) best = i;
+    }
+    return best;
 }
 
 static kiln_compile_opts compile_opts(const args *a, kiln_optimizer opt, kiln_lr_schedule sched) {
@@ -408,8 +458,16 @@ static kiln_compile_opts compile_opts(const args *a, kiln_optimizer opt, kiln_lr
                                 .num_threads = a->threads, .log_device_placement = a->log_placement };
 }
 
+/* Says which examples eval / predict use when the source has no test split. */
+static void say_whole(const data_src *ds, const char *data) {
+    if (ds->whole)
+        printf("%s has no test split (no test/ or val/ sub-folder): using all %lld examples "
+               "(--validation-split F uses the part kiln train held out)\n", data, (long long)kiln_data_source_size(ds->test));
+}
+
 static void split_name(const data_src *ds, char *buf, size_t n) {
     if (ds->held_out) snprintf(buf, n, "held-out (%g of the training data)", ds->fraction);
+    else if (ds->whole) snprintf(buf, n, "overall");
     else snprintf(buf, n, "test");
 }
 
@@ -441,11 +499,26 @@ static kiln_dataset *materialize(kiln_data *src, int64_t n) {
     return out;
 }
 
+/* One line for the training settings beyond the defaults (schedule, decay, clipping, callbacks). */
+static void print_extras(const args *a, const kiln_optimizer *o, const kiln_lr_schedule *s) {
+    char line[512] = "";
+    size_t k = 0;
+#define ADD(...) k += (size_t)snprintf(line + k, k < sizeof line ? sizeof line - k : 0, __VA_ARGS__)
+    if (s->kind == KILN_LR_STEP) ADD(", lr x%g every %d epoch%s", s->gamma, s->step_epochs, s->step_epochs == 1 ? "" : "s");
+    if (s->kind == KILN_LR_COSINE) ADD(", cosine lr with %g warm-up epochs", s->warmup_epochs);
+    if (o->weight_decay > 0) ADD(", weight decay %g", o->weight_decay);
+    if (o->clip_norm > 0) ADD(", gradients clipped to global norm %g", o->clip_norm);
+    if (a->patience) ADD(", early stopping on %s (patience %d, min delta %g)", monitor_of(a), a->patience, a->min_delta > 0 ? a->min_delta : 0);
+    if (a->save_best) ADD(", checkpoint kept when %s improves", monitor_of(a));
+#undef ADD
+    if (k) printf("Options: %s\n", line + 2);
+}
+
 static int cmd_train(args *a) {
     if (a->help) { train_usage(stdout); return 0; }
     kiln_optimizer opt;
     kiln_lr_schedule sched;
-    if (parse_optimizer(a->optimizer, a->lr, &opt) || parse_schedule(a->schedule, &sched)) return 2;
+    if (parse_optimizer(a, &opt) || parse_schedule(a, &sched) || check_callbacks(a)) return 2;
     if (a->batch < 1) { fprintf(stderr, "kiln train: --batch-size must be at least 1\n"); return 2; }
     if (a->data_on_device && !kiln_gpu_available())
         fprintf(stderr, "kiln train: --data-on-device: no GPU (%s); the data set lives in the session's host memory, "
@@ -490,9 +563,10 @@ static int cmd_train(args *a) {
     vp = eval_pipeline(a, ds.test, ds.images);
     ds.test = NULL;
     if ((!tp && !resident) || !vp) { rc = fail("train", 1); goto out; }
-    kiln_callback cbs[2];
+    kiln_callback cbs[3];
     int n_cb = 0;
-    if (a->save) cbs[n_cb++] = kiln_callback_model_checkpoint(a->save, "loss", false);
+    if (a->save) cbs[n_cb++] = kiln_callback_model_checkpoint(a->save, a->save_best ? monitor_of(a) : "loss", a->save_best);
+    if (a->patience) cbs[n_cb++] = kiln_callback_early_stopping(monitor_of(a), a->patience, a->min_delta > 0 ? a->min_delta : 0);
     if (a->history) cbs[n_cb++] = kiln_callback_csv_logger(a->history);
     printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
            a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
@@ -507,6 +581,7 @@ static int cmd_train(args *a) {
         printf("Input: shuffle%s, %d batch%s prefetched by %d worker thread%s\n", aug_desc, a->prefetch, a->prefetch == 1 ? "" : "es",
                a->workers > 0 ? a->workers : 1, a->workers > 1 ? "s" : "");
     else printf("Input: shuffle%s, no prefetch (batches made on the training thread)\n", aug_desc);
+    print_extras(a, &opt, &sched);
     fflush(stdout);
     double t0 = cli_now();
     kiln_status st = KILN_OK;
@@ -542,7 +617,15 @@ static int cmd_train(args *a) {
     printf("Time: %.1f s for %d epoch%s (training loop %.1f s, %.0f images/s)\n", secs, n_hist, n_hist == 1 ? "" : "s", train_secs, ips);
     /* only files this run wrote: none when no epoch was trained (--epochs 0, or resumed at the end) */
     char *saved = NULL;
-    if (a->save && n_hist > 0 && kiln_checkpoint_path(a->save, &h[n_hist - 1], &saved) == KILN_OK) printf("Saved: %s\n", saved);
+    if (a->patience && n_hist > 0 && h[n_hist - 1].epoch < a->epochs)
+        printf("Early stopping: %s did not improve for %d epoch%s; stopped after epoch %d of %d\n", monitor_of(a), a->patience,
+               a->patience == 1 ? "" : "s", h[n_hist - 1].epoch, a->epochs);
+    int kept = a->save_best ? best_epoch(h, n_hist, monitor_of(a)) : n_hist - 1;
+    if (a->save && n_hist > 0 && kiln_checkpoint_path(a->save, &h[kept], &saved) == KILN_OK)
+    {
+        if (a->save_best) printf("Saved: %s (epoch %d, best %s)\n", saved, h[kept].epoch, monitor_of(a));
+        else printf("Saved: %s\n", saved);
+    }
     free(saved);
     if (a->history && n_hist > 0) printf("History: %s\n", a->history);
 out:
@@ -596,6 +679,40 @@ static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const k
     return m;
 }
 
+/* The input shape a checkpoint was saved with (kiln.input_shape "28,28,1"); rank 0 when absent. */
+static kiln_shape checkpoint_input(const kiln_safetensors *f) {
+    const char *v = kiln_safetensors_meta(f, "kiln.input_shape");
+    kiln_shape s = KILN_SCALAR;
+    for (char *end; v && *v && s.rank < 3; v = *end == ',' ? end + 1 : end) {
+        long long d = strtoll(v, &end, 10);
+        if (end == v || d < 1 || d > 65535) return KILN_SCALAR;
+        s.dim[s.rank++] = d;
+    }
+    return v && *v ? KILN_SCALAR : s;
+}
+
+/* The number of classes: the length of the bias of the model's last layer in the checkpoint
+ * (10 when the file has no such tensor; loading then names the mismatch). */
+static int checkpoint_classes(const char *model, kiln_shape in, const kiln_safetensors *f) {
+    kiln_model *m = kiln_model_preset(model, in, 10);
+    int classes = 10;
+    if (m && kiln_model_layer_count(m) > 0) {
+        char name[256];
+        snprintf(name, sizeof name, "%s/bias", kiln_layer_name(kiln_model_layer(m, kiln_model_layer_count(m) - 1)));
+        const kiln_tensor *b = kiln_safetensors_find(f, name);
+        if (b && b->shape.rank == 1 && b->shape.dim[0] >= 1 && b->shape.dim[0] <= INT32_MAX) classes = (int)b->shape.dim[0];
+    }
+    kiln_model_free(m);
+    return classes;
+}
+
+/* The model a checkpoint holds, built from the checkpoint alone (no data): its input shape and
+ * class count come from the file. */
+static kiln_model *model_of_checkpoint(const args *a, const char *cmd, const kiln_safetensors *f) {
+    kiln_shape in = checkpoint_input(f);
+    return model_from_checkpoint(a, cmd, f, in, checkpoint_classes(a->model, in, f));
+}
+
 static int cmd_eval(args *a) {
     if (a->help) { eval_usage(stdout); return 0; }
     if (!a->load) { fprintf(stderr, "kiln eval: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
@@ -611,6 +728,7 @@ static int cmd_eval(args *a) {
     char split[96];
     split_name(&ds, split, sizeof split);
     if (rc) goto out;
+    say_whole(&ds, a->data);
     m = model_from_checkpoint(a, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
     if (!m) { rc = 1; goto out; }
     vp = eval_pipeline(a, ds.test, ds.images);
@@ -629,15 +747,77 @@ out:
 
 static const char *fashion_names[10] = { "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot" };
 
+/* Class names for --image when the checkpoint holds none: the --data image folder's, else Fashion-MNIST's for a 10-class
+ * [28, 28, 1] model with the default or a Fashion-MNIST data set; NULL: print class numbers. */
+static kiln_data *names_source(const args *a, kiln_model *m, bool *fashion) {
+    kiln_shape in = kiln_model_input_shape(m), out = kiln_model_output_shape(m);
+    bool grey28 = in.rank == 3 && in.dim[0] == 28 && in.dim[1] == 28 && in.dim[2] == 1 && out.dim[0] == 10;
+    *fashion = grey28 && (!a->data_given || strstr(a->data, "fashion"));
+    data_src ds;
+    if (!a->data_given || *fashion || open_data(a, "predict", false, &ds)) return NULL;
+    kiln_data *names = ds.test;
+    ds.test = NULL;
+    data_src_free(&ds);
+    return names;
+}
+
+static void print_top(const char *path, const kiln_tensor *p, bool resized, bool fashion, const kiln_data *names, const kiln_model *m) {
+    const float *pr = p->data;
+    int64_t n = p->shape.dim[0], top[3] = { -1, -1, -1 };
+    for (int k = 0; k < 3 && k < n; k++)          /* the three largest, in order */
+        for (int64_t j = 0; j < n; j++) {
+            bool taken = false;
+            for (int q = 0; q < k; q++) taken |= top[q] == j;
+            if (!taken && (top[k] < 0 || pr[j] > pr[top[k]])) top[k] = j;
+        }
+    printf("%s:", path);
+    for (int k = 0; k < 3 && top[k] >= 0; k++) {
+        /* the names the checkpoint holds first, then the data's */
+        const char *nm = kiln_model_class_count(m) > 0 ? kiln_model_class_name(m, (int)top[k])
+                       : fashion && top[k] < 10 ? fashion_names[top[k]] : names ? kiln_data_class_name(names, (int)top[k]) : NULL;
+        if (nm) printf("%s %s %.1f%%", k ? "," : "", nm, 100.0 * pr[top[k]]);
+        else printf("%s class %lld %.1f%%", k ? "," : "", (long long)top[k], 100.0 * pr[top[k]]);
+    }
+    printf("%s\n", resized ? " (resized to the model's input size)" : "");
+}
+
+/* kiln predict --load CKPT --image A.png [B.jpg ...]: the top three classes of each file. */
+static int predict_images(args *a) {
+    if (a->count > 0 || a->val_split > 0) {
+        fprintf(stderr, "kiln predict: --%s picks test examples; with --image the given files are predicted\n",
+                a->count > 0 ? "count" : "validation-split");
+        return 2;
+    }
+    kiln_safetensors *ck = read_checkpoint(a, "predict");
+    if (!ck) return 1;
+    kiln_model *m = model_of_checkpoint(a, "predict", ck);
+    kiln_safetensors_free(ck);
+    if (!m) return 1;
+    bool fashion = false;
+    kiln_data *names = names_source(a, m, &fashion);
+    int rc = 0;
+    for (int i = 0; i < a->n_images && !rc; i++) {
+        kiln_tensor *p = NULL;
+        bool resized = false;
+        if (kiln_predict_image(m, a->images[i], &p, &resized) != KILN_OK) rc = fail("predict", 1);
+        else print_top(a->images[i], p, resized, fashion, names, m);
+        kiln_tensor_free(p);
+    }
+    kiln_data_free(names);
+    kiln_model_free(m);
+    return rc;
+}
+
 static int cmd_predict(args *a) {
     if (a->help) { predict_usage(stdout); return 0; }
     if (!a->load) { fprintf(stderr, "kiln predict: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
+    if (a->n_images) return predict_images(a);
     kiln_safetensors *ck = read_checkpoint(a, "predict");
     if (!ck) return 1;
     data_src ds;
     if (open_data(a, "predict", false, &ds)) { kiln_safetensors_free(ck); return 1; }
-    int count = a->count > 0 ? a->count : 10, rc = 0;
+    int count = a->count > 0 ? a->count : 10, rc = 0;     /* --count: 0 when not given */
     if (count > kiln_data_source_size(ds.test)) count = (int)kiln_data_source_size(ds.test);
     bool fashion = strstr(a->data, "fashion") != NULL && kiln_data_num_classes(ds.test) == 10;
     kiln_model *m = NULL;
@@ -645,6 +825,7 @@ static int cmd_predict(args *a) {
     kiln_data *d = NULL;
     kiln_data_iter *it = NULL;
     if ((rc = check_shapes(a, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
+    say_whole(&ds, a->data);
     m = model_from_checkpoint(a, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
     if (!m) { rc = 1; goto done; }
     d = kiln_data_batch(ds.test, count, false);       /* the first `count` test examples */
@@ -693,7 +874,8 @@ static int cmd_summary(args *a) {
     if (a->help) { summary_usage(stdout); return 0; }
     kiln_model *m = NULL;
     if (a->load && kiln_model_from_checkpoint(a->load, &m) != KILN_OK) return fail("summary", 1);
-    if (!m && !(m = kiln_model_preset(a->model, (kiln_shape){ 0 }, 10))) return fail("summary", 2);
+    if (!m && !(m = kiln_model_preset(a->model, KILN_SCALAR, 10))) return fail("summary", 2);
+    if (a->load) printf("Checkpoint %s: model %s, epoch %d\n", a->load, kiln_model_name(m), kiln_model_epoch(m));
     kiln_model_summary(m, stdout);
     kiln_model_free(m);
     return 0;
@@ -707,8 +889,9 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) { printf("kiln %s\n", KILN_VERSION); return 0; }
     if (!strcmp(argv[1], "devices")) return cmd_devices(argc, argv);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc, argv);
-    args a = { .data = DEFAULT_DATA, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
-               .prefetch = 2, .workers = 1, .val_split = -1 };
+    args a = { .data = NULL, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
+               .prefetch = 2, .workers = 1, .val_split = -1, .min_delta = -1, .lr_step_factor = -1, .warmup_epochs = -1,
+               .weight_decay = -1 };
     const char *cmd = argv[1];
     int (*fn)(args *) = NULL;
     if (!strcmp(cmd, "train")) fn = cmd_train;
@@ -716,8 +899,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(cmd, "predict")) fn = cmd_predict;
     else if (!strcmp(cmd, "summary")) fn = cmd_summary;
     else { fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", cmd); return 2; }
-    int rc = parse(argc, argv, &a, cmd);
+    int rc = cli_parse(argc, argv, &a, cmd);
     if (rc) return rc;
-    if (fn != cmd_eval && fn != cmd_predict && !a.model) a.model = "fashion_cnn";
+    a.data_given = a.data != NULL;
+    if (!a.data) a.data = DEFAULT_DATA;
+    if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model) a.model = "fashion_cnn";
     return fn(&a);
 }

@@ -326,6 +326,11 @@ kiln_status kiln_evaluate_data(kiln_model *m, kiln_data *d, const kiln_eval_opts
 /* Model outputs for every row of x ([N, ...input shape] f32) into *out (new [N, ...output shape]
  * f32 tensor, caller frees). Raw outputs: logits when the model ends without softmax. */
 kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_opts *o, kiln_tensor **out);
+/* Decodes one PNG or JPEG file to the model's input shape (kiln_image_load: converted to its
+ * channels, resized to its height and width; *resized says so, may be NULL) and classifies it:
+ * *out is a new f32 [classes] tensor of class probabilities (the softmax of the outputs when the
+ * model was compiled with from_logits). The model must be compiled and end in [classes]. */
+kiln_status kiln_predict_image(kiln_model *m, const char *path, kiln_tensor **out, bool *resized);
 
 /* ---- checkpoints (safetensors) ----
  * Weights under their variable names; with include_optimizer also the optimizer state (slot

@@ -71,6 +71,13 @@ kiln_status kiln_data_from_images(const char *dir, kiln_data **out);
  * name is not in the list is an error naming it (same-count, different-name folders would
  * otherwise mislabel every example). classes are copied. */
 kiln_status kiln_data_from_images_classes(const char *dir, const char *const *classes, int n_classes, kiln_data **out);
+/* Decodes one PNG or JPEG file (what an image folder holds) into a new f32 tensor [H, W, C] with
+ * values in [0, 1]. want: [H, W, C] with C 1 (grey; colour is converted) or 3 (RGB; grey is
+ * replicated); a file of another size is resized to H x W by nearest neighbour (as Keras'
+ * load_img(target_size=...)), and *resized says so (may be NULL). want of rank 0 keeps the file's
+ * size and channels. A missing, corrupt or non-image file is an error naming it; *out is NULL
+ * then. Free with kiln_tensor_free. */
+kiln_status kiln_image_load(const char *path, kiln_shape want, kiln_tensor **out, bool *resized);
 /* Parses a data spec, as the CLI's --data takes it:
  *   cifar10:DIR  cifar100:DIR  cifar100-coarse:DIR  mnist:DIR  images:DIR
  *   (mnist: with no DIR reads /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)

@@ -200,6 +200,55 @@ kiln_status kiln_image_decode(const char *name, const uint8_t *buf, size_t n, in
     return kiln_set_error(KILN_IO_ERROR, "%s: not a PNG or JPEG file (%zu bytes)", name, n);
 }
 
+/* ---- one file ---- */
+
+static kiln_status read_image(const char *path, int channels, kiln_image_info *info, uint8_t **px) {
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    kiln_status st = kiln_read_whole_file(path, &buf, &n);
+    if (st != KILN_OK) return st;
+    if (channels == 0) {       /* the file's own: 3 if it has colour */
+        FILE *f = fopen(path, "rb");
+        if (!f) { kiln_free(buf); return kiln_set_error(KILN_IO_ERROR, "%s: cannot open: %s", path, strerror(errno)); }
+        st = kiln_image_probe(path, f, info);
+        fclose(f);
+        channels = info->channels;
+    }
+    if (st == KILN_OK) st = kiln_image_decode(path, buf, n, channels, info, px);
+    kiln_free(buf);
+    return st;
+}
+
+kiln_status kiln_image_load(const char *path, kiln_shape want, kiln_tensor **out, bool *resized) {
+    if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_image_load: out is NULL");
+    *out = NULL;
+    if (resized) *resized = false;
+    if (!path) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_image_load: path is NULL");
+    bool keep = want.rank == 0;
+    if (!keep && (want.rank != 3 || (want.dim[2] != 1 && want.dim[2] != 3) || want.dim[0] < 1 || want.dim[1] < 1 ||
+                  want.dim[0] * want.dim[1] > KILN_IMAGE_MAX_PIXELS))
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_image_load: %s: want an [H, W, 1] or [H, W, 3] shape", path);
+    kiln_image_info info;
+    uint8_t *px = NULL;
+    kiln_status st = read_image(path, keep ? 0 : (int)want.dim[2], &info, &px);
+    if (st != KILN_OK) return st;
+    int64_t h = keep ? info.height : want.dim[0], w = keep ? info.width : want.dim[1], c = info.channels;
+    kiln_tensor *t = kiln_tensor_new(KILN_F32, KILN_SHAPE(h, w, c));
+    if (!t) { kiln_free(px); return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of memory", path); }
+    float *x = t->data;
+    for (int64_t i = 0; i < h; i++) {          /* nearest neighbour: source pixel under each centre */
+        int64_t si = (2 * i + 1) * info.height / (2 * h);
+        for (int64_t j = 0; j < w; j++) {
+            int64_t sj = (2 * j + 1) * info.width / (2 * w);
+            for (int64_t k = 0; k < c; k++) x[(i * w + j) * c + k] = px[(si * info.width + sj) * c + k] * (1.0f / 255.0f);
+        }
+    }
+    kiln_free(px);
+    if (resized) *resized = h != info.height || w != info.width;
+    *out = t;
+    return KILN_OK;
+}
+
 /* ---- the folder source ---- */
 
 typedef struct images_impl {

@@ -185,6 +185,95 @@ else
   echo "SKIP: strace not usable here: the read-once checks did not run (scripts/setup.sh installs strace)"
 fi
 
+# ---- issue 17 (CLI) ----
+# 17.2: each command accepts only its own options and says which ones it takes
+expect_fail "summary --epochs is a training option" "kiln summary: --epochs is a training option; summary takes --model, --load, --help" "$K" summary --epochs 3
+expect_fail "eval --augment is a training option" "kiln eval: --augment is a training option; eval takes --model, --load, --data" "$K" eval --augment flip
+expect_fail "summary --data names the commands that take it" "--data is an option of kiln train, kiln eval, kiln predict; summary takes" "$K" summary --data synthetic
+expect_fail "summary --bogus is unknown (was 'needs a value')" "kiln summary: unknown option '--bogus'" "$K" summary --bogus
+expect_fail "a valued option followed by another option lacks its value" "option --load needs a value" "$K" eval --load --data synthetic
+expect_fail "a flag takes no value" "--save-best takes no value" "$K" train --save-best=yes
+out=$("$K" train "${Q[@]}" --save-best --save "$tmp/f.safetensors" 2>&1)
+grep -q "^Test accuracy" <<<"$out" && ok || bad "a flag before a valued option: $(tail -c 300 <<<"$out")"
+# summary --load summarises the checkpoint's model (it printed fashion_cnn's), with its class count
+"$K" train --model cifar_cnn --data synthetic --limit 32 --batch-size 32 --epochs 1 --verbose 0 --threads 1 --prefetch 0 --save "$tmp/c.safetensors" >/dev/null 2>&1
+out=$("$K" summary --load "$tmp/c.safetensors" 2>&1); rc=$?
+ref=$("$K" summary --model cifar_cnn 2>&1 | grep "^Total params")
+[ $rc -eq 0 ] && grep -q 'Model: "cifar_cnn"' <<<"$out" && grep -qF "$ref" <<<"$out" && ok || bad "summary --load of a cifar_cnn checkpoint (rc $rc): $(head -c 400 <<<"$out")"
+expect "summary --load: the image folder's 3 classes" "dense_1 \(Dense\) +\(None, 3\)" "$K" summary --load "$tmp/img.safetensors"
+expect_fail "summary --load of a missing file names it" "$tmp/none.safetensors" "$K" summary --load "$tmp/none.safetensors"
+
+# 17.6: eval on a folder without a test split uses all of it, and says so (it used a silent 10%)
+mkimg "$tmp/flat" a 0 6; mkimg "$tmp/flat" b 1 6; mkimg "$tmp/flat" c 2 6
+out=$("$K" eval --load "$tmp/img.safetensors" --data "images:$tmp/flat" --threads 1 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "has no test split .*: using all 18 examples" <<<"$out" && grep -q "accuracy 100.00%, loss [0-9.]*, 18 examples" <<<"$out" && ok ||
+  bad "eval of a folder without a test split (rc $rc): $out"
+expect "eval --validation-split still evaluates the held-out part" "held-out \(0.5 of the training data\) accuracy .* 9 examples" \
+  "$K" eval --load "$tmp/img.safetensors" --data "images:$tmp/flat" --validation-split 0.5 --threads 1
+
+# 17.4: predict --image: the top three classes, named
+png 1 > "$tmp/grey.png"; png 2 > "$tmp/white.png"
+expect "predict --image with the folder's class names" "^$tmp/grey.png: b [0-9.]+%, [ac] [0-9.]+%, [ac] [0-9.]+%$" \
+  "$K" predict --load "$tmp/img.safetensors" --data "images:$tmp/img" --image "$tmp/grey.png" --threads 1
+out=$("$K" predict --load "$tmp/img.safetensors" --image "$tmp/grey.png" "$tmp/white.png" --image "$tmp/grey.png" --threads 1 2>&1)
+[ "$(grep -cE "^$tmp/(grey|white).png: class [0-9] " <<<"$out")" -eq 3 ] && grep -q "white.png: class 2 " <<<"$out" && ok ||
+  bad "predict --image with several files, without class names: $out"
+echo "not an image" > "$tmp/bad.png"
+expect_fail "predict --image of a non-image names it" "$tmp/bad.png: not a PNG or JPEG" "$K" predict --load "$tmp/img.safetensors" --image "$tmp/bad.png"
+head -c 60 "$tmp/grey.png" > "$tmp/cut.png"
+expect_fail "predict --image of a truncated PNG names it" "$tmp/cut.png: corrupt" "$K" predict --load "$tmp/img.safetensors" --image "$tmp/cut.png"
+expect_fail "predict --image of a missing file names it" "$tmp/none.png" "$K" predict --load "$tmp/img.safetensors" --image "$tmp/none.png"
+expect_fail "predict --image with --count is refused" "with --image the given files are predicted" "$K" predict --load "$tmp/img.safetensors" --image "$tmp/grey.png" --count 2
+# a Fashion-MNIST test image as a PNG gives what predict gives for the same test example
+FM=/usr/share/datasets/fashion-mnist
+if [ -f "$FM/t10k-images-idx3-ubyte.gz" ] && command -v python3 >/dev/null; then
+  python3 - "$FM" "$tmp/fm0.png" <<'PY'
+import gzip, struct, sys, zlib
+with gzip.open(sys.argv[1] + "/t10k-images-idx3-ubyte.gz") as f:
+    px = f.read(16 + 784)[16:]
+rows = b"".join(b"\0" + px[r * 28:(r + 1) * 28] for r in range(28))
+chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+open(sys.argv[2], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 28, 28, 8, 0, 0, 0, 0))
+                              + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+PY
+  "$K" train --model mlp --epochs 1 --limit 2048 --verbose 0 --threads 1 --save "$tmp/fm.safetensors" >/dev/null 2>&1
+  row=$("$K" predict --load "$tmp/fm.safetensors" --count 1 --threads 1 2>&1 | grep -E "^ +0  ")   # "     0  Ankle boot     Ankle boot      45.6%"
+  want="$(cut -c9-22 <<<"$row" | sed 's/ *$//') $(grep -oE "[0-9.]+%" <<<"$row")"
+  got=$("$K" predict --load "$tmp/fm.safetensors" --image "$tmp/fm0.png" --threads 1 2>&1 | grep "^$tmp/fm0.png: ")
+  [ -n "$row" ] && grep -qE "^$tmp/fm0.png: $want, [A-Za-z/ -]+ [0-9.]+%, [A-Za-z/ -]+ [0-9.]+%$" <<<"$got" && ok ||
+    bad "predict --image of Fashion-MNIST test image 0: got '$got', predict --count 1 says '$want'"
+else
+  echo "SKIP: no Fashion-MNIST or python3: the Fashion-MNIST PNG check did not run"
+fi
+
+# 17.8: training options of the C API
+out=$("$K" train "${Q[@]}" --epochs 5 --early-stopping 1 --min-delta 100 --history "$tmp/es.csv" 2>&1)
+grep -q "stopped after epoch 2 of 5" <<<"$out" && [ "$(wc -l < "$tmp/es.csv")" -eq 3 ] && ok || bad "--early-stopping 1 --min-delta 100 should stop after epoch 2: $out"
+"$K" train "${Q[@]}" --epochs 3 --schedule step --lr-step-epochs 1 --lr-step-factor 0.1 --history "$tmp/st.csv" >/dev/null 2>&1
+[ "$(cut -d, -f6 "$tmp/st.csv" | tr '\n' ' ')" = "lr 0.001 0.0001 1e-05 " ] && ok || bad "--lr-step-epochs 1 --lr-step-factor 0.1: lr column $(cut -d, -f6 "$tmp/st.csv" | tr '\n' ' ')"
+"$K" train "${Q[@]}" --epochs 2 --schedule cosine --history "$tmp/c1.csv" >/dev/null 2>&1
+"$K" train "${Q[@]}" --epochs 2 --schedule cosine --warmup-epochs 0 --history "$tmp/c0.csv" >/dev/null 2>&1
+[ "$(sed -n 2p "$tmp/c0.csv" | cut -d, -f6)" != "$(sed -n 2p "$tmp/c1.csv" | cut -d, -f6)" ] && ok || bad "--warmup-epochs 0 changed no learning rate"
+mkdir -p "$tmp/sb"
+out=$("$K" train "${Q[@]}" --epochs 6 --lr 0.05 --save "$tmp/sb/m-{epoch}.safetensors" --save-best --history "$tmp/sb.csv" 2>&1)
+best=$(awk -F, 'NR > 1 && (b == "" || $4 < b) { b = $4; e = $1 } END { print e }' "$tmp/sb.csv")
+n_imp=$(awk -F, 'NR > 1 && (b == "" || $4 < b) { b = $4; n++ } END { print n }' "$tmp/sb.csv")
+grep -qF "Saved: $tmp/sb/m-$best.safetensors (epoch $best, best val_loss)" <<<"$out" && [ "$(ls "$tmp/sb" | wc -l)" -eq "$n_imp" ] && ok ||
+  bad "--save-best: best epoch $best, $n_imp improvements, files: $(ls "$tmp/sb" | tr '\n' ' '), $(grep Saved <<<"$out")"
+loss_of() { "$K" train "${Q[@]}" --epochs 2 --optimizer sgd --history "$tmp/l.csv" "$@" >/dev/null 2>&1; sed -n 3p "$tmp/l.csv" | cut -d, -f2; }
+l_plain=$(loss_of); l_wd=$(loss_of --weight-decay 0.5); l_clip=$(loss_of --clipnorm 0.001)
+[ -n "$l_plain" ] && [ "$l_wd" != "$l_plain" ] && ok || bad "--weight-decay 0.5 changed nothing: $l_wd vs $l_plain"
+[ -n "$l_plain" ] && [ "$l_clip" != "$l_plain" ] && ok || bad "--clipnorm 0.001 changed nothing: $l_clip vs $l_plain"
+expect_fail "--clipnorm 0 is refused" "--clipnorm wants a number above 0" "$K" train "${Q[@]}" --clipnorm 0
+expect_fail "--lr-step-factor 1.5 is refused" "--lr-step-factor wants a number above 0 and up to 1" "$K" train "${Q[@]}" --schedule step --lr-step-factor 1.5
+expect_fail "--lr-step-epochs without --schedule step is refused" "set up --schedule step \(the schedule is constant\)" "$K" train "${Q[@]}" --lr-step-epochs 2
+expect_fail "--warmup-epochs without cosine is refused" "--warmup-epochs sets up --schedule cosine" "$K" train "${Q[@]}" --warmup-epochs 1
+expect_fail "--weight-decay with rmsprop is refused" "not rmsprop" "$K" train "${Q[@]}" --optimizer rmsprop --weight-decay 0.1
+expect_fail "unknown --monitor is refused" "unknown --monitor 'foo'" "$K" train "${Q[@]}" --early-stopping 2 --monitor foo
+expect_fail "--save-best without --save is refused" "--save-best needs --save PATH" "$K" train "${Q[@]}" --save-best
+expect_fail "--min-delta without --early-stopping is refused" "--min-delta needs --early-stopping" "$K" train "${Q[@]}" --min-delta 0.1
+expect "train --help states the step and warm-up defaults" "--lr-step-epochs N .*default 2" "$K" train --help
+
 # 17.3: a checkpoint holds its model's architecture: a model built with the C API (not built in)
 # is summarised, evaluated and predicted from its file alone
 EX="$(dirname "$K")/example_custom_model"

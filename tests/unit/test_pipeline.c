@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <math.h>
 #include <png.h>
 #include <jpeglib.h>
 #include "check.h"
@@ -229,6 +230,28 @@ static void write_jpeg(const char *path, int w, int h, int c) {
     jpeg_destroy_compress(&ci);
     fclose(f);
     free(row);
+}
+
+/* kiln_image_load: one file, as is, converted to 3 channels, resized by nearest neighbour. */
+static void test_image_load(void) {
+    char p[600];
+    pjoin(p, sizeof p, tmpdir, "one.png");
+    write_png(p, 4, 2, 1, 0);                       /* pixel i = i*5 */
+    kiln_tensor *t = NULL;
+    bool resized = true;
+    CHECK(kiln_image_load(p, KILN_SCALAR, &t, &resized) == KILN_OK && !resized);
+    CHECK(t && kiln_shape_equal(t->shape, KILN_SHAPE(2, 4, 1)) && fabsf(((float *)t->data)[7] - 35 / 255.0f) < 1e-6f);
+    kiln_tensor_free(t);
+    CHECK(kiln_image_load(p, KILN_SHAPE(2, 4, 3), &t, &resized) == KILN_OK && !resized);
+    CHECK(t && ((float *)t->data)[3 * 5 + 2] == ((float *)t->data)[3 * 5] && fabsf(((float *)t->data)[3 * 5] - 25 / 255.0f) < 1e-6f);
+    kiln_tensor_free(t);
+    CHECK(kiln_image_load(p, KILN_SHAPE(1, 2, 1), &t, &resized) == KILN_OK && resized);   /* centres: (1,1), (1,3) */
+    CHECK(t && fabsf(((float *)t->data)[0] - 25 / 255.0f) < 1e-6f && fabsf(((float *)t->data)[1] - 35 / 255.0f) < 1e-6f);
+    kiln_tensor_free(t);
+    t = (kiln_tensor *)1;
+    CHECK(kiln_image_load(p, KILN_SHAPE(2, 4, 2), &t, NULL) == KILN_INVALID_ARGUMENT && t == NULL);
+    pjoin(p, sizeof p, tmpdir, "none.png");
+    CHECK(kiln_image_load(p, KILN_SCALAR, &t, NULL) != KILN_OK && t == NULL && has(kiln_last_error(), "none.png"));
 }
 
 static void test_images(void) {
@@ -774,6 +797,7 @@ int main(void) {
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
     test_cifar();
     test_images();
+    test_image_load();
     test_mnist_and_spec();
     test_batch_repeat_take_skip();
     test_normalize();

@@ -1,0 +1,143 @@
+/* Per-command option parsing for kiln train / eval / predict / summary: each command accepts only
+ * its own options and names the problem otherwise (issue 17.2). */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include "tools/cli_args.h"
+#include "tools/commands.h"
+
+typedef enum { K_FLAG, K_STR, K_INT, K_I64, K_U64, K_REAL, K_LIST } opt_kind;
+enum { OPEN_LO = 1, OPEN_HI = 2 };
+enum { T = CMD_TRAIN, E = CMD_EVAL, P = CMD_PREDICT, S = CMD_SUMMARY };
+
+typedef struct cli_opt {
+    const char *name;
+    opt_kind kind;
+    unsigned cmds;             /* CMD_* bits of the commands taking it */
+    size_t off;                /* the field in args */
+    double lo, hi;             /* numbers: the range */
+    unsigned open;             /* K_REAL: OPEN_LO / OPEN_HI */
+} cli_opt;
+
+#define F(field) offsetof(args, field)
+static const cli_opt opts[] = {
+    { "--model", K_STR, T | E | P | S, F(model), 0, 0, 0 },
+    { "--load", K_STR, T | E | P | S, F(load), 0, 0, 0 },
+    { "--data", K_STR, T | E | P, F(data), 0, 0, 0 },
+    { "--image", K_LIST, P, F(images), 0, 0, 0 },
+    { "--validation-split", K_REAL, T | E | P, F(val_split), 0, 1, OPEN_LO | OPEN_HI },
+    { "--batch-size", K_INT, T | E | P, F(batch), 1, CLI_MAX_BATCH, 0 },
+    { "--count", K_INT, P, F(count), 1, 100000, 0 },
+    { "--threads", K_INT, T | E | P, F(threads), 0, CLI_MAX_THREADS, 0 },
+    { "--device", K_STR, T | E | P, F(device), 0, 0, 0 },
+    { "--log-device-placement", K_FLAG, T | E | P, F(log_placement), 0, 0, 0 },
+    { "--prefetch", K_INT, T | E, F(prefetch), 0, 256, 0 },
+    { "--workers", K_INT, T | E, F(workers), 0, 256, 0 },
+    { "--epochs", K_INT, T, F(epochs), 0, CLI_MAX_EPOCHS, 0 },
+    { "--optimizer", K_STR, T, F(optimizer), 0, 0, 0 },
+    { "--lr", K_REAL, T, F(lr), 0, 1e6, OPEN_LO },
+    { "--schedule", K_STR, T, F(schedule), 0, 0, 0 },
+    { "--lr-step-epochs", K_INT, T, F(lr_step_epochs), 1, CLI_MAX_EPOCHS, 0 },
+    { "--lr-step-factor", K_REAL, T, F(lr_step_factor), 0, 1, OPEN_LO },
+    { "--warmup-epochs", K_REAL, T, F(warmup_epochs), 0, CLI_MAX_EPOCHS, 0 },
+    { "--weight-decay", K_REAL, T, F(weight_decay), 0, 1e6, 0 },
+    { "--clipnorm", K_REAL, T, F(clipnorm), 0, 1e12, OPEN_LO },
+    { "--early-stopping", K_INT, T, F(patience), 1, CLI_MAX_EPOCHS, 0 },
+    { "--monitor", K_STR, T, F(monitor), 0, 0, 0 },
+    { "--min-delta", K_REAL, T, F(min_delta), 0, 1e12, 0 },
+    { "--save-best", K_FLAG, T, F(save_best), 0, 0, 0 },
+    { "--seed", K_U64, T, F(seed), 0, 0, 0 },
+    { "--augment", K_STR, T, F(augment), 0, 0, 0 },
+    { "--data-on-device", K_FLAG, T, F(data_on_device), 0, 0, 0 },
+    { "--gpu-memory-limit", K_INT, T, F(gpu_mem_mib), 0, 1 << 24, 0 },
+    { "--save", K_STR, T, F(save), 0, 0, 0 },
+    { "--strict-load", K_FLAG, T, F(strict_load), 0, 0, 0 },
+    { "--history", K_STR, T, F(history), 0, 0, 0 },
+    { "--limit", K_I64, T, F(limit), 1, 0, 0 },
+    { "--verbose", K_INT, T, F(verbose), 0, 2, 0 },
+};
+#undef F
+#define N_OPTS (sizeof opts / sizeof opts[0])
+
+unsigned cli_command_bit(const char *cmd) {
+    static const char *const names[] = { "train", "eval", "predict", "summary" };
+    for (unsigned i = 0; i < 4; i++) if (!strcmp(cmd, names[i])) return 1u << i;
+    return 0;
+}
+
+static const cli_opt *find(const char *name) {
+    for (size_t i = 0; i < N_OPTS; i++) if (!strcmp(opts[i].name, name)) return &opts[i];
+    return NULL;
+}
+
+void cli_list_options(FILE *f, const char *cmd) {
+    unsigned bit = cli_command_bit(cmd);
+    for (size_t i = 0; i < N_OPTS; i++) if (opts[i].cmds & bit) fprintf(f, "%s, ", opts[i].name);
+    fprintf(f, "--help");
+}
+
+/* "kiln summary: --epochs is a training option; summary takes --model, --load, --help" */
+static int wrong_command(const char *cmd, const cli_opt *o) {
+    static const char *const names[] = { "train", "eval", "predict", "summary" };
+    if (o->cmds == CMD_TRAIN) fprintf(stderr, "kiln %s: %s is a training option; ", cmd, o->name);
+    else {
+        fprintf(stderr, "kiln %s: %s is an option of", cmd, o->name);
+        for (unsigned i = 0, k = 0; i < 4; i++)
+            if (o->cmds & (1u << i)) fprintf(stderr, "%s kiln %s", k++ ? "," : "", names[i]);
+        fprintf(stderr, "; ");
+    }
+    fprintf(stderr, "%s takes ", cmd);
+    cli_list_options(stderr, cmd);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+static int set_value(const char *cmd, const cli_opt *o, const char *val, args *a) {
+    void *field = (char *)a + o->off;
+    long long v;
+    switch (o->kind) {
+    case K_STR: *(const char **)field = val; return 0;
+    case K_INT: return cli_int32(cmd, o->name, val, (int)o->lo, (int)o->hi, field);
+    case K_I64: if (cli_int(cmd, o->name, val, (long long)o->lo, INT64_MAX, &v)) return 2; *(long long *)field = v; return 0;
+    case K_U64: return cli_u64(cmd, o->name, val, field);
+    case K_REAL: return cli_real(cmd, o->name, val, o->lo, o->hi, o->open & OPEN_LO, o->open & OPEN_HI, field);
+    case K_LIST:
+        if (a->n_images >= CLI_MAX_IMAGES) {
+            fprintf(stderr, "kiln %s: at most %d files for %s\n", cmd, CLI_MAX_IMAGES, o->name);
+            return 2;
+        }
+        a->images[a->n_images++] = val;
+        return 0;
+    default: return 2;
+    }
+}
+
+/* A missing value: the end of the line, or the next word is an option ("--load --data x"). */
+static bool is_option_word(const char *s) { return !strncmp(s, "--", 2) && s[2]; }
+
+int cli_parse(int argc, char **argv, args *a, const char *cmd) {
+    unsigned bit = cli_command_bit(cmd);
+    for (int i = 2; i < argc; i++) {
+        const char *opt = argv[i], *val = NULL, *eq = strchr(opt, '=');
+        if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) { a->help = true; continue; }
+        if (!is_option_word(opt)) { fprintf(stderr, "kiln %s: unexpected argument '%s' (see kiln %s --help)\n", cmd, opt, cmd); return 2; }
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - opt) : (int)strlen(opt), opt);
+        const cli_opt *o = find(name);
+        if (!o) { fprintf(stderr, "kiln %s: unknown option '%s' (see kiln %s --help)\n", cmd, name, cmd); return 2; }
+        if (!(o->cmds & bit)) return wrong_command(cmd, o);
+        if (o->kind == K_FLAG) {
+            if (eq) { fprintf(stderr, "kiln %s: %s takes no value (got '%s')\n", cmd, name, eq + 1); return 2; }
+            *(bool *)((char *)a + o->off) = true;
+            continue;
+        }
+        if (eq) val = eq + 1;
+        else if (i + 1 < argc && !is_option_word(argv[i + 1])) val = argv[++i];
+        else { fprintf(stderr, "kiln %s: option %s needs a value (see kiln %s --help)\n", cmd, name, cmd); return 2; }
+        if (set_value(cmd, o, val, a)) return 2;
+        /* --image a.png b.png: the words up to the next option are files too */
+        while (o->kind == K_LIST && i + 1 < argc && strncmp(argv[i + 1], "--", 2))
+            if (set_value(cmd, o, argv[++i], a)) return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,34 @@
+/* The options of kiln train / eval / predict / summary: one table says which command takes which
+ * option, its kind and its range (tools/cli_args.c). */
+#ifndef KILN_TOOLS_CLI_ARGS_H
+#define KILN_TOOLS_CLI_ARGS_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum { CMD_TRAIN = 1, CMD_EVAL = 2, CMD_PREDICT = 4, CMD_SUMMARY = 8 };
+#define CLI_MAX_IMAGES 256
+
+typedef struct args {
+    const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule, *augment, *monitor;
+    const char *images[CLI_MAX_IMAGES];
+    int n_images;
+    int epochs, batch, threads, verbose, count, prefetch, workers, gpu_mem_mib;
+    int patience;              /* --early-stopping; 0: off */
+    int lr_step_epochs;        /* 0: not given */
+    long long limit;
+    /* < 0: not given */
+    double lr, val_split, min_delta, lr_step_factor, warmup_epochs, weight_decay, clipnorm;
+    uint64_t seed;
+    bool data_given;           /* --data given (else the default data set) */
+    bool help, data_on_device, log_placement, strict_load, save_best;
+} args;
+
+/* The command's bit (CMD_*), 0 for an unknown name. */
+unsigned cli_command_bit(const char *cmd);
+/* Parses argv[2..] for cmd into a (defaults already set): 0, or 2 after a message on stderr naming
+ * the option (unknown, another command's, missing or unwanted value, out of range). */
+int cli_parse(int argc, char **argv, args *a, const char *cmd);
+/* Writes the options cmd takes, comma-separated ("--model, --load, --help"). */
+void cli_list_options(FILE *f, const char *cmd);
+#endif
