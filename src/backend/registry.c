@@ -63,7 +63,7 @@ static void *open_module(char *err, size_t n) {
         }
     }
     Dl_info info;
-    if (dladdr((void *)open_module, &info) && info.dli_fname) {
+    if (dladdr((void *)open_module, &info) && info.dli_fname && info.dli_fname[0] == '/') {   /* libkiln.so's folder */
         char lib[900];
         snprintf(lib, sizeof lib, "%s", info.dli_fname);
         add_cand(cand, &nc, MAXC, dirname(lib));

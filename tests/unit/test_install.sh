@@ -35,11 +35,14 @@ int main(void) {
 C
 CC=${CC:-cc}
 $CC "$tmp/prog.c" $(pkg-config --cflags --libs kiln) -Wl,-rpath,"$LIBDIR" -o "$tmp/prog_shared" 2>"$tmp/cc1.log" || { cat "$tmp/cc1.log"; bad "shared link"; }
-$CC "$tmp/prog.c" $(pkg-config --cflags kiln) "$LIBDIR/libkiln.a" \
-    $(pkg-config --static --libs-only-l --libs-only-other kiln | sed 's/-lkiln //') -o "$tmp/prog_static" 2>"$tmp/cc2.log" || { cat "$tmp/cc2.log"; bad "static link"; }
+$CC "$tmp/prog.c" $(pkg-config --cflags kiln) $(pkg-config --static --libs kiln | sed 's/-lkiln /-l:libkiln.a /') \
+    -o "$tmp/prog_static" 2>"$tmp/cc2.log" || { cat "$tmp/cc2.log"; bad "static link"; }
+$CC "$tmp/prog.c" $(pkg-config --cflags kiln) $(pkg-config --static --libs kiln | sed 's/-lkiln /-l:libkiln.a /') \
+    -Wl,-rpath,"$LIBDIR" -o "$tmp/prog_static_rpath" 2>"$tmp/cc3.log" || { cat "$tmp/cc3.log"; bad "static link with rpath"; }
+if [ -x "$tmp/prog_static" ] && readelf -d "$tmp/prog_static" | grep -q "libkiln\.so"; then bad "prog_static needs libkiln.so"; fi
 has_module=no
 [ -e "$LIBDIR/libkiln_cuda.so" ] && has_module=yes
-for p in prog_shared prog_static; do
+for p in prog_shared prog_static prog_static_rpath; do
   [ -x "$tmp/$p" ] || continue
   out=$(cd "$tmp" && env -u KILN_VERBOSE -u KILN_CUDA_MODULE "./$p" 2>&1); rc=$?
   [ $rc -eq 0 ] && grep -q "^evaluated 64$" <<<"$out" || bad "$p (rc $rc): $out"
@@ -49,8 +52,13 @@ for p in prog_shared prog_static; do
   fi
   echo "$p: $(grep '^reason' <<<"$out")"
 done
-# the static program placed in PREFIX/bin finds the module in PREFIX/lib without any rpath
+# with the module installed: the shared program and the static one linked with an rpath find it
+# through the loader, and the static one placed in PREFIX/bin finds it in PREFIX/lib with no rpath
 if [ $has_module = yes ] && [ -x "$tmp/prog_static" ]; then
+  for p in prog_shared prog_static_rpath; do
+    out=$(env -u KILN_CUDA_MODULE "$tmp/$p" 2>&1)
+    grep -q "not found (looked in\|built without" <<<"$out" && bad "$p did not load $LIBDIR/libkiln_cuda.so: $out"
+  done
   cp "$tmp/prog_static" "$P/bin/prog_static"
   out=$(env -u KILN_CUDA_MODULE "$P/bin/prog_static" 2>&1)
   grep -q "not found (looked in\|built without" <<<"$out" && bad "PREFIX/bin/prog_static did not find PREFIX/lib/libkiln_cuda.so: $out"
