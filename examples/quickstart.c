@@ -1,10 +1,11 @@
 /* Kiln's Keras-style API in one program: a model, compile, fit with callbacks, evaluate, predict,
- * save and load. An MLP on Fashion-MNIST, 2 epochs (a few seconds on 2 cores).
+ * save and load. An MLP on Fashion-MNIST, 2 epochs (about 30 s on 2 cores, 86.4% test accuracy).
  *
  *   build/example_quickstart [DATA_DIR]
  *
  * or, against an installed Kiln (README, "Using the installed library"):
  *   cc examples/quickstart.c $(pkg-config --cflags --libs kiln) -o quickstart && ./quickstart
+ * (for a prefix the loader does not search, add -Wl,-rpath,PREFIX/lib)
  *
  * DATA_DIR defaults to /usr/share/datasets/fashion-mnist (apt-get install dataset-fashion-mnist). */
 #include <stdio.h>
