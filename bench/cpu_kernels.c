@@ -2,9 +2,8 @@
  * GFLOP/s of MatMul (forward + both gradients) and Conv2D / Conv2DBackpropInput /
  * Conv2DBackpropFilter, plus raw cblas_sgemm on a large square matrix as the machine's peak.
  *
- * Build (after `cmake --build build`), from the repository root:
- *   gcc -O2 -march=native -fopenmp -Iinclude -Isrc bench/cpu_kernels.c build/libkiln.a \
- *       -lopenblas -lz -lm -o build/bench_cpu_kernels
+ * Build (a CMake target, on by default with -DKILN_BENCH=ON), from the repository root:
+ *   cmake -S . -B build && cmake --build build --target bench_cpu_kernels
  * Run:  build/bench_cpu_kernels [threads]      (default: all cores)
  */
 #include <stdio.h>

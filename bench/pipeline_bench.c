@@ -2,10 +2,9 @@
  * 0 (consumer thread only), 1, 2 and 4 worker threads. Writes a CIFAR-10 test_batch.bin of random
  * records (default 10000) to a temp dir and reads it through the real CIFAR source.
  *
- * Build (after scripts/build.sh, or any build dir holding libkiln.a):
- *   gcc -O2 -std=gnu11 -Iinclude -Isrc bench/pipeline_bench.c build/libkiln.a \
- *       -lopenblas -lpng -ljpeg -lz -lm -lpthread -fopenmp -o build/pipeline_bench
- * Run:  build/pipeline_bench [records] [epochs]
+ * Build (a CMake target, on by default with -DKILN_BENCH=ON), from the repository root:
+ *   cmake -S . -B build && cmake --build build --target bench_pipeline
+ * Run:  build/bench_pipeline [records] [epochs]
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,9 +7,9 @@
  *   pipeline  the input pipeline alone (no model), on the training thread
  *   no prefetch    the pipeline on the training thread, then the step: about compute + pipeline
  *   prefetch       --prefetch 2 batches by `workers` threads: about compute when the workers keep up
- * and the ratios step/compute. Run it with bench/prefetch_bench.sh (builds and runs), or build by hand:
- *   gcc -O2 -std=gnu11 -Iinclude bench/prefetch_bench.c build/libkiln.a \
- *       -lopenblas -lpng -ljpeg -lz -lm -ldl -lpthread -fopenmp -o build/prefetch_bench
+ * and the ratios step/compute. Run it with bench/prefetch_bench.sh (builds and runs), or build the
+ * CMake target (on by default with -DKILN_BENCH=ON) and run it:
+ *   cmake -S . -B build && cmake --build build --target bench_prefetch && build/bench_prefetch
  * Each is measured in `rounds` rounds of (compute, no prefetch, prefetch) and the best of each kept,
  * since the machine may be shared.
  * Usage: prefetch_bench [steps (default 24)] [model threads (0 = all cores)] [workers (default 1)] [rounds (default 3)]

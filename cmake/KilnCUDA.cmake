@@ -6,9 +6,9 @@
 #   -DKILN_CUDA_ARCHS=...   CUDA architectures (default "90-real;90-virtual": sm_90 SASS plus PTX
 #                           that newer GPUs JIT-compile)
 #   -DKILN_CUDA=OFF         do not build the module
-#   CUDNN_ROOT / CUDNN_HOME (env or cache), NCCL_ROOT / NCCL_HOME: where cuDNN / NCCL live; the
-#   toolkit's dirs and Python wheels (site-packages/nvidia/cudnn, nvidia/nccl) are searched too.
-# Sets KILN_CUDA_BUILT (ON/OFF), KILN_CUDNN_LIBRARY, KILN_NCCL_LIBRARY (may be empty).
+#   CUDNN_ROOT / CUDNN_HOME (env or cache): where cuDNN lives; the toolkit's dirs and Python
+#   wheels (site-packages/nvidia/cudnn) are searched too. (NCCL is not used yet: not searched.)
+# Sets KILN_CUDA_BUILT (ON/OFF), KILN_CUDNN_LIBRARY.
 
 option(KILN_CUDA "Build the CUDA backend module when the toolkit is found" ON)
 set(KILN_CUDA_BUILT OFF)
@@ -45,9 +45,9 @@ if(KILN_CUDA_ARCHS)
 endif()
 enable_language(CUDA)
 
-# ---- where cuDNN / NCCL may live: toolkit, env/cache roots, Python wheels ----
+# ---- where cuDNN may live: toolkit, env/cache roots, Python wheels ----
 set(_kiln_cuda_hints "")
-foreach(_v CUDNN_ROOT CUDNN_HOME NCCL_ROOT NCCL_HOME CUDA_HOME CUDA_PATH)
+foreach(_v CUDNN_ROOT CUDNN_HOME CUDA_HOME CUDA_PATH)
   if(DEFINED ${_v})
     list(APPEND _kiln_cuda_hints "${${_v}}")
   endif()
@@ -59,7 +59,7 @@ foreach(_d ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_
   get_filename_component(_p "${_d}" DIRECTORY)
   list(APPEND _kiln_cuda_hints "${_d}" "${_p}")
 endforeach()
-# Python wheels (nvidia-cudnn-cu13, nvidia-nccl-cu13): ask each python found for its site dirs.
+# Python wheels (nvidia-cudnn-cu13): ask each python found for its site dirs.
 set(_kiln_wheel_roots "")
 find_program(_kiln_python NAMES python3 python)
 foreach(_py ${KILN_PYTHON} $ENV{KILN_PYTHON} ${_kiln_python})
@@ -78,10 +78,8 @@ foreach(_py ${KILN_PYTHON} $ENV{KILN_PYTHON} ${_kiln_python})
 endforeach()
 list(REMOVE_DUPLICATES _kiln_wheel_roots)
 set(_kiln_cudnn_hints ${_kiln_cuda_hints})
-set(_kiln_nccl_hints ${_kiln_cuda_hints})
 foreach(_w ${_kiln_wheel_roots})
   list(APPEND _kiln_cudnn_hints "${_w}/cudnn" "${_w}/cu13" "${_w}")
-  list(APPEND _kiln_nccl_hints "${_w}/nccl" "${_w}/cu13" "${_w}")
 endforeach()
 
 # Finds lib<name>.so, or lib<name>.so.<major> when the wheel ships no unversioned link.
@@ -96,18 +94,10 @@ endfunction()
 
 find_path(KILN_CUDNN_INCLUDE_DIR cudnn.h HINTS ${_kiln_cudnn_hints} PATH_SUFFIXES include targets/x86_64-linux/include)
 _kiln_find_versioned_lib(KILN_CUDNN_LIBRARY cudnn "9;8" ${_kiln_cudnn_hints})
-find_path(KILN_NCCL_INCLUDE_DIR nccl.h HINTS ${_kiln_nccl_hints} PATH_SUFFIXES include)
-_kiln_find_versioned_lib(KILN_NCCL_LIBRARY nccl "2" ${_kiln_nccl_hints})
 
 if(NOT KILN_CUDNN_INCLUDE_DIR OR NOT KILN_CUDNN_LIBRARY)
   message(STATUS "cuDNN not found: CUDA backend not built (set CUDNN_ROOT, or install nvidia-cudnn-cu13)")
   return()
-endif()
-if(KILN_NCCL_INCLUDE_DIR AND KILN_NCCL_LIBRARY)
-  message(STATUS "NCCL: found (${KILN_NCCL_LIBRARY})")
-else()
-  message(STATUS "NCCL: not found (multi-GPU collectives unavailable)")
-  set(KILN_NCCL_LIBRARY "")
 endif()
 
 # ---- the module ----

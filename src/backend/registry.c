@@ -14,17 +14,39 @@
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const kiln_cuda_module *cuda;
-static char reason[512];
+static char reason[2200];
 static bool reason_printed;
 static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const kiln_cuda_host host_api = { KILN_CUDA_MODULE_ABI, kiln_set_error, kiln_op_get, kiln_log_msg };
 
-/* Candidate module paths: $KILN_CUDA_MODULE, next to the executable (a build tree), the lib folder
- * beside an installed executable's bin, next to libkiln, the install libdir, then the loader's
- * search path. */
+#ifndef KILN_CUDA_MODULE_BUILT
+#define KILN_CUDA_MODULE_BUILT 0      /* set by CMake when this build made libkiln_cuda.so */
+#endif
+#ifndef KILN_INSTALL_LIBDIR_REL
+#define KILN_INSTALL_LIBDIR_REL "lib"  /* CMAKE_INSTALL_LIBDIR: the libdir below an install prefix */
+#endif
+
+/* Adds dir/libkiln_cuda.so to the candidates unless it is there already. */
+static void add_cand(char cand[][1024], int *nc, int max, const char *dir) {
+    if (*nc >= max) return;
+    char p[1024];
+    snprintf(p, sizeof p, "%s/libkiln_cuda.so", dir);
+    for (int i = 0; i < *nc; i++)
+        if (!strcmp(cand[i], p)) return;
+    snprintf(cand[(*nc)++], sizeof cand[0], "%s", p);
+}
+
+/* Candidate module paths: $KILN_CUDA_MODULE; next to the executable (a build tree); the install
+ * prefix's libdir relative to the executable (PREFIX/bin/prog -> PREFIX/<libdir>, lib, lib64), so
+ * an installed kiln, or a program statically linked against an installed libkiln.a and installed
+ * beside it, finds the module wherever the prefix was moved; next to libkiln.so; the libdir of the
+ * prefix recorded at configure time; then the loader's search path (LD_LIBRARY_PATH, the program's
+ * RUNPATH, ldconfig's cache), which is how a program built elsewhere against a custom prefix finds
+ * it when linked with -Wl,-rpath,PREFIX/lib. */
 static void *open_module(char *err, size_t n) {
-    char cand[6][1024];
+    enum { MAXC = 10 };
+    char cand[MAXC][1024];
     int nc = 0;
     const char *env = getenv("KILN_CUDA_MODULE");
     if (env && *env) snprintf(cand[nc++], sizeof cand[0], "%s", env);
@@ -32,36 +54,56 @@ static void *open_module(char *err, size_t n) {
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len > 0) {
         exe[len] = 0;
-        char *dir = dirname(exe);
-        snprintf(cand[nc++], sizeof cand[0], "%s/libkiln_cuda.so", dir);
-        snprintf(cand[nc++], sizeof cand[0], "%s/../lib/libkiln_cuda.so", dir);
+        char *dir = dirname(exe), up[960];
+        add_cand(cand, &nc, MAXC, dir);
+        const char *rel[] = { KILN_INSTALL_LIBDIR_REL, "lib", "lib64" };
+        for (int i = 0; i < 3; i++) {
+            snprintf(up, sizeof up, "%s/../%s", dir, rel[i]);
+            add_cand(cand, &nc, MAXC, up);
+        }
     }
     Dl_info info;
-    if (dladdr((void *)open_module, &info) && info.dli_fname) {
+    if (dladdr((void *)open_module, &info) && info.dli_fname && info.dli_fname[0] == '/') {   /* libkiln.so's folder */
         char lib[900];
         snprintf(lib, sizeof lib, "%s", info.dli_fname);
-        snprintf(cand[nc++], sizeof cand[0], "%s/libkiln_cuda.so", dirname(lib));
+        add_cand(cand, &nc, MAXC, dirname(lib));
     }
 #ifdef KILN_INSTALL_LIBDIR
-    snprintf(cand[nc++], sizeof cand[0], "%s/libkiln_cuda.so", KILN_INSTALL_LIBDIR);
+    add_cand(cand, &nc, MAXC, KILN_INSTALL_LIBDIR);
 #endif
+    int n_dirs = nc;                                /* the absolute candidates, for the message */
     snprintf(cand[nc++], sizeof cand[0], "libkiln_cuda.so");
     err[0] = 0;
     for (int i = 0; i < nc; i++) {
         if (cand[i][0] == '/' && access(cand[i], F_OK) != 0) continue;
         void *h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
         if (h) return h;
-        snprintf(err, n, "%s", dlerror());       /* e.g. "libcudnn.so.9: cannot open shared object file" */
-        if (cand[i][0] == '/') return NULL;        /* the module exists but its libraries do not load */
+        if (cand[i][0] != '/') { snprintf(err, n, "%s", dlerror()); continue; }
+        /* the module exists but its libraries do not load, e.g. "libcudnn.so.9: cannot open ..." */
+        snprintf(err, n, "%s: %s", cand[i], dlerror());
+        return NULL;
     }
-    if (!err[0] || strstr(err, "libkiln_cuda.so")) snprintf(err, n, "this Kiln was built without the CUDA backend (no libkiln_cuda.so)");
+    if (err[0] && !strstr(err, "libkiln_cuda.so: cannot open shared object file")) return NULL;
+    if (!KILN_CUDA_MODULE_BUILT) {
+        snprintf(err, n, "this Kiln was built without the CUDA backend (no libkiln_cuda.so)");
+        return NULL;
+    }
+    /* the build made the module, but it is not where this program looks: say where that was */
+    size_t used = (size_t)snprintf(err, n, "libkiln_cuda.so not found (looked in");
+    for (int i = 0; i < n_dirs && used < n; i++) {
+        char d[1024];
+        snprintf(d, sizeof d, "%s", cand[i]);
+        used += (size_t)snprintf(err + used, n - used, "%s %s", i ? "," : "", dirname(d));
+    }
+    if (used < n)
+        snprintf(err + used, n - used, " and the loader's path; set KILN_CUDA_MODULE=/path/libkiln_cuda.so or link with -Wl,-rpath,PREFIX/lib)");
     return NULL;
 }
 
 static void load_cuda(void) {
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     if (vis && !*vis) { snprintf(reason, sizeof reason, "CUDA_VISIBLE_DEVICES is empty, which hides every GPU"); return; }
-    char err[400];
+    char err[2048];
     void *h = open_module(err, sizeof err);
     if (!h) { snprintf(reason, sizeof reason, "CUDA backend not loaded: %s", err); return; }
     kiln_cuda_module_init_fn init = (kiln_cuda_module_init_fn)dlsym(h, KILN_CUDA_MODULE_SYMBOL);
@@ -91,7 +133,16 @@ void kiln_note_cpu_fallback(void) {
     pthread_mutex_lock(&print_lock);
     if (!reason_printed) {
         reason_printed = true;
-        kiln_log_msg(KILN_LOG_WARNING, "kiln: no GPU used (%s); running on the CPU", reason);
+        /* Plainly by default: on a machine without a GPU "no GPU found" is the whole story, and the
+         * CUDA detail ("driver version is insufficient", a module not found) reads like a fault.
+         * The reason goes with it under KILN_VERBOSE=1, or when an NVIDIA driver is loaded (then a
+         * GPU is probably there and the reason is what to fix); `kiln devices` always says it. */
+        const char *v = getenv("KILN_VERBOSE");
+        bool verbose = v && *v && strcmp(v, "0") != 0;
+        if (verbose || access("/proc/driver/nvidia/version", F_OK) == 0)
+            kiln_log_msg(KILN_LOG_WARNING, "kiln: no GPU used (%s); using the CPU", reason);
+        else
+            kiln_log_msg(KILN_LOG_WARNING, "kiln: no GPU found; using the CPU");
     }
     pthread_mutex_unlock(&print_lock);
 }

@@ -10,7 +10,9 @@ const struct kiln_cuda_module *kiln_cuda(void);
 int kiln_cuda_device_count(void);
 /* The backend object of GPU index; NULL with the error set (no GPU, or no such GPU). */
 const kiln_backend *kiln_cuda_backend(int index);
-/* Prints, once per process, the line saying why no GPU is used and that Kiln runs on the CPU. */
+/* Says once per process, in one line, that Kiln runs on the CPU: "kiln: no GPU found; using the
+ * CPU", with the reason (kiln_gpu_unavailable_reason) under KILN_VERBOSE=1 or when an NVIDIA
+ * driver is loaded. */
 void kiln_note_cpu_fallback(void);
 
 #endif
