@@ -514,6 +514,24 @@ static void print_extras(const args *a, const kiln_optimizer *o, const kiln_lr_s
     if (k) printf("Options: %s\n", line + 2);
 }
 
+static const char *fashion_names[10];
+
+/* The class names the checkpoints of this run hold (predict --image prints them): an image
+ * folder's, or Fashion-MNIST's for the default or a Fashion-MNIST data set; none otherwise. */
+static kiln_status set_class_names(const args *a, kiln_model *m, const kiln_data *train) {
+    int n = kiln_data_num_classes(train);
+    kiln_shape in = kiln_data_example_shape(train);
+    bool grey28 = in.rank == 3 && in.dim[0] == 28 && in.dim[1] == 28 && in.dim[2] == 1;
+    if (n == 10 && grey28 && (!a->data_given || strstr(a->data, "fashion"))) return kiln_model_set_class_names(m, fashion_names, 10);
+    if (n <= 0 || !kiln_data_class_name(train, 0)) return KILN_OK;
+    const char **names = calloc((size_t)n, sizeof *names);
+    if (!names) return KILN_OUT_OF_MEMORY;
+    for (int i = 0; i < n; i++) names[i] = kiln_data_class_name(train, i) ? kiln_data_class_name(train, i) : "";
+    kiln_status st = kiln_model_set_class_names(m, names, n);
+    free(names);
+    return st;
+}
+
 static int cmd_train(args *a) {
     if (a->help) { train_usage(stdout); return 0; }
     kiln_optimizer opt;
@@ -543,6 +561,9 @@ static int cmd_train(args *a) {
     m = kiln_model_preset(a->model, shape, kiln_data_num_classes(ds.train));
     if (!m) { rc = fail("train", 2); goto out; }
     kiln_model_set_seed(m, a->seed);
+    kiln_status cs = set_class_names(a, m, ds.train);
+    if (cs == KILN_OUT_OF_MEMORY) { fprintf(stderr, "kiln train: out of host memory for the class names\n"); rc = 1; goto out; }
+    if (cs != KILN_OK) { rc = fail("train", 1); goto out; }
     kiln_compile_opts co = compile_opts(a, opt, sched);
     if (kiln_compile(m, &co) != KILN_OK) { rc = fail("train", 1); goto out; }
     int initial = 0;
