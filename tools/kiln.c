@@ -516,13 +516,18 @@ static void print_extras(const args *a, const kiln_optimizer *o, const kiln_lr_s
 
 static const char *fashion_names[10];
 
+/* A 10-class [28, 28, 1] model or data set with the default or a Fashion-MNIST --data: its
+ * classes are Fashion-MNIST's. */
+static bool fashion_like(const args *a, kiln_shape in, int64_t classes) {
+    bool grey28 = in.rank == 3 && in.dim[0] == 28 && in.dim[1] == 28 && in.dim[2] == 1;
+    return grey28 && classes == 10 && (!a->data_given || strstr(a->data, "fashion"));
+}
+
 /* The class names the checkpoints of this run hold (predict --image prints them): an image
  * folder's, or Fashion-MNIST's for the default or a Fashion-MNIST data set; none otherwise. */
 static kiln_status set_class_names(const args *a, kiln_model *m, const kiln_data *train) {
     int n = kiln_data_num_classes(train);
-    kiln_shape in = kiln_data_example_shape(train);
-    bool grey28 = in.rank == 3 && in.dim[0] == 28 && in.dim[1] == 28 && in.dim[2] == 1;
-    if (n == 10 && grey28 && (!a->data_given || strstr(a->data, "fashion"))) return kiln_model_set_class_names(m, fashion_names, 10);
+    if (fashion_like(a, kiln_data_example_shape(train), n)) return kiln_model_set_class_names(m, fashion_names, 10);
     if (n <= 0 || !kiln_data_class_name(train, 0)) return KILN_OK;
     const char **names = calloc((size_t)n, sizeof *names);
     if (!names) return KILN_OUT_OF_MEMORY;
@@ -771,9 +776,7 @@ static const char *fashion_names[10] = { "T-shirt/top", "Trouser", "Pullover", "
 /* Class names for --image when the checkpoint holds none: the --data image folder's, else Fashion-MNIST's for a 10-class
  * [28, 28, 1] model with the default or a Fashion-MNIST data set; NULL: print class numbers. */
 static kiln_data *names_source(const args *a, kiln_model *m, bool *fashion) {
-    kiln_shape in = kiln_model_input_shape(m), out = kiln_model_output_shape(m);
-    bool grey28 = in.rank == 3 && in.dim[0] == 28 && in.dim[1] == 28 && in.dim[2] == 1 && out.dim[0] == 10;
-    *fashion = grey28 && (!a->data_given || strstr(a->data, "fashion"));
+    *fashion = fashion_like(a, kiln_model_input_shape(m), kiln_model_output_shape(m).dim[0]);
     data_src ds;
     if (!a->data_given || *fashion || open_data(a, "predict", false, &ds)) return NULL;
     kiln_data *names = ds.test;
