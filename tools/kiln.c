@@ -687,7 +687,8 @@ static kiln_safetensors *read_checkpoint(args *a, const char *cmd) {
  * loads it from f (borrowed). */
 static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const kiln_safetensors *f, kiln_shape data_shape, int classes) {
     kiln_model *m = ckpt_model && !strcmp(a->model, kiln_model_name(ckpt_model)) ? ckpt_model : kiln_model_preset(a->model, data_shape, classes);
-    if (m == ckpt_model) ckpt_model = NULL;
+    if (m != ckpt_model) kiln_model_free(ckpt_model);   /* --model named another one */
+    ckpt_model = NULL;
     if (!m) { fail(cmd, 1); return NULL; }
     kiln_shape out = kiln_model_output_shape(m);
     if (classes > 0 && out.rank == 1 && out.dim[0] > 1 && out.dim[0] < classes) {
@@ -705,38 +706,14 @@ static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const k
     return m;
 }
 
-/* The input shape a checkpoint was saved with (kiln.input_shape "28,28,1"); rank 0 when absent. */
-static kiln_shape checkpoint_input(const kiln_safetensors *f) {
-    const char *v = kiln_safetensors_meta(f, "kiln.input_shape");
-    kiln_shape s = KILN_SCALAR;
-    for (char *end; v && *v && s.rank < 3; v = *end == ',' ? end + 1 : end) {
-        long long d = strtoll(v, &end, 10);
-        if (end == v || d < 1 || d > 65535) return KILN_SCALAR;
-        s.dim[s.rank++] = d;
-    }
-    return v && *v ? KILN_SCALAR : s;
-}
-
-/* The number of classes: the length of the bias of the model's last layer in the checkpoint
- * (10 when the file has no such tensor; loading then names the mismatch). */
-static int checkpoint_classes(const char *model, kiln_shape in, const kiln_safetensors *f) {
-    kiln_model *m = kiln_model_preset(model, in, 10);
-    int classes = 10;
-    if (m && kiln_model_layer_count(m) > 0) {
-        char name[256];
-        snprintf(name, sizeof name, "%s/bias", kiln_layer_name(kiln_model_layer(m, kiln_model_layer_count(m) - 1)));
-        const kiln_tensor *b = kiln_safetensors_find(f, name);
-        if (b && b->shape.rank == 1 && b->shape.dim[0] >= 1 && b->shape.dim[0] <= INT32_MAX) classes = (int)b->shape.dim[0];
-    }
-    kiln_model_free(m);
-    return classes;
-}
-
 /* The model a checkpoint holds, built from the checkpoint alone (no data): its input shape and
- * class count come from the file. */
+ * class count are those of the model the file describes (kiln_model_build_from_checkpoint: its
+ * architecture, else the built-in model with kiln.input_shape and its last layer's bias). */
 static kiln_model *model_of_checkpoint(const args *a, const char *cmd, const kiln_safetensors *f) {
-    kiln_shape in = checkpoint_input(f);
-    return model_from_checkpoint(a, cmd, f, in, checkpoint_classes(a->model, in, f));
+    if (!ckpt_model && kiln_model_build_from_checkpoint(f, a->load, &ckpt_model) != KILN_OK) ckpt_model = NULL;
+    kiln_shape in = ckpt_model ? kiln_model_input_shape(ckpt_model) : KILN_SCALAR;
+    kiln_shape out = ckpt_model ? kiln_model_output_shape(ckpt_model) : KILN_SCALAR;
+    return model_from_checkpoint(a, cmd, f, in, out.rank == 1 && out.dim[0] <= INT32_MAX ? (int)out.dim[0] : 10);
 }
 
 static int cmd_eval(args *a) {
