@@ -182,11 +182,14 @@ static bool can_fuse(const kiln_node *n, void *ctx) {
 
 /* A buffer holding node n's value scales with the batch when n's leading dim is the batch (the
  * leading dim every feed shares). Coincidences (a [batch, k] weight gradient) count too: small. */
-static int value_buf(builder *b, const kiln_node *n, int64_t bytes, int start, int end, int space) {
-    int64_t scaled = 0;
+static int64_t scaled_bytes(const builder *b, const kiln_node *n) {
     if (b->p->batch > 0 && n->shape.rank > 0 && n->shape.dim[0] == b->p->batch)
-        scaled = kiln_shape_numel(n->shape) * (int64_t)kiln_dtype_size(n->dtype);
-    return kiln_memplan_add(&b->mem, bytes, start, end, space, scaled);
+        return kiln_shape_numel(n->shape) * (int64_t)kiln_dtype_size(n->dtype);
+    return 0;
+}
+
+static int value_buf(builder *b, const kiln_node *n, int64_t bytes, int start, int end, int space) {
+    return kiln_memplan_add(&b->mem, bytes, start, end, space, scaled_bytes(b, n));
 }
 
 static int64_t value_bytes(const kiln_node *n) {
@@ -273,7 +276,7 @@ static kiln_status plan_grad_block(builder *b) {
             total = kiln_align64(total) + value_bytes(gn) + guard;
             if (b->made_at[id] < start) start = b->made_at[id];
             if (*LAST(b, s, id) > end) end = *LAST(b, s, id);
-            if (p->batch > 0 && gn->shape.rank > 0 && gn->shape.dim[0] == p->batch) scaled += value_bytes(gn);
+            scaled += scaled_bytes(b, gn);
         }
         if (end < 0) continue;
         int blk = kiln_memplan_add(&b->mem, total, start, end, s, scaled);

@@ -1,12 +1,9 @@
 /* KILN_PROFILE=1: kernel time per op, host-timed (device kernels synchronised one by one),
  * reported when the session is freed. */
-#include <stdlib.h>
-#include <string.h>
 #include "runtime/runtime_internal.h"
 
-kiln_status rt_profile_init(kiln_session *s) {
-    const char *e = getenv("KILN_PROFILE");
-    if (!e || !*e || strcmp(e, "0") == 0) return KILN_OK;
+kiln_status rt_profile_init(kiln_session *s, bool on) {
+    if (!on) return KILN_OK;
     s->prof = kiln_calloc(KILN_OP_COUNT, sizeof *s->prof);
     s->prof_n = kiln_calloc(KILN_OP_COUNT, sizeof *s->prof_n);
     if (!s->prof || !s->prof_n) return kiln_set_error(KILN_OUT_OF_MEMORY, "session: out of host memory");

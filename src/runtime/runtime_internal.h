@@ -83,6 +83,6 @@ kiln_status rt_copy_ahead(kiln_session *s, const kiln_plan *p, const kiln_feed *
 kiln_status rt_copy_ahead_wait(kiln_session *s);
 void rt_ahead_free(kiln_session *s);
 /* profile.c */
-kiln_status rt_profile_init(kiln_session *s);
+kiln_status rt_profile_init(kiln_session *s, bool on);   /* on: KILN_PROFILE set */
 void rt_profile_report(const kiln_session *s);
 #endif

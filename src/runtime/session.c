@@ -141,7 +141,7 @@ static kiln_session *session_new(kiln_graph *g, const kiln_session_opts *opts, c
     if (env_off("KILN_FUSION")) s->opts.no_fusion = true;
     if (env_off("KILN_CUDA_GRAPHS")) s->opts.no_cuda_graphs = true;
     s->verbose = env_on("KILN_VERBOSE");
-    if (rt_profile_init(s) != KILN_OK || rt_grow_ids(s) != KILN_OK) { kiln_session_free(s); return NULL; }
+    if (rt_profile_init(s, env_on("KILN_PROFILE")) != KILN_OK || rt_grow_ids(s) != KILN_OK) { kiln_session_free(s); return NULL; }
     return s;
 }
 
