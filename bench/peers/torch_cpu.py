@@ -6,6 +6,8 @@ as Kiln, on the CPU.
                (training loop only), inference images/s (test set), test accuracy.
   cifar_cnn:   synthetic 32x32x3, SGD momentum 0.9 lr 0.01, batch 128: training images/s over
                --steps steps after 3 warm-up steps, inference images/s.
+--channels-last 1 keeps activations NHWC (oneDNN's preferred layout); --compile 1 runs
+torch.compile (inductor) on the model where the installed PyTorch has it.
 Prints one line: RESULT key=value ...
 """
 import argparse, gzip, os, struct, time
@@ -32,6 +34,17 @@ def keras_init(model):
             nn.init.zeros_(m.bias)
 
 
+def prepare(model, a):
+    """channels_last and torch.compile as asked; returns (model, input converter)."""
+    conv = (lambda t: t)
+    if a.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        conv = (lambda t: t.contiguous(memory_format=torch.channels_last))
+    if a.compile:
+        model = torch.compile(model)
+    return model, conv
+
+
 def infer_ips(model, x, batch):
     model.eval()
     with torch.no_grad():
@@ -40,6 +53,10 @@ def infer_ips(model, x, batch):
         for i in range(0, len(x), batch):
             model(x[i:i + batch])
         return len(x) / (time.perf_counter() - t)
+
+
+def tag(a):
+    return f" version={torch.__version__} channels_last={a.channels_last} compile={a.compile}"
 
 
 def run_fashion(a):
@@ -51,6 +68,8 @@ def run_fashion(a):
     model = fashion_cnn()
     keras_init(model)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    model, conv = prepare(model, a)
+    xtr, xte = conv(xtr), conv(xte)
     lossf = nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(a.seed)
     train_time, images = 0.0, 0
@@ -70,7 +89,7 @@ def run_fashion(a):
     model.eval()
     with torch.no_grad():
         correct = sum((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item() for i in range(0, len(xte), 1000))
-    print(f"RESULT peer=torch model=fashion_cnn train_ips={images / train_time:.1f} "
+    print(f"RESULT peer=torch{tag(a)} model=fashion_cnn train_ips={images / train_time:.1f} "
           f"infer_ips={infer_ips(model, xte, a.batch):.1f} test_acc={100.0 * correct / len(xte):.2f}", flush=True)
 
 
@@ -80,7 +99,8 @@ def run_cifar(a):
     keras_init(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     lossf = nn.CrossEntropyLoss()
-    x = torch.rand(a.batch * 4, 3, 32, 32)
+    model, conv = prepare(model, a)
+    x = conv(torch.rand(a.batch * 4, 3, 32, 32))
     y = torch.randint(0, 10, (a.batch * 4,))
     model.train()
 
@@ -96,7 +116,7 @@ def run_cifar(a):
     for i in range(a.steps):
         step(i)
     ips = a.steps * a.batch / (time.perf_counter() - t)
-    print(f"RESULT peer=torch model=cifar_cnn train_ips={ips:.1f} infer_ips={infer_ips(model, x, a.batch):.1f}", flush=True)
+    print(f"RESULT peer=torch{tag(a)} model=cifar_cnn train_ips={ips:.1f} infer_ips={infer_ips(model, x, a.batch):.1f}", flush=True)
 
 
 if __name__ == "__main__":
@@ -108,6 +128,8 @@ if __name__ == "__main__":
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--channels-last", type=int, default=0)
+    p.add_argument("--compile", type=int, default=0)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     run_fashion(a) if a.model == "fashion_cnn" else run_cifar(a)
