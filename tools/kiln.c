@@ -27,6 +27,7 @@ static void usage(FILE *f) {
         "  summary      print a model's layers, output shapes, parameter counts and FLOPs\n"
         "  devices      list the CPU and GPUs Kiln can use, with memory and versions\n"
         "  bench        time training and inference on each device (CPU vs GPU table)\n"
+        "  plot         draw learning curves (loss, accuracy) from a history CSV to PNG or SVG\n"
         "  --help       show this help (kiln <command> --help for a command's options)\n"
         "  --version    show the version\n\n"
         "examples:\n"
@@ -897,6 +898,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) { printf("kiln %s\n", KILN_VERSION); return 0; }
     if (!strcmp(argv[1], "devices")) return cmd_devices(argc, argv);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc, argv);
+    if (!strcmp(argv[1], "plot")) return cmd_plot(argc, argv);
     args a = { .data = NULL, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
                .prefetch = 2, .workers = 1, .val_split = -1, .min_delta = -1, .lr_step_factor = -1, .warmup_epochs = -1,
                .weight_decay = -1 };
