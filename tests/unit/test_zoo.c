@@ -87,6 +87,15 @@ static void test_param_counts(void) {
                   (long long)want[i].total, (long long)want[i].trainable);
         CHECK(kiln_shape_equal(kiln_model_input_shape(m), want[i].in));
         CHECK(kiln_shape_equal(kiln_model_output_shape(m), KILN_SHAPE(want[i].classes)));
+        /* the architecture a checkpoint stores rebuilds the same model */
+        char *json = NULL;
+        kiln_model *back = NULL;
+        CHECK_OK(kiln_model_to_json(m, &json));
+        if (json) CHECK_OK(kiln_model_from_json(json, &back));
+        CHECK_MSG(back && kiln_model_layer_count(back) == kiln_model_layer_count(m) && kiln_model_param_count(back, false) == want[i].total &&
+                  kiln_model_flops(back) == kiln_model_flops(m), "%s: the JSON round trip differs", want[i].name);
+        free(json);
+        kiln_model_free(back);
         kiln_model_free(m);
     }
     /* the papers' figures: ResNet-20 0.27M, ResNet-56 0.85M, LeNet-5 ~60k */
