@@ -163,6 +163,62 @@ static void test_flops(void) {
     CHECK(kiln_model_flops(NULL) == 0 && kiln_layer_flops(NULL) == 0);
 }
 
+/* ---- gradients through the zoo's wiring, against finite differences ----
+ * One input feeding five consumers: a 1x1 conv, a 3x3 SAME conv, a 3x3/1 SAME max pool -> 1x1
+ * conv, itself (the four concatenated on channels, as an Inception module), and a 1x1 stride-2
+ * SAME projection; the concatenation goes through a 3x3 stride-2 SAME conv (odd size: uneven
+ * padding) and is added to the projection (a ResNet downsampling block). The gradient of
+ * sum(y * r) with respect to the input, in f64 on the ref backend, must match central
+ * differences. */
+static void test_wiring_gradients(void) {
+    kiln_graph *g = kiln_graph_new();
+    kiln_node *x = kiln_placeholder(g, "x", KILN_F64, KILN_SHAPE(2, 5, 5, 3));
+    kiln_node *w1 = kiln_variable(g, "w1", KILN_F64, KILN_SHAPE(1, 1, 3, 2), kiln_init_normal(0, 0.5, 1));
+    kiln_node *w2 = kiln_variable(g, "w2", KILN_F64, KILN_SHAPE(3, 3, 3, 3), kiln_init_normal(0, 0.5, 2));
+    kiln_node *w3 = kiln_variable(g, "w3", KILN_F64, KILN_SHAPE(1, 1, 3, 2), kiln_init_normal(0, 0.5, 3));
+    kiln_node *w4 = kiln_variable(g, "w4", KILN_F64, KILN_SHAPE(3, 3, 10, 4), kiln_init_normal(0, 0.5, 4));
+    kiln_node *w5 = kiln_variable(g, "w5", KILN_F64, KILN_SHAPE(1, 1, 3, 4), kiln_init_normal(0, 0.5, 5));
+    kiln_conv_params same = { .padding = KILN_SAME }, same2 = { .padding = KILN_SAME, .stride_h = 2, .stride_w = 2 };
+    kiln_node *pool = kiln_max_pool2d(g, x, &(kiln_pool_params){ .size_h = 3, .size_w = 3, .stride_h = 1, .stride_w = 1, .padding = KILN_SAME });
+    kiln_node *branches[4] = { kiln_conv2d(g, x, w1, &same), kiln_conv2d(g, x, w2, &same), kiln_conv2d(g, pool, w3, &same), x };
+    kiln_node *cat = kiln_concat(g, branches, 4, 3);
+    kiln_node *y = kiln_add(g, kiln_conv2d(g, cat, w4, &same2), kiln_conv2d(g, x, w5, &same2));
+    kiln_tensor *r = kiln_tensor_new(KILN_F64, KILN_SHAPE(2, 3, 3, 4)), *xv = kiln_tensor_new(KILN_F64, KILN_SHAPE(2, 5, 5, 3));
+    uint64_t seed = 99;
+    for (int64_t i = 0; i < 72; i++) { seed = seed * 6364136223846793005ull + 1; kiln_tensor_set(r, i, (double)(seed >> 11) / 9007199254740992.0 - 0.5); }
+    for (int64_t i = 0; i < 150; i++) { seed = seed * 6364136223846793005ull + 1; kiln_tensor_set(xv, i, (double)(seed >> 11) / 9007199254740992.0 * 2 - 1); }
+    kiln_node *loss = kiln_reduce_sum(g, kiln_mul(g, y, kiln_constant(g, r)), NULL, 0, false), *dx = NULL;
+    CHECK_OK(kiln_gradients(g, loss, &x, 1, &dx));
+    CHECK_MSG(kiln_graph_status(g) == KILN_OK, "%s", kiln_graph_error(g));
+    kiln_session *s = kiln_graph_status(g) == KILN_OK ? kiln_session_new(g, &(kiln_session_opts){ .backend = KILN_BACKEND_REF }) : NULL;
+    CHECK(s != NULL);
+    if (s) {
+        kiln_tensor *grad = NULL, *l = NULL;
+        kiln_feed feed = { x, xv };
+        CHECK_OK(kiln_session_run(s, &feed, 1, &dx, &grad, 1, NULL, 0));
+        double worst = 0;
+        for (int64_t i = 0; grad && i < 150; i += 7) {       /* every 7th input element */
+            double v = kiln_tensor_get(xv, i), h = 1e-5, lp, lm;
+            kiln_tensor_set(xv, i, v + h);
+            kiln_session_run(s, &feed, 1, &loss, &l, 1, NULL, 0);
+            lp = l ? kiln_tensor_get(l, 0) : NAN;
+            kiln_tensor_set(xv, i, v - h);
+            kiln_session_run(s, &feed, 1, &loss, &l, 1, NULL, 0);
+            lm = l ? kiln_tensor_get(l, 0) : NAN;
+            kiln_tensor_set(xv, i, v);
+            double fd = (lp - lm) / (2 * h), an = kiln_tensor_get(grad, i), err = fabs(fd - an) / fmax(1, fabs(fd));
+            if (!(err <= worst)) worst = err;
+        }
+        CHECK_MSG(grad && worst < 1e-6, "input gradient vs finite differences: worst error %g", worst);
+        kiln_tensor_free(grad);
+        kiln_tensor_free(l);
+        kiln_session_free(s);
+    }
+    kiln_tensor_free(r);
+    kiln_tensor_free(xv);
+    kiln_graph_free(g);
+}
+
 /* ---- a few training steps ---- */
 /* n images of shape s in `classes` classes: a fixed random template per class plus noise, so the
  * classes are separable. */
@@ -291,6 +347,7 @@ int main(void) {
     test_param_counts();
     test_takes();
     test_flops();
+    test_wiring_gradients();
     test_training();
     test_cli();
     return check_summary("test_zoo");
