@@ -26,4 +26,5 @@ int cli_real(const char *cmd, const char *flag, const char *val, double lo, doub
 #define CLI_MAX_THREADS 1024      /* = KILN_MAX_THREADS */
 int cmd_devices(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_plot(int argc, char **argv);      /* cmd_plot.c */
 #endif

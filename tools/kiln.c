@@ -24,9 +24,10 @@ static void usage(FILE *f) {
         "  train        train a model (with no options: the default CNN on Fashion-MNIST)\n"
         "  eval         measure a saved model's accuracy on the test set\n"
         "  predict      show a saved model's predictions for a few test images or image files\n"
-        "  summary      print a model's layers, output shapes and parameter counts\n"
+        "  summary      print a model's layers, output shapes, parameter counts and FLOPs\n"
         "  devices      list the CPU and GPUs Kiln can use, with memory and versions\n"
         "  bench        time training and inference on each device (CPU vs GPU table)\n"
+        "  plot         draw learning curves (loss, accuracy) from a history CSV to PNG or SVG\n"
         "  --help       show this help (kiln <command> --help for a command's options)\n"
         "  --version    show the version\n\n"
         "examples:\n"
@@ -54,8 +55,9 @@ static void usage(FILE *f) {
     "                        DIR            any of the above, recognised from the files present\n" \
     "                      The test split of the same source gives val_* and the final accuracy.\n" \
     "                      The examples must have the model's input shape: fashion_cnn and mlp take\n" \
-    "                      28x28x1 (grey), cifar_cnn 32x32x3 (colour); the number of classes comes\n" \
-    "                      from the data.\n"
+    "                      28x28x1 (grey), cifar_cnn 32x32x3 (colour); lenet5, resnet20, resnet56,\n" \
+    "                      inception and fast_cifar take either (any image size they fit); the number\n" \
+    "                      of classes comes from the data.\n"
 
 static void train_usage(FILE *f) {
     fprintf(f,
@@ -67,7 +69,8 @@ static void train_usage(FILE *f) {
         "worker threads a few batches ahead of the training step (--prefetch, --workers).\n\n"
         "options:\n"
         DATA_HELP
-        "  --model NAME        fashion_cnn (default), mlp, cifar_cnn (see: kiln summary --model NAME)\n"
+        "  --model NAME        fashion_cnn (default), mlp, cifar_cnn, lenet5, resnet20, resnet56,\n"
+        "                      inception, fast_cifar (see: kiln summary --model NAME)\n"
         "  --epochs N          total number of epochs (default 5, at most 1000000; 0 evaluates only);\n"
         "                      with --load, training continues from the saved epoch up to N\n"
         "  --batch-size N      examples per training step (default 64, 1..1048576); a last smaller batch of an\n"
@@ -188,9 +191,12 @@ static void predict_usage(FILE *f) {
 static void summary_usage(FILE *f) {
     fprintf(f,
         "usage: kiln summary [--model NAME | --load PATH]\n\n"
-        "Prints the layers of a model with their output shapes and parameter counts: a built-in\n"
-        "model (--model; models: %s; default fashion_cnn), or the model a checkpoint holds\n"
-        "(--load PATH: the model, input shape and number of classes it was saved with).\n\n"
+        "Prints the layers of a model with their output shapes, parameter counts and FLOPs per\n"
+        "example (forward pass; a multiply-add counts as 2 FLOPs), and the totals: a built-in\n"
+        "model (--model, default fashion_cnn; shown for its default input: 28x28x1 for fashion_cnn,\n"
+        "mlp and lenet5, else 32x32x3), or the model a checkpoint holds (--load PATH: the model,\n"
+        "input shape and number of classes it was saved with).\n"
+        "Models: %s.\n\n"
         "options:\n"
         "  --model NAME        a built-in model (with --load: the model to build if the checkpoint\n"
         "                      does not name one)\n"
@@ -319,9 +325,12 @@ static int check_shapes(const args *a, const char *cmd, const char *model, kiln_
     kiln_shape want = preset_input(model);
     if (want.rank == 0) { kiln_model_preset(model, KILN_SCALAR, 10); return fail(cmd, 2); }
     if (kiln_shape_equal(want, data)) return 0;
+    bool from_ckpt = ckpt_model && !strcmp(model, kiln_model_name(ckpt_model));   /* a saved model keeps its shape */
+    if (!from_ckpt && kiln_model_preset_takes(model, data)) return 0;
     char w[64], d[64];
     fprintf(stderr, "kiln %s: model %s takes %s examples but --data %s has %s examples; pick a model for this data "
-            "(fashion_cnn and mlp take [28, 28, 1], cifar_cnn takes [32, 32, 3])\n", cmd, model,
+            "(fashion_cnn and mlp take [28, 28, 1], cifar_cnn takes [32, 32, 3]; lenet5, resnet20, resnet56, inception and "
+            "fast_cifar take either)\n", cmd, model,
             kiln_shape_str(want, w, sizeof w), a->data, kiln_shape_str(data, d, sizeof d));
     return 2;
 }
@@ -890,6 +899,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) { printf("kiln %s\n", KILN_VERSION); return 0; }
     if (!strcmp(argv[1], "devices")) return cmd_devices(argc, argv);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc, argv);
+    if (!strcmp(argv[1], "plot")) return cmd_plot(argc, argv);
     args a = { .data = NULL, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
                .prefetch = 2, .workers = 1, .val_split = -1, .min_delta = -1, .lr_step_factor = -1, .warmup_epochs = -1,
                .weight_decay = -1 };

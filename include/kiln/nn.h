@@ -68,7 +68,8 @@ void kiln_model_set_seed(kiln_model *m, uint64_t seed);
 kiln_status kiln_model_set_class_names(kiln_model *m, const char *const *names, int n);
 int kiln_model_class_count(const kiln_model *m);               /* 0: none set */
 const char *kiln_model_class_name(const kiln_model *m, int i); /* NULL out of range */
-/* Prints the layers, output shapes and parameter counts like Keras' model.summary(). */
+/* Prints the layers, output shapes and parameter counts like Keras' model.summary(), and each
+ * layer's and the model's FLOPs per example (kiln_model_flops). */
 void kiln_model_summary(const kiln_model *m, FILE *f);
 int64_t kiln_model_param_count(const kiln_model *m, bool trainable_only);
 int kiln_model_layer_count(const kiln_model *m);
@@ -79,11 +80,26 @@ const char *kiln_layer_type(const kiln_layer *l);         /* "Conv2D", "Dense", 
 kiln_shape kiln_layer_output_shape(const kiln_layer *l);  /* batch excluded */
 kiln_shape kiln_model_input_shape(const kiln_model *m);
 kiln_shape kiln_model_output_shape(const kiln_model *m);
-/* Ready-made models: "fashion_cnn", "mlp", "cifar_cnn". input_shape rank 0 = the model's default
- * (28x28x1, 28x28x1, 32x32x3); num_classes 0 = 10. NULL (kiln_last_error) for an unknown name. */
+/* Ready-made models: "fashion_cnn", "mlp", "cifar_cnn" (for their default input shape only);
+ * "lenet5" (LeCun et al. 1998), "resnet20", "resnet56" (the CIFAR ResNets of He et al. 2015),
+ * "inception" (GoogLeNet-style, batch norm), "fast_cifar" (airbench-style conv-BN-GELU net), which
+ * take any image shape they can be built for (src/nn/zoo_nets.c describes each). input_shape
+ * rank 0 = the model's default (28x28x1 for fashion_cnn, mlp, lenet5; 32x32x3 for the others);
+ * num_classes 0 = 10. NULL (kiln_last_error) for an unknown name or a shape the model cannot
+ * take. */
 kiln_model *kiln_model_preset(const char *name, kiln_shape input_shape, int num_classes);
-/* "fashion_cnn, mlp, cifar_cnn" */
+/* "fashion_cnn, mlp, cifar_cnn, lenet5, resnet20, resnet56, inception, fast_cifar" */
 const char *kiln_model_preset_names(void);
+/* True when the ready-made model `name` takes examples of this shape (batch excluded). */
+bool kiln_model_preset_takes(const char *name, kiln_shape input_shape);
+/* Floating-point operations of one example's forward pass (inference form), as kiln_model_summary
+ * prints them. A multiply-add counts as 2 FLOPs (Conv2D, DepthwiseConv2D, Dense); a bias add, an
+ * activation (whatever its function) and each extra input of an Add count 1 per output element;
+ * batch norm 2 per element (scale and shift); max / average pooling 1 per window element read;
+ * GlobalAveragePooling2D 1 per input element; InputLayer, Flatten, Reshape, Dropout and
+ * Concatenate none. */
+int64_t kiln_layer_flops(const kiln_layer *l);
+int64_t kiln_model_flops(const kiln_model *m);             /* the sum over its layers */
 
 /* ---- layers: each returns the layer's output (NULL on error; the error sticks to m) ----
  * Common fields: .name (NULL = Keras-style automatic name), .input (NULL = the previous layer). */

@@ -166,21 +166,22 @@ void kiln_model_summary(const kiln_model *m, FILE *f) {
         int k = (int)(strlen(m->layers[i]->name) + strlen(nn_kind_type(m->layers[i]->kind)) + 4);
         if (k > w1) w1 = k;
     }
-    int width = w1 + 37 + (conn ? 33 : 0);
+    int width = w1 + 52 + (conn ? 33 : 0);
     fprintf(f, "Model: \"%s\"\n", m->name);
     rule(f, '_', width);
-    fprintf(f, " %-*s %-25s %-10s%s\n", w1, "Layer (type)", "Output Shape", "Param #", conn ? " Connected to" : "");
+    fprintf(f, " %-*s %-25s %-10s %-*s%s\n", w1, "Layer (type)", "Output Shape", "Param #", conn ? 14 : 0, "FLOPs", conn ? " Connected to" : "");
     rule(f, '=', width);
     for (int i = 0; i < m->n_layers; i++) {
         const kiln_layer *l = m->layers[i];
         if (!conn && l->kind == NN_INPUT) continue;
-        char lt[160], sh[96], pc[32];
+        char lt[160], sh[96], pc[32], fl[32];
         snprintf(lt, sizeof lt, "%s (%s)", l->name, nn_kind_type(l->kind));
         size_t k = (size_t)snprintf(sh, sizeof sh, "(None");
         for (int d = 0; d < l->out.rank && k < sizeof sh; d++) k += (size_t)snprintf(sh + k, sizeof sh - k, ", %lld", (long long)l->out.dim[d]);
         if (k < sizeof sh) snprintf(sh + k, sizeof sh - k, ")");
         commas(nn_layer_params(l, false), pc, sizeof pc);
-        fprintf(f, " %-*s %-25s %-10s", w1, lt, sh, pc);
+        commas(kiln_layer_flops(l), fl, sizeof fl);
+        fprintf(f, " %-*s %-25s %-10s %-*s", w1, lt, sh, pc, conn ? 14 : 0, fl);
         for (int j = 0; conn && j < l->n_in; j++) fprintf(f, "%s%s", j ? ", " : " ", l->in[j]->name);
         fputc('\n', f);
     }
@@ -189,6 +190,9 @@ void kiln_model_summary(const kiln_model *m, FILE *f) {
     char a[32], b[32], c[32];
     commas(total, a, sizeof a); commas(tr, b, sizeof b); commas(total - tr, c, sizeof c);
     fprintf(f, "Total params: %s (%.2f MB)\nTrainable params: %s\nNon-trainable params: %s\n", a, (double)total * 4 / (1024.0 * 1024.0), b, c);
+    int64_t flops = kiln_model_flops(m);
+    commas(flops, a, sizeof a);
+    fprintf(f, "FLOPs per example: %s (%.2f MFLOPs; forward pass, a multiply-add counts as 2 FLOPs)\n", a, (double)flops / 1e6);
     rule(f, '_', width);
 }
 

@@ -129,6 +129,13 @@ const op_case cases_norm_loss_optim[] = {
       { -2, 0.5, -1 }, { 2, 1.5, 1 }, b_bn_grad, DT_FLOATS, false, 0, 0, 0 },
     { KILN_OP_BN_GRAD_GAMMA, "BatchNormGammaGrad [2,2,2,3]", 2, { F, F }, { S(2, 2, 2, 3), S(2, 2, 2, 3) },
       { -2, -1 }, { 2, 1 }, b_bn_grad_gamma, DT_FLOATS, false, 0, 0, 0 },
+    /* more rows than the cpu kernels' 16 chunks of partial sums, several rows each */
+    { KILN_OP_BATCH_NORM, "batch_norm training NHWC [4,5,5,6] (100 rows) momentum 0.9", 3, { F, F, F }, { S(4, 5, 5, 6), S(6), S(6) },
+      { -2, 0.5, -1 }, { 3, 1.5, 1 }, b_bn_train_m9, DT_FLOATS, false, 0, 0, 0 },
+    { KILN_OP_BATCH_NORM_GRAD, "FusedBatchNormGrad [2,7,5,3] (70 rows)", 3, { F, F, F }, { S(2, 7, 5, 3), S(3), S(2, 7, 5, 3) },
+      { -2, 0.5, -1 }, { 3, 1.5, 1 }, b_bn_grad, DT_FLOATS, false, 0, 0, 0 },
+    { KILN_OP_BN_GRAD_GAMMA, "BatchNormGammaGrad [50,4] (50 rows)", 2, { F, F }, { S(50, 4), S(50, 4) },
+      { -2, -1 }, { 3, 1 }, b_bn_grad_gamma, DT_FLOATS, false, 0, 0, 0 },
 
     C1(KILN_OP_DROPOUT, "dropout rate 0.3 [6,7]", S(6, 7), -1, 1, b_dropout, true),
     C1(KILN_OP_DROPOUT, "difference of two dropouts with one seed [4,5]", S(4, 5), 0.5, 1, b_dropout_two, true),

@@ -18,6 +18,8 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
         return cpu_pool_kernel(n);
     case KILN_OP_RANDOM_CROP_FLIP:
         return cpu_data_kernel(n);
+    case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA:
+        return cpu_norm_kernel(n);
     default: break;
     }
     kiln_kernel_fn f = cpu_elementwise_kernel(n);
@@ -29,6 +31,8 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
     switch (n->op) {
     case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
         return cpu_dnnl_conv_kernel(n) ? cpu_dnnl_conv_workspace(n) : cpu_conv_workspace(n);
+    case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA:
+        return cpu_norm_workspace(n);
     default:
         return cpu_loss_optim_workspace(n);
     }

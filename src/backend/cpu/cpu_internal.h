@@ -66,6 +66,8 @@ kiln_kernel_fn cpu_conv_kernel(const kiln_node *n);
 size_t cpu_conv_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_pool_kernel(const kiln_node *n);
 kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n);
+kiln_kernel_fn cpu_norm_kernel(const kiln_node *n);       /* cpu_norm.c: batch norm and its gradients */
+size_t cpu_norm_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_loss_optim_kernel(const kiln_node *n);
 size_t cpu_loss_optim_workspace(const kiln_node *n);
 #endif
