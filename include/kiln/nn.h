@@ -383,6 +383,9 @@ kiln_status kiln_model_to_json(const kiln_model *m, char **out);
 kiln_status kiln_model_from_json(const char *json, kiln_model **out);
 /* kiln_model_from_json on the text of a file (model.json); errors name the file. */
 kiln_status kiln_model_from_json_file(const char *path, kiln_model **out);
+/* True when the model's output passes through softmax or sigmoid (as Keras models usually end):
+ * compile it with .from_logits = false. Kiln's built-in models output logits. */
+bool kiln_model_outputs_probabilities(const kiln_model *m);
 
 /* The graph and session behind a compiled/built model (NULL before the first fit/evaluate/
  * predict/load). Borrowed. */

@@ -231,3 +231,13 @@ kiln_status nn_class_names_json(const kiln_model *m, char **out) {
     if (w.oom) return kiln_set_error(KILN_OUT_OF_MEMORY, "model '%s': out of host memory for the class names", m->name);
     return KILN_OK;
 }
+
+/* Keras models usually end in softmax or sigmoid (their losses then take probabilities, Keras'
+ * from_logits=False); Kiln's built-in models end in logits. Layers that pass values through
+ * (Dropout, Flatten, Reshape) are looked through. */
+bool kiln_model_outputs_probabilities(const kiln_model *m) {
+    const kiln_layer *l = m ? m->output : NULL;
+    while (l && (l->kind == NN_DROPOUT || l->kind == NN_FLATTEN || l->kind == NN_RESHAPE) && l->n_in == 1) l = l->in[0];
+    return l && (l->kind == NN_DENSE || l->kind == NN_CONV2D || l->kind == NN_DWCONV2D || l->kind == NN_ACTIVATION) &&
+           (l->act == KILN_SOFTMAX || l->act == KILN_SIGMOID);
+}
