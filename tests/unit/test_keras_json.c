@@ -221,6 +221,53 @@ static void test_forms(void) {
     kiln_model_free(m);
 }
 
+/* The architecture older Kiln checkpoints hold (tf.keras 2's form with every schema option,
+ * InputLayer "shape", the model seed) still builds, and is written anew in Keras 3's form. */
+static void test_older_kiln_json(void) {
+    static const char old[] =
+        "{\"class_name\": \"Functional\", \"config\": {\"name\": \"tiny\", \"seed\": 11, \"layers\": ["
+        "\n  {\"class_name\": \"InputLayer\", \"name\": \"input_1\", \"config\": {\"name\": \"input_1\", \"shape\": [8, 8, 3]}, \"inbound_nodes\": []},"
+        "\n  {\"class_name\": \"Conv2D\", \"name\": \"stem\", \"config\": {\"name\": \"stem\", \"filters\": 4, \"kernel_size\": [3, 3], \"strides\": [1, 1], "
+        "\"padding\": \"same\", \"dilation_rate\": [1, 1], \"activation\": \"linear\", \"use_bias\": true, \"bias_initializer\": {\"class_name\": "
+        "\"Constant\", \"config\": {\"value\": 0.25}}, \"groups\": 1, \"kernel_initializer\": {\"class_name\": \"HeNormal\", \"config\": {\"seed\": 5}}, "
+        "\"kernel_regularizer\": {\"class_name\": \"L2\", \"config\": {\"l2\": 0.0001}}}, \"inbound_nodes\": [[[\"input_1\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"BatchNormalization\", \"name\": \"batch_normalization\", \"config\": {\"name\": \"batch_normalization\", \"momentum\": 0.9, "
+        "\"epsilon\": 1.0000000000000001e-05}, \"inbound_nodes\": [[[\"stem\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"DepthwiseConv2D\", \"name\": \"dw\", \"config\": {\"name\": \"dw\", \"kernel_size\": [3, 3], \"strides\": [1, 1], "
+        "\"padding\": \"same\", \"dilation_rate\": [1, 1], \"activation\": \"relu\", \"use_bias\": true, \"bias_initializer\": {\"class_name\": \"Zeros\", "
+        "\"config\": {}}, \"depth_multiplier\": 1, \"depthwise_initializer\": {\"class_name\": \"RandomUniform\", \"config\": {\"minval\": -0.5, "
+        "\"maxval\": 0.125, \"seed\": 9}}, \"depthwise_regularizer\": null}, \"inbound_nodes\": [[[\"stem\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"Add\", \"name\": \"residual\", \"config\": {\"name\": \"residual\"}, \"inbound_nodes\": [[[\"stem\", 0, 0, {}], "
+        "[\"batch_normalization\", 0, 0, {}], [\"dw\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"MaxPooling2D\", \"name\": \"max_pooling2d\", \"config\": {\"name\": \"max_pooling2d\", \"pool_size\": [2, 2], "
+        "\"strides\": null, \"padding\": \"valid\"}, \"inbound_nodes\": [[[\"residual\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"AveragePooling2D\", \"name\": \"average_pooling2d\", \"config\": {\"name\": \"average_pooling2d\", \"pool_size\": [3, 3], "
+        "\"strides\": [2, 2], \"padding\": \"same\"}, \"inbound_nodes\": [[[\"residual\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"Concatenate\", \"name\": \"concatenate\", \"config\": {\"name\": \"concatenate\", \"axis\": -1}, \"inbound_nodes\": "
+        "[[[\"max_pooling2d\", 0, 0, {}], [\"average_pooling2d\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"GlobalAveragePooling2D\", \"name\": \"gap\", \"config\": {\"name\": \"gap\"}, \"inbound_nodes\": [[[\"concatenate\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"Reshape\", \"name\": \"reshape\", \"config\": {\"name\": \"reshape\", \"target_shape\": [-1, 2]}, \"inbound_nodes\": [[[\"gap\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"Flatten\", \"name\": \"flatten\", \"config\": {\"name\": \"flatten\"}, \"inbound_nodes\": [[[\"reshape\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"Dropout\", \"name\": \"dropout\", \"config\": {\"name\": \"dropout\", \"rate\": 0.25, \"seed\": null}, \"inbound_nodes\": [[[\"flatten\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"Activation\", \"name\": \"act\", \"config\": {\"name\": \"act\", \"activation\": \"gelu\"}, \"inbound_nodes\": [[[\"dropout\", 0, 0, {}]]]},"
+        "\n  {\"class_name\": \"Dense\", \"name\": \"logits\", \"config\": {\"name\": \"logits\", \"units\": 3, \"activation\": \"linear\", \"use_bias\": true, "
+        "\"kernel_initializer\": {\"class_name\": \"GlorotUniform\", \"config\": {\"seed\": 0}}, \"bias_initializer\": {\"class_name\": \"Zeros\", \"config\": {}}, "
+        "\"kernel_regularizer\": null}, \"inbound_nodes\": [[[\"act\", 0, 0, {}]]]}],"
+        "\n \"input_layers\": [[\"input_1\", 0, 0]], \"output_layers\": [[\"logits\", 0, 0]]}}";
+    kiln_model *m = NULL;
+    CHECK_OK(kiln_model_from_json(old, &m));
+    if (!m) return;
+    /* stem 3*3*3*4 + 4, BN 4 * 4, depthwise 3*3*1*4 + 4, logits 8 * 3 + 3 */
+    CHECK(kiln_model_param_count(m, false) == 112 + 16 + 40 + 27);
+    CHECK(kiln_model_layer_count(m) == 14);
+    char *j = json_of(m);
+    CHECK_MSG(strstr(j, "\"seed\":11,") && strstr(j, "\"class_name\":\"HeNormal\",\"config\":{\"seed\":5}") && strstr(j, "\"epsilon\":1e-05") &&
+              strstr(j, "\"class_name\":\"RandomUniform\",\"config\":{\"minval\":-0.5,\"maxval\":0.125,\"seed\":9}") &&
+              strstr(j, "\"kernel_initializer\":{\"module\":\"keras.initializers\",\"class_name\":\"GlorotUniform\",\"config\":{\"seed\":null}"), "%s", j);
+    free(j);
+    kiln_model_free(m);
+}
+
 /* Training a Keras-file model: the seed's binary classifier learns a separable problem. */
 static void test_binary_trains(void) {
     char path[512];
@@ -260,6 +307,7 @@ int main(void) {
         for (int i = 0; i < 5; i++) check_model(dirs[d], names[i]);
     test_refusals();
     test_forms();
+    test_older_kiln_json();
     test_binary_trains();
     return check_summary("test_keras_json");
 }
