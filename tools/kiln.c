@@ -968,9 +968,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(cmd, "summary")) fn = cmd_summary;
     else { fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", cmd); return 2; }
     int rc = cli_parse(argc, argv, &a, cmd);
-    if (rc || (a.model_file && !a.help && (rc = use_model_file(&a, cmd)))) return rc;
+    if (rc || (a.model_file && !a.help && (rc = use_model_file(&a, cmd)))) { kiln_model_free(ckpt_model); return rc; }
     a.data_given = a.data != NULL;
     if (!a.data) a.data = DEFAULT_DATA;
     if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model) a.model = "fashion_cnn";
-    return fn(&a);
+    rc = fn(&a);
+    kiln_model_free(ckpt_model);      /* a --model-file or checkpoint model no path took */
+    return rc;
 }

@@ -35,7 +35,7 @@ const char *nn_json_kind(const cJSON *v) {
 bool nn_json_int(const cJSON *v, int64_t *out) {
     if (!cJSON_IsNumber(v)) return false;
     double d = v->valuedouble;
-    if (!(fabs(d) <= EXACT_INT_MAX) || d != floor(d)) return false;
+    if (!(fabs(d) < EXACT_INT_MAX) || d != floor(d)) return false;
     *out = (int64_t)d;
     return true;
 }
@@ -69,7 +69,7 @@ cJSON *nn_json_num(double d) {
 cJSON *nn_json_u64(uint64_t v) {
     char s[24];
     snprintf(s, sizeof s, "%llu", (unsigned long long)v);
-    return (double)v <= EXACT_INT_MAX ? cJSON_CreateRaw(s) : cJSON_CreateString(s);
+    return v < (1ull << 53) ? cJSON_CreateRaw(s) : cJSON_CreateString(s);
 }
 
 char *nn_json_print(const cJSON *root) {

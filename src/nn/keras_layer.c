@@ -104,12 +104,19 @@ static const char *str_of(const cJSON *o, const char *key) {
 
 static bool num_is(const cJSON *v, double x) { return cJSON_IsNumber(v) && v->valuedouble == x; }
 
+bool nn_keras_builtin(const cJSON *o, const char *cls) {
+    const cJSON *mod = cJSON_GetObjectItemCaseSensitive(o, "module"), *reg = cJSON_GetObjectItemCaseSensitive(o, "registered_name");
+    bool mod_ok = !mod || cJSON_IsNull(mod) || (cJSON_IsString(mod) && (!strncmp(mod->valuestring, "keras", 5) || !strncmp(mod->valuestring, "tf_keras", 8)));
+    bool reg_ok = !reg || cJSON_IsNull(reg) || (cJSON_IsString(reg) && cls && !strcmp(reg->valuestring, cls));
+    return mod_ok && reg_ok;
+}
+
 /* A serialized Keras object of one of Keras' own modules: {"module": "keras...", "class_name",
  * "config", "registered_name"}; its class name, or NULL (why set) for a custom class. */
 static const char *keras_class(ctx *c, const char *key, const cJSON *o) {
     const char *cls = str_of(o, "class_name"), *mod = str_of(o, "module"), *reg = str_of(o, "registered_name");
     if (!cls) { bad(c, KILN_INVALID_ARGUMENT, key, "is an object without a \"class_name\" string"); return NULL; }
-    if ((mod && strncmp(mod, "keras", 5) && strncmp(mod, "tf_keras", 8)) || (reg && strcmp(reg, cls))) {
+    if (!nn_keras_builtin(o, cls)) {
         bad(c, KILN_UNSUPPORTED, key, "is the custom class '%s' (module '%s'); Kiln reads Keras' built-in classes only", reg ? reg : cls, mod ? mod : "?");
         return NULL;
     }
@@ -232,12 +239,11 @@ bool nn_keras_shape(const cJSON *v, bool batched, kiln_shape *s) {
     return true;
 }
 
-/* dtype: "float32", a float32 DTypePolicy (Keras 3) / Policy (tf.keras 2), or null */
-static bool is_float32(const cJSON *v) {
-    if (cJSON_IsNull(v)) return true;
+bool nn_keras_float32(const cJSON *v) {
+    if (!v || cJSON_IsNull(v)) return true;
     if (cJSON_IsString(v)) return !strcmp(v->valuestring, "float32");
     const char *cls = str_of(v, "class_name"), *name = str_of(cJSON_GetObjectItemCaseSensitive(v, "config"), "name");
-    return cls && (!strcmp(cls, "DTypePolicy") || !strcmp(cls, "Policy")) && name && !strcmp(name, "float32");
+    return cls && (!strcmp(cls, "DTypePolicy") || !strcmp(cls, "Policy")) && nn_keras_builtin(v, cls) && name && !strcmp(name, "float32");
 }
 
 /* A schema option's value: Keras tuples unwrapped, numbers as ints when whole. */
@@ -300,7 +306,7 @@ static kiln_status check_rule(ctx *c, const rule *r, const cJSON *v) {
     case R_ZERO: ok = num_is(v, 0) || cJSON_IsNull(v); want = "0"; break;
     case R_ONE: ok = num_is(v, 1) || cJSON_IsNull(v); want = "1"; break;
     case R_STR: ok = cJSON_IsNull(v) || (cJSON_IsString(v) && !strcmp(v->valuestring, r->str)); want = r->str; break;
-    case R_DTYPE: ok = is_float32(v); want = "float32"; break;
+    case R_DTYPE: ok = nn_keras_float32(v); want = "float32"; break;
     case R_INIT_ZEROS: case R_INIT_ONES: {
         kiln_init_kind k = r->kind == R_INIT_ZEROS ? KILN_INIT_ZEROS : KILN_INIT_ONES;
         kiln_status st = read_init(c, r->key, v, &in);

@@ -123,7 +123,7 @@ static kiln_status entry_of(rd *r, const cJSON *l, int i, const char **cls, cons
     *name = str_of(*cfg, "name");
     if (!*name) *name = str_of(l, "name");
     const char *lname = *name ? *name : "?", *mod = str_of(l, "module"), *reg = str_of(l, "registered_name");
-    if ((mod && strncmp(mod, "keras", 5) && strncmp(mod, "tf_keras", 8)) || (reg && strcmp(reg, *cls)))
+    if (!nn_keras_builtin(l, *cls))
         return bad(r, KILN_UNSUPPORTED, "layer '%s': custom class '%s' (module '%s'); Kiln reads Keras' built-in layers only", lname, reg ? reg : *cls, mod ? mod : "?");
     const cJSON *e;
     cJSON_ArrayForEach(e, l)
@@ -269,10 +269,8 @@ static kiln_status build(rd *r, const cJSON *root, kiln_model **out) {
     if (name && !cJSON_IsString(name)) return bad(r, KILN_INVALID_ARGUMENT, "config.name must be a string");
     if (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) == 0) return bad(r, KILN_INVALID_ARGUMENT, "config.layers must be a non-empty list");
     if (tr && !cJSON_IsTrue(tr)) return bad(r, KILN_UNSUPPORTED, "config.trainable is not true; Kiln trains every layer (no frozen models)");
-    if (dt && !cJSON_IsNull(dt)) {     /* the model's dtype policy: float32 */
-        const char *dn = cJSON_IsString(dt) ? dt->valuestring : str_of(get(dt, "config"), "name");
-        if (!dn || strcmp(dn, "float32")) return bad(r, KILN_UNSUPPORTED, "config.dtype is not float32; Kiln computes in float32");
-    }
+    if (!nn_keras_builtin(root, cls)) return bad(r, KILN_UNSUPPORTED, "the model is of a custom class (module / registered_name); Kiln reads Keras' Sequential and Functional");
+    if (!nn_keras_float32(dt)) return bad(r, KILN_UNSUPPORTED, "config.dtype is not float32; Kiln computes in float32");
     uint64_t sd = 0;
     if (seed && !cJSON_IsNull(seed) && !nn_json_seed(seed, &sd)) return bad(r, KILN_INVALID_ARGUMENT, "config.seed must be an int >= 0");
     const char *mname = name ? name->valuestring : NULL;

@@ -11,13 +11,13 @@
 cJSON *nn_json_parse(const char *text, char *why, size_t why_n);
 /* "a string", "a number", ... for messages. */
 const char *nn_json_kind(const cJSON *v);
-/* A number that is a whole int64 (2 and 2.0 alike), read exactly (|v| <= 2^53). */
+/* A number that is a whole int64 (2 and 2.0 alike), read exactly (|v| < 2^53). */
 bool nn_json_int(const cJSON *v, int64_t *out);
-/* A seed: a whole number >= 0 (<= 2^53), or a string of digits (any uint64; the writer uses one
+/* A seed: a whole number >= 0 (< 2^53), or a string of digits (any uint64; the writer uses one
  * for seeds a double cannot hold). false otherwise. */
 bool nn_json_seed(const cJSON *v, uint64_t *out);
 /* Writer helpers: a number as the shortest decimal that reads back exactly (null when not
- * finite); a uint64 (a seed) as a number, or above 2^53 as a string of digits. NULL when out of
+ * finite); a uint64 (a seed) as a number, or from 2^53 on as a string of digits. NULL when out of
  * memory. */
 cJSON *nn_json_num(double d);
 cJSON *nn_json_u64(uint64_t v);

@@ -21,6 +21,11 @@ typedef struct nn_keras_layer {
  * key, in why; KILN_INVALID_ARGUMENT or KILN_UNSUPPORTED. */
 kiln_status nn_keras_layer_read(const char *cls, const char *name, const cJSON *cfg, int in_rank, nn_keras_layer *out,
                                 char *why, size_t why_n);
+/* A serialized Keras object of Keras' own: "module" absent, null or keras...; "registered_name"
+ * absent, null or cls. */
+bool nn_keras_builtin(const cJSON *o, const char *cls);
+/* A dtype Kiln computes in: absent, null, "float32", or a float32 DTypePolicy (Keras 3) / Policy (tf.keras 2). */
+bool nn_keras_float32(const cJSON *v);
 /* A Keras batched shape [null, d1, ...] (or, with batched false, [d1, ...]) -> s. false when it
  * is not one. */
 bool nn_keras_shape(const cJSON *v, bool batched, kiln_shape *s);
