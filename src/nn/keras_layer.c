@@ -349,8 +349,9 @@ static kiln_status special(ctx *c, const char *key, const cJSON *v, int in_rank,
         int64_t a = 0;
         if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1) v = cJSON_GetArrayItem(v, 0);
         if (nn_json_int(v, &a) && (a == -1 || (in_rank > 0 && a == in_rank))) return KILN_OK;
-        return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln normalizes over the last axis only (-1%s)", shown(v, b, sizeof b),
-                   in_rank > 0 ? (in_rank == 1 ? " or 1" : in_rank == 2 ? " or 2" : " or 3") : "");
+        char last[24] = "";
+        if (in_rank > 0) snprintf(last, sizeof last, " or %d", in_rank);
+        return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln normalizes over the last axis only (-1%s)", shown(v, b, sizeof b), last);
     }
     if (!strcmp(key, "negative_slope")) {   /* ReLU: 0 is relu, 0.2 Kiln's leaky_relu */
         if (cJSON_IsNull(v) || num_is(v, 0)) return KILN_OK;
