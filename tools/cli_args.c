@@ -55,6 +55,8 @@ static const cli_opt opts[] = {
     { "--history", K_STR, T, F(history), 0, 0, 0 },
     { "--limit", K_I64, T, F(limit), 1, 0, 0 },
     { "--verbose", K_INT, T, F(verbose), 0, 2, 0 },
+    { "--model-file", K_STR, T | E | P | S, F(model_file), 0, 0, 0 },
+    { "--json", K_STR, S, F(json_out), 0, 0, 0 },
 };
 #undef F
 #define N_OPTS (sizeof opts / sizeof opts[0])

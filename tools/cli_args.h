@@ -22,6 +22,8 @@ typedef struct args {
     uint64_t seed;
     bool data_given;           /* --data given (else the default data set) */
     bool help, data_on_device, log_placement, strict_load, save_best;
+    const char *model_file;    /* --model-file: Keras model JSON giving the architecture */
+    const char *json_out;      /* summary --json FILE: write the model as Keras model JSON */
 } args;
 
 /* The command's bit (CMD_*), 0 for an unknown name. */

@@ -38,6 +38,11 @@ static void usage(FILE *f) {
         "  kiln train --model cifar_cnn --data cifar10:DIR --augment flip,crop   # CIFAR-10 binary batches\n", KILN_VERSION);
 }
 
+#define MODEL_FILE_HELP \
+    "  --model-file FILE   the model as Keras model JSON (what Keras' model.to_json() writes, Keras 3\n" \
+    "                      or tf.keras 2; README \"Keras model files\" lists the layers and options)\n" \
+    "                      instead of a built-in --model\n"
+
 #define DATA_HELP \
     "  --data SPEC         where the examples come from (default " DEFAULT_DATA "):\n" \
     "                        mnist:DIR      MNIST-layout IDX files (train-images-idx3-ubyte[.gz], ...;\n" \
@@ -71,6 +76,8 @@ static void train_usage(FILE *f) {
         DATA_HELP
         "  --model NAME        fashion_cnn (default), mlp, cifar_cnn, lenet5, resnet20, resnet56,\n"
         "                      inception, fast_cifar (see: kiln summary --model NAME)\n"
+        MODEL_FILE_HELP
+        "                      (with --load: the file gives the layers, the checkpoint the weights)\n"
         "  --epochs N          total number of epochs (default 5, at most 1000000; 0 evaluates only);\n"
         "                      with --load, training continues from the saved epoch up to N\n"
         "  --batch-size N      examples per training step (default 64, 1..1048576); a last smaller batch of an\n"
@@ -154,6 +161,8 @@ static void eval_usage(FILE *f) {
         "  --validation-split F  evaluate on the held-out fraction F of the training data instead\n"
         "                      (as kiln train --validation-split F held it out)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
+        MODEL_FILE_HELP
+        "                      (default: the layers the checkpoint holds; its weights are loaded)\n"
         "  --batch-size N      examples per step (default 64)\n"
         "  --threads N         CPU threads (default: all cores)\n"
         "  --device D          auto (default), cpu, ref, cuda\n"
@@ -180,6 +189,8 @@ static void predict_usage(FILE *f) {
         "  --count N           how many test images (default 10; not with --image)\n"
         "  --validation-split F  predict the held-out fraction F of the training data (not with --image)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
+        MODEL_FILE_HELP
+        "                      (default: the layers the checkpoint holds; its weights are loaded)\n"
         "  --batch-size N      examples per step (default 64)\n"
         "  --threads N         CPU threads (default: all cores)\n"
         "  --device D          auto (default), cpu, ref, cuda\n"
@@ -190,17 +201,24 @@ static void predict_usage(FILE *f) {
 
 static void summary_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln summary [--model NAME | --load PATH]\n\n"
+        "usage: kiln summary [--model NAME | --model-file FILE] [--load PATH] [--json FILE]\n\n"
         "Prints the layers of a model with their output shapes, parameter counts and FLOPs per\n"
         "example (forward pass; a multiply-add counts as 2 FLOPs), and the totals: a built-in\n"
         "model (--model, default fashion_cnn; shown for its default input: 28x28x1 for fashion_cnn,\n"
-        "mlp and lenet5, else 32x32x3), or the model a checkpoint holds (--load PATH: the model,\n"
-        "input shape and number of classes it was saved with).\n"
+        "mlp and lenet5, else 32x32x3), a Keras model file (--model-file), or the model a checkpoint\n"
+        "holds (--load PATH: the model, input shape and number of classes it was saved with).\n"
         "Models: %s.\n\n"
         "options:\n"
         "  --model NAME        a built-in model (with --load: the model to build if the checkpoint\n"
         "                      does not name one)\n"
-        "  --load PATH         a checkpoint from kiln train --save PATH\n", kiln_model_preset_names());
+        "  --load PATH         a checkpoint from kiln train --save PATH\n"
+        MODEL_FILE_HELP
+        "                      (with --load: its weights are loaded from the checkpoint)\n"
+        "  --json FILE         also write the model as Keras model JSON (keras.models.model_from_json\n"
+        "                      reads it; so does --model-file): a built-in model to start your own from\n"
+        "\nexamples:\n"
+        "  kiln summary --model-file model.json        # a model Keras saved with model.to_json()\n"
+        "  kiln summary --model cifar_cnn --json cifar_cnn.json\n", kiln_model_preset_names());
 }
 
 static int fail(const char *cmd, int rc) { fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error()); return rc; }
@@ -251,6 +269,32 @@ static kiln_shape preset_input(const char *model) {
     return s;
 }
 
+/* --model-file: the model the Keras JSON describes, built once here. ckpt_model holds it and
+ * a->model names it, so the paths that use a checkpoint's architecture use it; with --load the
+ * checkpoint gives only the weights. */
+static int use_model_file(args *a, const char *cmd) {
+    static char name[96];     /* a->model points here for the rest of the run */
+    if (a->model) { fprintf(stderr, "kiln %s: give --model NAME or --model-file FILE, not both\n", cmd); return 2; }
+    if (kiln_model_from_json_file(a->model_file, &ckpt_model) != KILN_OK) return fail(cmd, 2);
+    snprintf(name, sizeof name, "%s", kiln_model_name(ckpt_model));
+    a->model = name;
+    return 0;
+}
+
+/* The --model-file model for training on data with `classes` classes (taken from ckpt_model). */
+static kiln_model *file_model(const args *a, const char *cmd, int classes) {
+    kiln_model *m = ckpt_model;
+    ckpt_model = NULL;
+    kiln_shape out = kiln_model_output_shape(m);
+    if (out.rank == 1 && out.dim[0] > 1 && out.dim[0] < classes) {
+        fprintf(stderr, "kiln %s: model '%s' in %s has %lld outputs but --data %s has %d classes\n", cmd, kiln_model_name(m), a->model_file,
+                (long long)out.dim[0], a->data, classes);
+        kiln_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 /* Opens --data for `cmd`: both splits for train, the evaluation split alone otherwise (want_train
  * false). The evaluation split is the source's test split, or a held-out part of the training
  * split (--validation-split, or for train 10% of an image folder without train/test sub-folders;
@@ -262,6 +306,7 @@ static int open_data(const args *a, const char *cmd, bool want_train, data_src *
     snprintf(test_spec, sizeof test_spec, "%s", a->data);
     if (!strcmp(a->data, "synthetic")) {      /* 50,000 (CIFAR-shaped) or 60,000 training, 10,000 test examples */
         kiln_shape s = preset_input(a->model);
+        if (s.rank != 3 && ckpt_model) { fprintf(stderr, "kiln %s: --data synthetic makes images; model %s does not take images\n", cmd, a->model); return 2; }
         if (s.rank != 3) { kiln_model_preset(a->model, KILN_SCALAR, 10); return fail(cmd, 2); }
         snprintf(spec, sizeof spec, "synthetic:%lldx%lldx%lld:%d", (long long)s.dim[0], (long long)s.dim[1],
                  (long long)s.dim[2], s.dim[2] == 3 ? 50000 : 60000);
@@ -572,13 +617,14 @@ static int cmd_train(args *a) {
     if ((rc = check_shapes(a, "train", a->model, shape)) || (rc = parse_augment(a->augment, &aug, shape, a->seed))) goto out;
     int64_t n_train = kiln_data_source_size(ds.train), n_test = kiln_data_source_size(ds.test);
     if (a->limit > 0 && a->limit < n_train) n_train = a->limit;
-    m = kiln_model_preset(a->model, shape, kiln_data_num_classes(ds.train));
-    if (!m) { rc = fail("train", 2); goto out; }
+    m = a->model_file ? file_model(a, "train", kiln_data_num_classes(ds.train)) : kiln_model_preset(a->model, shape, kiln_data_num_classes(ds.train));
+    if (!m) { rc = a->model_file ? 2 : fail("train", 2); goto out; }
     kiln_model_set_seed(m, a->seed);
     kiln_status cs = set_class_names(a, m, ds.train);
     if (cs == KILN_OUT_OF_MEMORY) { fprintf(stderr, "kiln train: out of host memory for the class names\n"); rc = 1; goto out; }
     if (cs != KILN_OK) { rc = fail("train", 1); goto out; }
     kiln_compile_opts co = compile_opts(a, opt, sched);
+    co.from_logits = !kiln_model_outputs_probabilities(m);     /* Keras models end in softmax / sigmoid */
     if (kiln_compile(m, &co) != KILN_OK) { rc = fail("train", 1); goto out; }
     int initial = 0;
     if (a->load) {
@@ -707,6 +753,7 @@ static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const k
         return NULL;
     }
     kiln_compile_opts co = compile_opts(a, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
+    co.from_logits = !kiln_model_outputs_probabilities(m);
     if (kiln_compile(m, &co) != KILN_OK || kiln_model_load_opts(m, a->load, &(kiln_load_opts){ .file = f }) != KILN_OK) {
         fail(cmd, 1);
         kiln_model_free(m);
@@ -867,7 +914,7 @@ static int cmd_predict(args *a) {
         const char *ln = fashion && label >= 0 && label < 10 ? fashion_names[label] : kiln_data_class_name(d, label);
         if (pn) snprintf(p, sizeof p, "%s", pn); else snprintf(p, sizeof p, "%lld", (long long)best);
         if (ln) snprintf(l, sizeof l, "%s", ln); else snprintf(l, sizeof l, "%d", label);
-        printf("%6d  %-14s %-14s %5.1f%%%s\n", i, p, l, 100.0 / sum, best == label ? "" : "   <- wrong");
+        printf("%6d  %-14s %-14s %5.1f%%%s\n", i, p, l, kiln_model_outputs_probabilities(m) ? 100.0 * mx : 100.0 / sum, best == label ? "" : "   <- wrong");
     }
     printf("%d of %d correct\n", right, count);
 done:
@@ -880,15 +927,35 @@ done:
     return rc;
 }
 
+/* summary --json FILE */
+static int write_json(const kiln_model *m, const char *path) {
+    char *j = NULL;
+    if (kiln_model_to_json(m, &j) != KILN_OK) return fail("summary", 1);
+    FILE *f = fopen(path, "w");
+    bool ok = f && fputs(j, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f)) ok = false;
+    free(j);
+    if (!ok) { fprintf(stderr, "kiln summary: cannot write %s\n", path); return 1; }
+    printf("Keras model JSON: %s\n", path);
+    return 0;
+}
+
 static int cmd_summary(args *a) {
     if (a->help) { summary_usage(stdout); return 0; }
     kiln_model *m = NULL;
-    if (a->load && kiln_model_from_checkpoint(a->load, &m) != KILN_OK) return fail("summary", 1);
+    if (a->model_file) {       /* the file's layers; with --load, the checkpoint's weights */
+        m = ckpt_model;
+        ckpt_model = NULL;
+        kiln_compile_opts co = compile_opts(a, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
+        co.from_logits = !kiln_model_outputs_probabilities(m);
+        if (a->load && (kiln_compile(m, &co) != KILN_OK || kiln_model_load(m, a->load) != KILN_OK)) { kiln_model_free(m); return fail("summary", 1); }
+    } else if (a->load && kiln_model_from_checkpoint(a->load, &m) != KILN_OK) return fail("summary", 1);
     if (!m && !(m = kiln_model_preset(a->model, KILN_SCALAR, 10))) return fail("summary", 2);
     if (a->load) printf("Checkpoint %s: model %s, epoch %d\n", a->load, kiln_model_name(m), kiln_model_epoch(m));
     kiln_model_summary(m, stdout);
+    int rc = a->json_out ? write_json(m, a->json_out) : 0;
     kiln_model_free(m);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv) {
@@ -911,9 +978,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(cmd, "summary")) fn = cmd_summary;
     else { fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", cmd); return 2; }
     int rc = cli_parse(argc, argv, &a, cmd);
-    if (rc) return rc;
+    if (rc || (a.model_file && !a.help && (rc = use_model_file(&a, cmd)))) { kiln_model_free(ckpt_model); return rc; }
     a.data_given = a.data != NULL;
     if (!a.data) a.data = DEFAULT_DATA;
     if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model) a.model = "fashion_cnn";
-    return fn(&a);
+    rc = fn(&a);
+    kiln_model_free(ckpt_model);      /* a --model-file or checkpoint model no path took */
+    return rc;
 }

@@ -381,16 +381,27 @@ kiln_status kiln_model_from_checkpoint(const char *path, kiln_model **out);
  * .file = f. */
 kiln_status kiln_model_build_from_checkpoint(const kiln_safetensors *f, const char *path, kiln_model **out);
 
-/* ---- architecture as Keras-style JSON ----
- * {"class_name": "Sequential" | "Functional", "config": {"name", "seed", "layers": [{"class_name":
- * "Conv2D", "name": "conv2d", "config": {"name": "conv2d", <each option of the layer type's
- * schema, resolved>}, "inbound_nodes": [[["input_1", 0, 0, {}]]] (functional only)}, ...],
- * "input_layers": [["input_1", 0, 0]], "output_layers": [["dense", 0, 0]]}}. Initializers are
- * {"class_name": "GlorotUniform", "config": {"seed": 0}}, regularizers {"class_name": "L2",
- * "config": {"l2": 0.01}} or null. *out: a new string, release with free(). */
+/* ---- architecture as Keras model JSON ----
+ * kiln_model_to_json writes what Keras 3's model.to_json() writes, which
+ * keras.models.model_from_json() reads back: {"module": "keras", "class_name": "Sequential" |
+ * "Functional", "config": {"name", "trainable", "seed" (Kiln's model seed; Keras ignores it),
+ * "layers": [{"module": "keras.layers", "class_name": "Conv2D", "config": {"name": "conv2d",
+ * "trainable": true, "dtype": <float32 policy>, <each option of the layer type's schema,
+ * resolved>}, "inbound_nodes": [{"args": [<__keras_tensor__ with keras_history>], "kwargs": {}}]
+ * (functional only)}, ...], "input_layers", "output_layers"}}. Initializers are {"class_name":
+ * "GlorotUniform", "config": {"seed": null}}, regularizers {"class_name": "L2", "config": {"l2":
+ * 0.01}} or null. *out: a new string, release with free(). */
 kiln_status kiln_model_to_json(const kiln_model *m, char **out);
-/* Builds the model such JSON describes (through the generic layer-options path), weights fresh. */
+/* Builds the model Keras model JSON describes, weights fresh: what Keras 3's or tf.keras 2's
+ * model.to_json() writes (Sequential or Functional; the layer types and options README's "Keras
+ * model files" lists) and kiln_model_to_json's output. A layer class or option value Kiln cannot
+ * honour is an error naming the layer and the key (KILN_UNSUPPORTED or KILN_INVALID_ARGUMENT). */
 kiln_status kiln_model_from_json(const char *json, kiln_model **out);
+/* kiln_model_from_json on the text of a file (model.json); errors name the file. */
+kiln_status kiln_model_from_json_file(const char *path, kiln_model **out);
+/* True when the model's output passes through softmax or sigmoid (as Keras models usually end):
+ * compile it with .from_logits = false. Kiln's built-in models output logits. */
+bool kiln_model_outputs_probabilities(const kiln_model *m);
 
 /* The graph and session behind a compiled/built model (NULL before the first fit/evaluate/
  * predict/load). Borrowed. */

@@ -1,207 +1,354 @@
-/* A model from its Keras-style JSON config (model_config.c writes it; the format is described
- * there): each layer through nn_layer_from_options, inputs by name; errors name the layer and the
- * option. Also the class-name list a checkpoint holds. */
+/* A model from Keras model JSON: what Keras 3's and tf.keras 2's model.to_json() write, and the
+ * architecture Kiln's checkpoints hold (model_config.c writes Keras 3's form; older Kiln wrote
+ * tf.keras 2's). Sequential and Functional; each layer's config goes through keras_layer.c
+ * (Keras keys -> Kiln options) and nn_layer_from_options; errors name the layer and the key.
+ * Also the class-name list a checkpoint holds. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nn/nn_model.h"
-#include "nn/nn_json.h"
+#include "nn/nn_keras.h"
 
-typedef struct rd { char why[900]; } rd;
+typedef struct rd { char why[1024]; } rd;
 
-static kiln_status bad(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static kiln_status bad(rd *r, const char *fmt, ...) {
+static kiln_status bad(rd *r, kiln_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static kiln_status bad(rd *r, kiln_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->why, sizeof r->why, fmt, ap);
     va_end(ap);
-    return KILN_INVALID_ARGUMENT;
+    return st;
 }
 
-static const nn_opt_spec *spec_of(const char *type, const char *key) {
-    nn_kind k;
-    if (!nn_layer_kind_named(type, &k)) return NULL;
-    for (const nn_opt_spec *s = nn_layer_def_of(k)->opts; s->key; s++) if (!strcmp(s->key, key)) return s;
-    return NULL;
+static const cJSON *get(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+static const char *str_of(const cJSON *o, const char *key) { const cJSON *v = get(o, key); return cJSON_IsString(v) ? v->valuestring : NULL; }
+
+static bool one_of(const char *s, const char *const *list) {
+    for (; *list; list++) if (!strcmp(s, *list)) return true;
+    return false;
 }
 
-static double num_or(const nn_json *o, const char *key, double d) { const nn_json *v = nn_json_get(o, key); return v && v->kind == NN_J_NUM ? v->num : d; }
+/* ---- inputs: Keras 3 nodes {"args": [...], "kwargs": {}} with __keras_tensor__ objects, or
+ * tf.keras 2 nodes [["name", node, tensor, {kwargs}], ...] ---- */
+typedef struct ins { const char *name[NN_MAX_MERGE]; int n; } ins;
 
-static kiln_status read_init(rd *r, const char *lname, const char *key, const nn_json *v, kiln_init *in) {
-    const nn_json *cn = nn_json_get(v, "class_name"), *cfg = nn_json_get(v, "config"), *seed = nn_json_get(cfg, "seed");
-    memset(in, 0, sizeof *in);
-    int k = 0;
-    while (k < KILN_INIT_COUNT && !(cn && cn->kind == NN_J_STR && !strcmp(cn->s, nn_init_class_names[k]))) k++;
-    if (k == KILN_INIT_COUNT) return bad(r, "layer '%s': option '%s': unknown initializer %s%s%s", lname, key, cn && cn->kind == NN_J_STR ? "'" : "", cn && cn->kind == NN_J_STR ? cn->s : "(no class_name)", cn && cn->kind == NN_J_STR ? "'" : "");
-    in->kind = (kiln_init_kind)k;
-    bool ab = k == KILN_INIT_UNIFORM || k == KILN_INIT_NORMAL || k == KILN_INIT_TRUNCATED_NORMAL;
-    in->a = k == KILN_INIT_CONSTANT ? num_or(cfg, "value", 0) : k == KILN_INIT_UNIFORM ? num_or(cfg, "minval", -0.05) : ab ? num_or(cfg, "mean", 0) : 0;
-    in->b = k == KILN_INIT_UNIFORM ? num_or(cfg, "maxval", 0.05) : ab ? num_or(cfg, "stddev", 0.05) : 0;
-    if (seed && seed->kind == NN_J_NUM && seed->is_int && seed->i >= 0) in->seed = (uint64_t)seed->i;
-    else if (seed && seed->kind != NN_J_NULL) return bad(r, "layer '%s': option '%s': the initializer's seed must be an int >= 0 or null", lname, key);
-    return KILN_OK;
-}
-
-/* A layer config's members as options for nn_layer_from_options (which checks them). */
-static kiln_status read_opts(rd *r, const char *type, const char *lname, const nn_json *cfg, nn_opt *o, int cap, int *n) {
-    *n = 0;
-    for (const nn_json *e = cfg->child; e; e = e->next) {
-        if (*n == cap) return bad(r, "layer '%s': more than %d options", lname, cap);
-        nn_opt *x = &o[(*n)++];
-        x->key = e->key;
-        const nn_opt_spec *s = spec_of(type, e->key);
-        switch (e->kind) {
-        case NN_J_NULL: x->val.kind = NN_V_NULL; break;
-        case NN_J_BOOL: x->val.kind = NN_V_BOOL; x->val.b = e->b; break;
-        case NN_J_STR: x->val.kind = NN_V_STR; x->val.s = e->s; break;
-        case NN_J_NUM:
-            if (e->is_int) { x->val.kind = NN_V_INT; x->val.i = e->i; }
-            else { x->val.kind = NN_V_FLOAT; x->val.f = e->num; }
-            break;
-        case NN_J_ARR:
-            if (e->n > KILN_MAX_DIMS) return bad(r, "layer '%s': option '%s': a list of at most %d ints expected, got %d elements", lname, e->key, KILN_MAX_DIMS, e->n);
-            x->val.kind = NN_V_INTS;
-            x->val.ints.n = 0;
-            for (const nn_json *a = e->child; a; a = a->next) {
-                if (a->kind != NN_J_NUM || !a->is_int) return bad(r, "layer '%s': option '%s': a list of ints expected, got %s in it", lname, e->key, nn_json_kind_name(a->kind));
-                x->val.ints.v[x->val.ints.n++] = a->i;
-            }
-            break;
-        case NN_J_OBJ:
-            if (s && s->type == NN_T_INIT) {
-                x->val.kind = NN_V_INIT;
-                if (read_init(r, lname, e->key, e, &x->val.init)) return KILN_INVALID_ARGUMENT;
-            } else if (s && s->type == NN_T_FLOAT && strstr(s->key, "_regularizer")) {
-                const nn_json *cn = nn_json_get(e, "class_name"), *l2 = nn_json_get(nn_json_get(e, "config"), "l2");
-                if (!cn || cn->kind != NN_J_STR || strcmp(cn->s, "L2") || !l2 || l2->kind != NN_J_NUM)
-                    return bad(r, "layer '%s': option '%s': only {\"class_name\": \"L2\", \"config\": {\"l2\": <number>}} is supported", lname, e->key);
-                x->val.kind = NN_V_FLOAT;
-                x->val.f = l2->num;
-            } else if (s) {
-                return bad(r, "layer '%s': option '%s' is an object, which it does not take", lname, e->key);
-            } else x->val.kind = NN_V_NULL;      /* unknown key: nn_layer_from_options names it */
-            break;
+/* Call arguments Kiln cannot honour: any kwarg that is not null, but Keras 3's recorded
+ * "training" flag, which Keras 3 itself replaces by the flag of each run (fit: true, predict:
+ * false), as Kiln does. tf.keras 2 keeps an explicit training=... (e.g. dropout at inference). */
+static kiln_status check_kwargs(rd *r, const char *lname, const cJSON *kw, bool keras3) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, kw)
+        if (!cJSON_IsNull(e) && !(keras3 && !strcmp(e->string, "training") && cJSON_IsBool(e))) {
+            char *p = cJSON_PrintUnformatted(e);
+            bad(r, KILN_UNSUPPORTED, "layer '%s': it is called with %s=%.60s; Kiln calls layers on their inputs alone", lname, e->string, p ? p : "?");
+            cJSON_free(p);
+            return KILN_UNSUPPORTED;
         }
-    }
     return KILN_OK;
 }
 
-/* ["name", 0, 0, {}] or "name" */
-static const char *node_name(const nn_json *e) {
-    if (e && e->kind == NN_J_ARR) e = nn_json_at(e, 0);
-    return e && e->kind == NN_J_STR ? e->s : NULL;
-}
-
-static kiln_status read_inputs(rd *r, kiln_model *m, const char *lname, const nn_json *in, kiln_layer **out, int *n) {
-    *n = 0;
-    if (!in || in->kind == NN_J_NULL) return KILN_OK;
-    if (in->kind != NN_J_ARR) return bad(r, "layer '%s': inbound_nodes must be a list", lname);
-    if (in->n == 0) return KILN_OK;
-    const nn_json *node = nn_json_at(in, 0);
-    if (in->n > 1 || !node || node->kind != NN_J_ARR) return bad(r, "layer '%s': inbound_nodes must hold one node (a list of inputs); a shared layer is not supported", lname);
-    for (const nn_json *e = node->child; e; e = e->next) {
-        const char *name = node_name(e);
-        if (!name) return bad(r, "layer '%s': an input in inbound_nodes has no layer name", lname);
-        if (*n == NN_MAX_MERGE) return bad(r, "layer '%s': more than %d inputs", lname, NN_MAX_MERGE);
-        if (!(out[(*n)++] = kiln_model_find_layer(m, name))) return bad(r, "layer '%s': input '%s' is not a layer listed before it", lname, name);
-    }
+static kiln_status add_input(rd *r, const char *lname, const cJSON *t, ins *out) {
+    const cJSON *hist = NULL, *kw = NULL;
+    if (cJSON_IsObject(t)) {            /* Keras 3 */
+        const char *cls = str_of(t, "class_name");
+        if (!cls || strcmp(cls, "__keras_tensor__")) return bad(r, KILN_UNSUPPORTED, "layer '%s': an input is %s, not a layer's output (a __keras_tensor__)", lname, cls ? cls : "an object");
+        hist = get(get(t, "config"), "keras_history");
+    } else if (cJSON_IsArray(t)) {      /* tf.keras 2 */
+        hist = t;
+        kw = cJSON_GetArrayItem(t, 3);
+    } else if (cJSON_IsString(t)) {
+        hist = NULL;
+    } else return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': an input in inbound_nodes is %s", lname, nn_json_kind(t));
+    const cJSON *nm = hist ? cJSON_GetArrayItem(hist, 0) : t;
+    int64_t node = 0, tensor = 0;
+    if (!cJSON_IsString(nm)) return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': an input in inbound_nodes has no layer name", lname);
+    if (hist && ((cJSON_GetArraySize(hist) > 1 && !nn_json_int(cJSON_GetArrayItem(hist, 1), &node)) ||
+                 (cJSON_GetArraySize(hist) > 2 && !nn_json_int(cJSON_GetArrayItem(hist, 2), &tensor))))
+        return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': input '%s': node and tensor indices must be ints", lname, nm->valuestring);
+    if (node || tensor)
+        return bad(r, KILN_UNSUPPORTED, "layer '%s': input '%s' is its call %lld, output %lld; Kiln supports layers called once with one output (no shared layers)",
+                   lname, nm->valuestring, (long long)node, (long long)tensor);
+    if (kw && !cJSON_IsObject(kw) && !cJSON_IsNull(kw)) return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': input '%s': the call arguments must be an object", lname, nm->valuestring);
+    if (kw && check_kwargs(r, lname, kw, false)) return KILN_UNSUPPORTED;
+    if (out->n == NN_MAX_MERGE) return bad(r, KILN_UNSUPPORTED, "layer '%s': more than %d inputs", lname, NN_MAX_MERGE);
+    out->name[out->n++] = nm->valuestring;
     return KILN_OK;
 }
 
-static kiln_layer *named_end(rd *r, kiln_model *m, const nn_json *cfg, const char *key) {
-    const nn_json *l = nn_json_get(cfg, key);
-    const char *name = l && l->kind == NN_J_ARR && l->n == 1 ? node_name(nn_json_at(l, 0)) : NULL;
-    if (!name) { bad(r, "'%s' must list one layer ([[\"name\", 0, 0]])", key); return NULL; }
-    kiln_layer *x = kiln_model_find_layer(m, name);
-    if (!x) bad(r, "%s: no layer named '%s'", key, name);
-    return x;
+static kiln_status read_inputs(rd *r, const char *lname, const cJSON *nodes, ins *out) {
+    out->n = 0;
+    if (!nodes || cJSON_IsNull(nodes)) return KILN_OK;
+    if (!cJSON_IsArray(nodes)) return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': inbound_nodes must be a list", lname);
+    int n = cJSON_GetArraySize(nodes);
+    if (n == 0) return KILN_OK;
+    if (n > 1) return bad(r, KILN_UNSUPPORTED, "layer '%s' is called %d times (a shared layer); Kiln supports layers called once", lname, n);
+    const cJSON *node = cJSON_GetArrayItem(nodes, 0), *t;
+    if (cJSON_IsArray(node)) {
+        cJSON_ArrayForEach(t, node) if (add_input(r, lname, t, out)) return KILN_INVALID_ARGUMENT;
+        return KILN_OK;
+    }
+    const cJSON *args = get(node, "args"), *kw = get(node, "kwargs");
+    if (!cJSON_IsObject(node) || !cJSON_IsArray(args)) return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': an inbound node must be a list of inputs or {\"args\": [...], \"kwargs\": {...}}", lname);
+    if (cJSON_GetArraySize(args) != 1) return bad(r, KILN_UNSUPPORTED, "layer '%s' is called with %d positional arguments; Kiln layers take one (a tensor or a list of tensors)", lname, cJSON_GetArraySize(args));
+    if (kw && check_kwargs(r, lname, kw, true)) return KILN_UNSUPPORTED;
+    const cJSON *a = cJSON_GetArrayItem(args, 0);
+    if (cJSON_IsArray(a)) { cJSON_ArrayForEach(t, a) if (add_input(r, lname, t, out)) return KILN_INVALID_ARGUMENT; }
+    else if (add_input(r, lname, a, out)) return KILN_INVALID_ARGUMENT;
+    return KILN_OK;
 }
 
-static kiln_status build(rd *r, const nn_json *root, kiln_model **out) {
-    const nn_json *cn = nn_json_get(root, "class_name"), *cfg = nn_json_get(root, "config");
-    if (!cn || cn->kind != NN_J_STR || (strcmp(cn->s, "Sequential") && strcmp(cn->s, "Functional") && strcmp(cn->s, "Model")))
-        return bad(r, "the top level must be an object with \"class_name\" \"Sequential\" or \"Functional\"");
-    if (!cfg || cfg->kind != NN_J_OBJ) return bad(r, "no \"config\" object");
-    bool functional = strcmp(cn->s, "Sequential") != 0;
-    const nn_json *name = nn_json_get(cfg, "name"), *seed = nn_json_get(cfg, "seed"), *layers = nn_json_get(cfg, "layers");
-    if (name && name->kind != NN_J_STR) return bad(r, "config.name must be a string");
-    if (!layers || layers->kind != NN_J_ARR || layers->n == 0) return bad(r, "config.layers must be a non-empty list");
-    uint64_t sd = 0;
-    if (seed && seed->kind == NN_J_NUM && seed->is_int && seed->i >= 0) sd = (uint64_t)seed->i;
-    else if (seed && seed->kind == NN_J_STR && *seed->s) { char *e; sd = strtoull(seed->s, &e, 10); if (*e) return bad(r, "config.seed '%.40s' is not a whole number", seed->s); }
-    else if (seed && seed->kind != NN_J_NULL) return bad(r, "config.seed must be an int >= 0");
-    const char *mname = name ? name->s : NULL;
-    kiln_model *m = NULL;
+/* input_layers / output_layers: ["name", 0, 0] (Keras 3, one tensor) or [["name", 0, 0]] */
+static const char *endpoint(rd *r, const cJSON *cfg, const char *key) {
+    const cJSON *l = get(cfg, key);
+    if (cJSON_IsArray(l) && cJSON_IsArray(cJSON_GetArrayItem(l, 0))) {
+        if (cJSON_GetArraySize(l) != 1) { bad(r, KILN_UNSUPPORTED, "'%s' lists %d tensors; Kiln models have one input and one output", key, cJSON_GetArraySize(l)); return NULL; }
+        l = cJSON_GetArrayItem(l, 0);
+    }
+    const cJSON *n = cJSON_IsArray(l) ? cJSON_GetArrayItem(l, 0) : NULL;
+    if (!cJSON_IsString(n)) { bad(r, KILN_INVALID_ARGUMENT, "'%s' must name one layer ([\"name\", 0, 0])", key); return NULL; }
+    return n->valuestring;
+}
+
+/* ---- layers ---- */
+static const char *const entry_keys[] = { "module", "class_name", "config", "registered_name", "build_config", "name", "inbound_nodes", NULL };
+
+/* The layer entry's class and config, checked; its name (config.name, else the entry's). */
+static kiln_status entry_of(rd *r, const cJSON *l, int i, const char **cls, const cJSON **cfg, const char **name) {
+    *cls = str_of(l, "class_name");
+    *cfg = get(l, "config");
+    if (!cJSON_IsObject(l) || !*cls) return bad(r, KILN_INVALID_ARGUMENT, "layer %d has no \"class_name\" string", i);
+    if (!cJSON_IsObject(*cfg)) return bad(r, KILN_INVALID_ARGUMENT, "layer %d (%s) has no \"config\" object", i, *cls);
+    *name = str_of(*cfg, "name");
+    if (!*name) *name = str_of(l, "name");
+    const char *lname = *name ? *name : "?", *mod = str_of(l, "module"), *reg = str_of(l, "registered_name");
+    if (!nn_keras_builtin(l, *cls))
+        return bad(r, KILN_UNSUPPORTED, "layer '%s': custom class '%s' (module '%s'); Kiln reads Keras' built-in layers only", lname, reg ? reg : *cls, mod ? mod : "?");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, l)
+        if (!one_of(e->string, entry_keys))
+            return bad(r, KILN_UNSUPPORTED, "layer '%s' (%s): entry key '%s' is not supported%s", lname, *cls, e->string,
+                       !strcmp(e->string, "shared_object_id") ? " (a shared layer)" : "");
+    return KILN_OK;
+}
+
+static kiln_status add_layer(rd *r, kiln_model *m, const char *cls, const cJSON *cfg, const char *name, kiln_layer *const *in, int n_in) {
+    int rank = n_in ? in[0]->out.rank : m->output ? m->output->out.rank : -1;
+    nn_keras_layer kl;
+    kiln_status st = nn_keras_layer_read(cls, name, cfg, rank, &kl, r->why, sizeof r->why);
+    if (st) return st;
+    if (kl.batch_input_shape && m->n_layers > 1)
+        return bad(r, KILN_UNSUPPORTED, "layer '%s' (%s): 'batch_input_shape' on a layer that is not the first", name ? name : "?", cls);
+    if (!nn_layer_from_options(m, kl.type, in, n_in, kl.opts, kl.n_opts)) return bad(r, kiln_model_status(m), "%s", kiln_model_error(m));
+    return KILN_OK;
+}
+
+static kiln_status sequential(rd *r, const cJSON *cfg, const char *mname, kiln_model **out) {
+    const cJSON *layers = get(cfg, "layers"), *l;
+    kiln_shape shape = { 0 };
     kiln_status st = KILN_OK;
+    const char *cls, *name, *in_name = NULL;
+    const cJSON *lc;
     int i = 0;
-    for (const nn_json *l = layers->child; l && !st; l = l->next, i++) {
-        const nn_json *t = nn_json_get(l, "class_name"), *c = nn_json_get(l, "config");
-        if (!t || t->kind != NN_J_STR) { st = bad(r, "layer %d has no \"class_name\" string", i); break; }
-        if (!c || c->kind != NN_J_OBJ) { st = bad(r, "layer %d (%s) has no \"config\" object", i, t->s); break; }
-        const nn_json *ln = nn_json_get(c, "name");
-        const char *lname = ln && ln->kind == NN_J_STR ? ln->s : "?";
-        if (!functional && i == 0) {      /* a sequential model's input comes from kiln_sequential */
-            const nn_json *sh = nn_json_get(c, "shape");
-            if (strcmp(t->s, "InputLayer")) { st = bad(r, "a Sequential model's first layer must be an InputLayer, not %s", t->s); break; }
-            if (!sh || sh->kind != NN_J_ARR || sh->n < 1 || sh->n > KILN_MAX_DIMS - 1) { st = bad(r, "layer '%s' (InputLayer): 'shape' must be a list of 1..%d ints", lname, KILN_MAX_DIMS - 1); break; }
-            kiln_shape s = { .rank = sh->n };
-            int d = 0;
-            for (const nn_json *x = sh->child; x; x = x->next, d++) {
-                if (x->kind != NN_J_NUM || !x->is_int || x->i < 1) { st = bad(r, "layer '%s' (InputLayer): 'shape' must hold ints >= 1", lname); break; }
-                s.dim[d] = x->i;
-            }
-            if (st) break;
-            if (!(m = kiln_sequential(mname, s))) { st = bad(r, "%s", kiln_last_error()); break; }
-            continue;
-        }
-        if (!m && !(m = kiln_model_new(mname))) { st = bad(r, "%s", kiln_last_error()); break; }
-        nn_opt opts[32];
-        kiln_layer *in[NN_MAX_MERGE];
-        int n_opts = 0, n_in = 0;
-        if ((st = read_opts(r, t->s, lname, c, opts, 32, &n_opts))) break;
-        if (functional && (st = read_inputs(r, m, lname, nn_json_get(l, "inbound_nodes"), in, &n_in))) break;
-        if (!nn_layer_from_options(m, t->s, in, n_in, opts, n_opts)) st = bad(r, "%s", kiln_model_error(m));
+    /* the input shape: an InputLayer first, else Keras 3's build_input_shape, else tf.keras 2's
+     * batch_input_shape on the first layer */
+    const cJSON *first = cJSON_GetArrayItem(layers, 0);
+    if ((st = entry_of(r, first, 0, &cls, &lc, &name))) return st;
+    bool has_input = !strcmp(cls, "InputLayer");
+    if (has_input) {
+        nn_keras_layer kl;
+        if ((st = nn_keras_layer_read(cls, name, lc, -1, &kl, r->why, sizeof r->why))) return st;
+        shape = kl.shape;
+        in_name = name;
+    } else {
+        const cJSON *b = get(cfg, "build_input_shape");
+        if (!b) b = get(lc, "batch_input_shape");
+        if (!b || cJSON_IsNull(b))
+            return bad(r, KILN_INVALID_ARGUMENT, "Sequential model '%s' does not say its input shape: in Keras, start it with keras.Input(shape=...) "
+                       "(or call model.build()) before model.to_json()", mname ? mname : "?");
+        if (!nn_keras_shape(b, true, &shape))
+            return bad(r, KILN_INVALID_ARGUMENT, "Sequential model '%s': the input shape must be [null, d1, ...] with known dimensions >= 1", mname ? mname : "?");
     }
-    if (!st && m) kiln_model_set_seed(m, sd);
-    if (!st && m && functional) {
-        kiln_layer *a = named_end(r, m, cfg, "input_layers"), *b = a ? named_end(r, m, cfg, "output_layers") : NULL;
-        if (!a || !b) st = KILN_INVALID_ARGUMENT;
-        else if (kiln_model_functional(m, &a, 1, &b, 1)) st = bad(r, "%s", kiln_model_error(m));
+    kiln_model *m = kiln_sequential(mname, shape);
+    if (!m || kiln_model_status(m)) { st = bad(r, KILN_INVALID_ARGUMENT, "%s", m ? kiln_model_error(m) : kiln_last_error()); kiln_model_free(m); return st; }
+    if (in_name) snprintf(m->layers[0]->name, sizeof m->layers[0]->name, "%s", in_name);
+    cJSON_ArrayForEach(l, layers) {
+        if (i++ == 0 && has_input) continue;
+        if ((st = entry_of(r, l, i - 1, &cls, &lc, &name))) break;
+        if (!strcmp(cls, "InputLayer")) { st = bad(r, KILN_INVALID_ARGUMENT, "layer '%s': an InputLayer after the first layer of a Sequential model", name ? name : "?"); break; }
+        if (get(l, "inbound_nodes") && cJSON_GetArraySize(get(l, "inbound_nodes")) > 1) { st = bad(r, KILN_UNSUPPORTED, "layer '%s' is shared", name ? name : "?"); break; }
+        if ((st = add_layer(r, m, cls, lc, name, NULL, 0))) break;
     }
     if (st) { kiln_model_free(m); return st; }
     *out = m;
     return KILN_OK;
 }
 
+static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_model **out) {
+    const cJSON *layers = get(cfg, "layers");
+    int n = cJSON_GetArraySize(layers);
+    bool *done = calloc((size_t)n, sizeof *done);
+    kiln_model *m = kiln_model_new(mname);
+    kiln_status st = KILN_OK;
+    if (!done || !m || kiln_model_status(m)) st = bad(r, KILN_OUT_OF_MEMORY, "%s", m ? kiln_model_error(m) : "out of host memory");
+    /* in dependency order: a pass builds every layer whose inputs exist, until none is left */
+    for (int left = n, progress = 1; !st && left && progress;) {
+        progress = 0;
+        int i = 0;
+        const cJSON *l;
+        cJSON_ArrayForEach(l, layers) {
+            if (done[i++]) continue;
+            const char *cls, *name;
+            const cJSON *lc;
+            ins x;
+            kiln_layer *in[NN_MAX_MERGE];
+            if ((st = entry_of(r, l, i - 1, &cls, &lc, &name)) || (st = read_inputs(r, name ? name : "?", get(l, "inbound_nodes"), &x))) break;
+            bool ready = true;
+            for (int j = 0; j < x.n && ready; j++) ready = (in[j] = kiln_model_find_layer(m, x.name[j])) != NULL;
+            if (!ready) continue;
+            if (x.n == 0 && strcmp(cls, "InputLayer")) { st = bad(r, KILN_INVALID_ARGUMENT, "layer '%s' (%s) has no inbound_nodes (no inputs)", name ? name : "?", cls); break; }
+            if ((st = add_layer(r, m, cls, lc, name, in, x.n))) break;
+            done[i - 1] = true;
+            left--;
+            progress = 1;
+        }
+        if (!st && left && !progress) {      /* name the first layer left and its missing input */
+            int k = 0;
+            cJSON_ArrayForEach(l, layers) {
+                if (done[k++]) continue;
+                const char *cls, *name;
+                const cJSON *lc;
+                ins x;
+                entry_of(r, l, k - 1, &cls, &lc, &name);
+                read_inputs(r, name ? name : "?", get(l, "inbound_nodes"), &x);
+                for (int j = 0; j < x.n; j++)
+                    if (!kiln_model_find_layer(m, x.name[j])) {
+                        bool listed = false;
+                        const cJSON *o;
+                        cJSON_ArrayForEach(o, layers) { const char *on = str_of(get(o, "config"), "name"); listed |= on && !strcmp(on, x.name[j]); }
+                        st = bad(r, KILN_INVALID_ARGUMENT, "layer '%s': input '%s' %s", name ? name : "?", x.name[j],
+                                 listed ? "is itself waiting for this layer (the layers form a cycle)" : "is not a layer of the model");
+                        break;
+                    }
+                if (st) break;
+            }
+            if (!st) st = bad(r, KILN_INVALID_ARGUMENT, "the layers cannot be ordered by their inputs");
+        }
+    }
+    if (!st) {
+        const char *a = endpoint(r, cfg, "input_layers"), *b = a ? endpoint(r, cfg, "output_layers") : NULL;
+        kiln_layer *x = a ? kiln_model_find_layer(m, a) : NULL, *y = b ? kiln_model_find_layer(m, b) : NULL;
+        if (!a || !b) st = KILN_INVALID_ARGUMENT;
+        else if (!x || !y) st = bad(r, KILN_INVALID_ARGUMENT, "%s: no layer named '%s'", x ? "output_layers" : "input_layers", x ? b : a);
+        else if (kiln_model_functional(m, &x, 1, &y, 1)) st = bad(r, kiln_model_status(m), "%s", kiln_model_error(m));
+    }
+    free(done);
+    if (st) { kiln_model_free(m); return st; }
+    *out = m;
+    return KILN_OK;
+}
+
+static const char *const top_keys[] = { "module", "class_name", "config", "registered_name", "build_config", "compile_config",
+                                        "keras_version", "backend", NULL };
+static const char *const config_keys[] = { "name", "trainable", "dtype", "layers", "input_layers", "output_layers",
+                                           "build_input_shape", "seed", NULL };
+
+static kiln_status build(rd *r, const cJSON *root, kiln_model **out) {
+    const char *cls = str_of(root, "class_name");
+    const cJSON *cfg = get(root, "config"), *e;
+    if (!cJSON_IsObject(root) || !cls || (strcmp(cls, "Sequential") && strcmp(cls, "Functional") && strcmp(cls, "Model")))
+        return bad(r, KILN_INVALID_ARGUMENT, "the top level must be an object with \"class_name\" \"Sequential\" or \"Functional\" (Keras' model.to_json())%s%s",
+                   cls ? ", not " : "", cls ? cls : "");
+    if (!cJSON_IsObject(cfg)) return bad(r, KILN_INVALID_ARGUMENT, "no \"config\" object");
+    cJSON_ArrayForEach(e, root)
+        if (!one_of(e->string, top_keys)) return bad(r, KILN_UNSUPPORTED, "top-level key '%s' is not supported", e->string);
+    cJSON_ArrayForEach(e, cfg)
+        if (!one_of(e->string, config_keys)) return bad(r, KILN_UNSUPPORTED, "model config key '%s' is not supported", e->string);
+    const cJSON *name = get(cfg, "name"), *seed = get(cfg, "seed"), *layers = get(cfg, "layers"), *tr = get(cfg, "trainable"), *dt = get(cfg, "dtype");
+    if (name && !cJSON_IsString(name)) return bad(r, KILN_INVALID_ARGUMENT, "config.name must be a string");
+    if (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) == 0) return bad(r, KILN_INVALID_ARGUMENT, "config.layers must be a non-empty list");
+    if (tr && !cJSON_IsTrue(tr)) return bad(r, KILN_UNSUPPORTED, "config.trainable is not true; Kiln trains every layer (no frozen models)");
+    if (!nn_keras_builtin(root, cls)) return bad(r, KILN_UNSUPPORTED, "the model is of a custom class (module / registered_name); Kiln reads Keras' Sequential and Functional");
+    if (!nn_keras_float32(dt)) return bad(r, KILN_UNSUPPORTED, "config.dtype is not float32; Kiln computes in float32");
+    uint64_t sd = 0;
+    if (seed && !cJSON_IsNull(seed) && !nn_json_seed(seed, &sd)) return bad(r, KILN_INVALID_ARGUMENT, "config.seed must be an int >= 0");
+    const char *mname = name ? name->valuestring : NULL;
+    kiln_model *m = NULL;
+    kiln_status st = !strcmp(cls, "Sequential") ? sequential(r, cfg, mname, &m) : functional(r, cfg, mname, &m);
+    if (st) return st;
+    kiln_model_set_seed(m, sd);
+    *out = m;
+    return KILN_OK;
+}
+
+static kiln_status from_json(const char *json, const char *what, kiln_model **out) {
+    rd r = { { 0 } };
+    cJSON *root = nn_json_parse(json, r.why, sizeof r.why);
+    if (!root) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: not valid JSON: %s", what, r.why);
+    kiln_status st = build(&r, root, out);
+    cJSON_Delete(root);
+    if (st) return kiln_set_error(st, "%s: %s", what, r.why);
+    return KILN_OK;
+}
+
 kiln_status kiln_model_from_json(const char *json, kiln_model **out) {
     if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_from_json: NULL out");
     *out = NULL;
-    rd r = { { 0 } };
-    nn_json_doc *d = nn_json_parse(json, r.why, sizeof r.why);
-    if (!d) return kiln_set_error(KILN_INVALID_ARGUMENT, "model architecture: not valid JSON: %s", r.why);
-    kiln_status st = build(&r, nn_json_root(d), out);
-    nn_json_free(d);
-    if (st) return kiln_set_error(st, "model architecture: %s", r.why);
-    return KILN_OK;
+    return from_json(json, "model architecture", out);
+}
+
+kiln_status kiln_model_from_json_file(const char *path, kiln_model **out) {
+    if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_from_json_file: NULL out");
+    *out = NULL;
+    if (!path || !*path) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_from_json_file: no path");
+    FILE *f = fopen(path, "rb");
+    if (!f) return kiln_set_error(KILN_NOT_FOUND, "model file '%s': cannot open it: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    kiln_status st = KILN_OK;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            if (cap >= (size_t)256 << 20) { st = kiln_set_error(KILN_INVALID_ARGUMENT, "model file '%s': larger than 256 MiB; not a model config", path); break; }
+            char *t = realloc(text, cap = cap ? cap * 2 : 65536);
+            if (!t) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "model file '%s': out of host memory", path); break; }
+            text = t;
+        }
+        size_t k = fread(text + n, 1, cap - n - 1, f);
+        n += k;
+        if (k == 0) break;
+    }
+    if (!st && ferror(f)) st = kiln_set_error(KILN_IO_ERROR, "model file '%s': read error", path);
+    fclose(f);
+    if (!st) {
+        text[n] = 0;
+        if (strlen(text) != n) st = kiln_set_error(KILN_INVALID_ARGUMENT, "model file '%s': not a JSON text (it holds a NUL byte)", path);
+        else {
+            char what[4200];
+            snprintf(what, sizeof what, "model file '%s'", path);
+            st = from_json(text, what, out);
+        }
+    }
+    free(text);
+    return st;
 }
 
 /* ---- class names ---- */
 kiln_status nn_class_names_read(kiln_model *m, const char *json, char *why, size_t why_n) {
-    nn_json_doc *d = nn_json_parse(json, why, why_n);
-    if (!d) return KILN_INVALID_ARGUMENT;
-    const nn_json *a = nn_json_root(d);
+    cJSON *a = nn_json_parse(json, why, why_n);
+    if (!a) return KILN_INVALID_ARGUMENT;
     kiln_status st = KILN_OK;
+    int n = cJSON_GetArraySize(a), i = 0;
     const char **names = NULL;
-    if (a->kind != NN_J_ARR) { snprintf(why, why_n, "must be a list of strings, got %s", nn_json_kind_name(a->kind)); st = KILN_INVALID_ARGUMENT; }
-    else if (a->n && !(names = kiln_calloc((size_t)a->n, sizeof *names))) { snprintf(why, why_n, "out of host memory"); st = KILN_OUT_OF_MEMORY; }
-    int i = 0;
-    for (const nn_json *e = st ? NULL : a->child; e; e = e->next, i++) {
-        if (e->kind != NN_J_STR) { snprintf(why, why_n, "element %d is %s, not a string", i, nn_json_kind_name(e->kind)); st = KILN_INVALID_ARGUMENT; break; }
-        names[i] = e->s;
+    const cJSON *e;
+    if (!cJSON_IsArray(a)) { snprintf(why, why_n, "must be a list of strings, got %s", nn_json_kind(a)); st = KILN_INVALID_ARGUMENT; }
+    else if (n && !(names = kiln_calloc((size_t)n, sizeof *names))) { snprintf(why, why_n, "out of host memory"); st = KILN_OUT_OF_MEMORY; }
+    if (!st) cJSON_ArrayForEach(e, a) {
+        if (!cJSON_IsString(e)) { snprintf(why, why_n, "element %d is %s, not a string", i, nn_json_kind(e)); st = KILN_INVALID_ARGUMENT; break; }
+        names[i++] = e->valuestring;
     }
-    if (!st && (st = kiln_model_set_class_names(m, names, a->n))) snprintf(why, why_n, "%s", kiln_last_error());
+    if (!st && (st = kiln_model_set_class_names(m, names, n))) snprintf(why, why_n, "%s", kiln_last_error());
     kiln_free(names);
-    nn_json_free(d);
+    cJSON_Delete(a);
     return st;
 }

@@ -1,40 +1,27 @@
-/* A small JSON writer (a growing string) and reader (a tree of nodes), for the model
- * architecture and class names a checkpoint's metadata holds (model_config.c). Standalone:
- * includes only core. */
+/* JSON for model architectures, Keras model files and class-name lists, through cJSON (Debian
+ * libcjson-dev; cmake/KilnJSON.cmake): the few helpers cJSON lacks. Standalone: includes only core. */
 #ifndef KILN_NN_JSON_H
 #define KILN_NN_JSON_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cJSON.h>
 
-/* ---- writer: appends; the first allocation failure sticks (oom) and later appends do nothing */
-typedef struct nn_sb { char *s; size_t len, cap; bool oom; } nn_sb;
-void nn_sb_printf(nn_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void nn_sb_str(nn_sb *b, const char *s);         /* a JSON string literal, escaped */
-void nn_sb_free(nn_sb *b);
-
-/* ---- reader ---- */
-typedef enum nn_json_kind { NN_J_NULL, NN_J_BOOL, NN_J_NUM, NN_J_STR, NN_J_ARR, NN_J_OBJ } nn_json_kind;
-typedef struct nn_json nn_json;
-struct nn_json {
-    nn_json_kind kind;
-    bool b;
-    bool is_int;           /* a number written without '.', 'e' or 'E' that fits int64 */
-    int64_t i;
-    double num;
-    const char *s;         /* string (unescaped, NUL-terminated) */
-    const char *key;       /* member of an object: its key */
-    nn_json *child;        /* array / object: first element */
-    nn_json *next;         /* next element of the parent */
-    int n;                 /* array / object: elements */
-};
-typedef struct nn_json_doc nn_json_doc;
-/* Parses text (at most 64 levels deep). NULL on error with the reason and byte offset in why. */
-nn_json_doc *nn_json_parse(const char *text, char *why, size_t why_n);
-const nn_json *nn_json_root(const nn_json_doc *d);
-void nn_json_free(nn_json_doc *d);
-const nn_json *nn_json_get(const nn_json *obj, const char *key);   /* NULL if absent or not an object */
-const nn_json *nn_json_at(const nn_json *arr, int i);
-const char *nn_json_kind_name(nn_json_kind k);   /* "a string", ... */
+/* Parses text; NULL with the reason and byte offset in why. Release with cJSON_Delete. */
+cJSON *nn_json_parse(const char *text, char *why, size_t why_n);
+/* "a string", "a number", ... for messages. */
+const char *nn_json_kind(const cJSON *v);
+/* A number that is a whole int64 (2 and 2.0 alike), read exactly (|v| < 2^53). */
+bool nn_json_int(const cJSON *v, int64_t *out);
+/* A seed: a whole number >= 0 (< 2^53), or a string of digits (any uint64; the writer uses one
+ * for seeds a double cannot hold). false otherwise. */
+bool nn_json_seed(const cJSON *v, uint64_t *out);
+/* Writer helpers: a number as the shortest decimal that reads back exactly (null when not
+ * finite); a uint64 (a seed) as a number, or from 2^53 on as a string of digits. NULL when out of
+ * memory. */
+cJSON *nn_json_num(double d);
+cJSON *nn_json_u64(uint64_t v);
+/* The printed tree in a kiln_malloc'd string (release with free()); NULL when out of memory. */
+char *nn_json_print(const cJSON *root);
 
 #endif

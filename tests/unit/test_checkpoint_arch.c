@@ -89,8 +89,10 @@ static void test_functional_roundtrip(void) {
         char *s1 = summary_of(m), *s2 = summary_of(m2), *j1 = json_of(m), *j2 = json_of(m2);
         CHECK_MSG(!strcmp(s1, s2), "summaries differ:\n%s\n%s", s1, s2);
         CHECK_MSG(!strcmp(j1, j2), "architectures differ:\n%s\n%s", j1, j2);
-        CHECK_MSG(strstr(j1, "\"class_name\": \"HeNormal\", \"config\": {\"seed\": 5}") && strstr(j1, "\"l2\": 0.0001") &&
-                  strstr(j1, "\"kernel_size\": [3, 1]") && strstr(j1, "[[\"stem\", 0, 0, {}], [\"batch_normalization_1\", 0, 0, {}]"),
+        CHECK_MSG(strstr(j1, "\"class_name\":\"HeNormal\",\"config\":{\"seed\":5}") && strstr(j1, "\"l2\":0.0001") &&
+                  strstr(j1, "\"kernel_size\":[3,1]") &&
+                  strstr(j1, "\"keras_history\":[\"stem\",0,0]}},{\"class_name\":\"__keras_tensor__\",\"config\":{\"shape\":[null,8,8,4],"
+                             "\"dtype\":\"float32\",\"keras_history\":[\"batch_normalization_1\",0,0]"),
                   "resolved options / inputs missing from %s", j1);
         free(s1); free(s2); free(j1); free(j2);
         CHECK(kiln_model_class_count(m2) == 3 && !strcmp(kiln_model_class_name(m2, 2), "bird \"quoted\"") && !kiln_model_class_name(m2, 3));
@@ -128,8 +130,8 @@ static void test_sequential_json(void) {
     kiln_layer_dense(m, &(kiln_dense_opts){ .units = 5, .activation = KILN_SOFTMAX, .kernel_initializer = &u, .l2 = 0.3 });
     CHECK_OK(kiln_model_status(m));
     char *j = json_of(m);
-    CHECK_MSG(strstr(j, "\"class_name\": \"Sequential\"") && strstr(j, "\"strides\": null") && strstr(j, "\"seed\": null") &&
-              strstr(j, "\"seed\": 42") && strstr(j, "\"target_shape\": [-1, 2]") && !strstr(j, "inbound_nodes"), "%s", j);
+    CHECK_MSG(strstr(j, "\"class_name\":\"Sequential\"") && strstr(j, "\"strides\":null") && strstr(j, "\"seed\":null") &&
+              strstr(j, "\"seed\":42") && strstr(j, "\"target_shape\":[-1,2]") && !strstr(j, "inbound_nodes"), "%s", j);
     kiln_model *m2 = NULL;
     CHECK_OK(kiln_model_from_json(j, &m2));
     if (m2) {

@@ -1,0 +1,41 @@
+# JSON through cJSON (Debian libcjson-dev): model architectures in checkpoints and Keras model files
+# (src/nn/json.c, model_config.c, model_config_read.c, keras_layer.c). Required: a checkpoint's
+# architecture cannot be read without it. Included from the top-level CMakeLists.txt after the
+# library and test targets exist:
+#     include(cmake/KilnJSON.cmake)
+# Also registers the Keras model-file tests (test_keras_json is a unit test globbed from
+# tests/unit; test_model_file is the CLI test, test_keras_roundtrip loads Kiln's JSON with Keras).
+
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(CJSON QUIET libcjson)
+endif()
+if(NOT CJSON_FOUND)   # no pkg-config file: look for the header and library directly
+  find_path(CJSON_INCLUDE_DIRS cJSON.h PATH_SUFFIXES cjson)
+  find_library(CJSON_LIBRARIES NAMES cjson)
+  if(CJSON_INCLUDE_DIRS AND CJSON_LIBRARIES)
+    set(CJSON_FOUND ON)
+  endif()
+endif()
+if(NOT CJSON_FOUND)
+  message(FATAL_ERROR "cJSON not found (model files and checkpoint architectures are JSON): apt-get install libcjson-dev")
+endif()
+find_library(CJSON_LIBRARY_PATH NAMES cjson HINTS ${CJSON_LIBRARY_DIRS})
+message(STATUS "cJSON: found (${CJSON_LIBRARY_PATH})")
+
+target_include_directories(kiln_obj PRIVATE ${CJSON_INCLUDE_DIRS})
+foreach(t kiln_static kiln_shared)
+  target_link_libraries(${t} PUBLIC ${CJSON_LIBRARY_PATH})
+endforeach()
+
+# ---- tests ----
+set(KILN_KERAS_DATA ${CMAKE_CURRENT_SOURCE_DIR}/tests/data/keras)
+add_test(NAME test_model_file COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_model_file.sh
+         $<TARGET_FILE:kiln_cli> ${KILN_KERAS_DATA})
+# Kiln's JSON read back by Keras 3 (tensorflow-cpu from PyPI; skipped when PyPI is unreachable)
+add_test(NAME test_keras_roundtrip COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_keras_roundtrip.sh
+         $<TARGET_FILE:kiln_cli> ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(test_keras_roundtrip PROPERTIES SKIP_RETURN_CODE 77)
+if(TARGET test_keras_json)   # the committed Keras files, wherever the test runs from
+  target_compile_definitions(test_keras_json PRIVATE KILN_KERAS_DATA="${KILN_KERAS_DATA}")
+endif()
