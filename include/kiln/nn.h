@@ -79,6 +79,9 @@ const char *kiln_layer_type(const kiln_layer *l);         /* "Conv2D", "Dense", 
 kiln_shape kiln_layer_output_shape(const kiln_layer *l);  /* batch excluded */
 kiln_shape kiln_model_input_shape(const kiln_model *m);
 kiln_shape kiln_model_output_shape(const kiln_model *m);
+/* True when the output layer ends in softmax or sigmoid (Keras' Dense(1, activation="sigmoid")):
+ * compile such a model with from_logits false; false for logits (no activation). */
+bool kiln_model_outputs_probabilities(const kiln_model *m);
 /* Ready-made models: "fashion_cnn", "mlp", "cifar_cnn". input_shape rank 0 = the model's default
  * (28x28x1, 28x28x1, 32x32x3); num_classes 0 = 10. NULL (kiln_last_error) for an unknown name. */
 kiln_model *kiln_model_preset(const char *name, kiln_shape input_shape, int num_classes);

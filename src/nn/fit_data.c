@@ -21,10 +21,6 @@ kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled,
                               what, noun, kiln_shape_str(es, a, sizeof a), m->name, kiln_shape_str(is, b, sizeof b));
     if (!labelled) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: %s has no labels", what, noun);
     int64_t units = m->output->out.dim[0];
-    if (m->copts.loss == KILN_LOSS_BINARY_CROSSENTROPY && units != 1)
-        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: binary_crossentropy needs a model with one output unit (Dense(1), sigmoid or "
-                              "logits) but model '%s' outputs %lld values (%s); for %d classes use sparse_categorical_crossentropy",
-                              what, m->name, (long long)units, m->output->name, nc);
     if (m->copts.loss == KILN_LOSS_BINARY_CROSSENTROPY && nc > 2)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: binary_crossentropy takes labels 0 and 1 but %s has class ids up to %d; for %d "
                               "classes use sparse_categorical_crossentropy and a Dense(%d) output", what, noun, nc - 1, nc, nc);

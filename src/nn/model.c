@@ -126,6 +126,10 @@ const char *kiln_layer_type(const kiln_layer *l) { return l ? nn_kind_type(l->ki
 kiln_shape kiln_layer_output_shape(const kiln_layer *l) { return l ? l->out : KILN_SCALAR; }
 kiln_shape kiln_model_input_shape(const kiln_model *m) { return m && m->input ? m->input->out : KILN_SCALAR; }
 kiln_shape kiln_model_output_shape(const kiln_model *m) { return m && m->output ? m->output->out : KILN_SCALAR; }
+bool kiln_model_outputs_probabilities(const kiln_model *m) {
+    kiln_activation a = m && m->output ? m->output->act : KILN_LINEAR;
+    return a == KILN_SOFTMAX || a == KILN_SIGMOID;
+}
 int kiln_model_epoch(const kiln_model *m) { return m ? m->epoch : 0; }
 kiln_graph *kiln_model_graph(const kiln_model *m) { return m ? m->g : NULL; }
 kiln_session *kiln_model_session(const kiln_model *m) { return m ? m->s : NULL; }
