@@ -355,7 +355,8 @@ static int check_shapes(const args *a, const char *cmd, const char *model, kiln_
     if (at) return 0;                     /* a built-in model that takes any shape (mlp: CSV rows) */
     char w[64], d[64];
     fprintf(stderr, "kiln %s: model %s takes %s examples but --data %s has %s examples; pick a model for this data "
-            "(fashion_cnn and mlp take [28, 28, 1], cifar_cnn takes [32, 32, 3])\n", cmd, model,
+            "(fashion_cnn and mlp take [28, 28, 1], cifar_cnn takes [32, 32, 3]; mlp also takes CSV rows, fashion_cnn "
+            "other image sizes)\n", cmd, model,
             kiln_shape_str(want, w, sizeof w), a->data, kiln_shape_str(data, d, sizeof d));
     return 2;
 }
