@@ -97,6 +97,14 @@ PYEOF
   expect_fail "npz without y_train names the file and the array" "no_labels.npz: no array 'y_train' \(the file holds: x_train\)" "$K" train --model mlp --data npz:"$tmp/no_labels.npz" --epochs 1 "${Q[@]}"
   expect_fail "npz in Fortran order" "fortran.npz: array 'x_train': the array is in Fortran order" "$K" train --model mlp --data npz:"$tmp/fortran.npz" --epochs 1 "${Q[@]}"
   expect "fashion_cnn is built for the npz's 6x6 images" "Test accuracy" "$K" train --model fashion_cnn --data npz:"$tmp/data.npz" --epochs 1 "${Q[@]}"
+  # Fashion-MNIST as Keras keeps it (np.savez_compressed of the Debian IDX files) trains exactly as the IDX files do
+  FM=/usr/share/datasets/fashion-mnist
+  if [ -e "$FM/train-images-idx3-ubyte.gz" ] || [ -e "$FM/train-images-idx3-ubyte" ]; then
+    "$NPY" "$SRC/tests/data/idx_to_npz.py" "$FM" -o "$tmp/fashion.npz" >/dev/null || bad "idx_to_npz.py"
+    a_npz=$("$K" train --model mlp --data npz:"$tmp/fashion.npz" --epochs 1 --limit 1024 "${Q[@]}" 2>&1 | grep "Test accuracy")
+    a_idx=$("$K" train --model mlp --data mnist:"$FM" --epochs 1 --limit 1024 "${Q[@]}" 2>&1 | grep "Test accuracy")
+    [ -n "$a_npz" ] && [ "$a_npz" = "$a_idx" ] && ok || bad "Fashion-MNIST from npz vs IDX: '$a_npz' vs '$a_idx'"
+  fi
 else
   echo "test_datalogs: python3-numpy not found: the npz cases are not run (test_tabular writes .npz bytes itself)"
 fi
