@@ -63,7 +63,7 @@ static void usage(FILE *f) {
     "                      The test split of the same source gives val_* and the final accuracy.\n" \
     "                      The examples must have the model's input shape: fashion_cnn and mlp take\n" \
     "                      28x28x1 (grey), cifar_cnn 32x32x3 (colour), mlp also any other shape (CSV\n" \
-    "                      rows); the number of classes comes from the data.\n" \
+    "                      rows, npz arrays); the number of classes comes from the data.\n" \
     "  --label-column C    csv: the label column, by header name or 0-based index (-1: the last,\n" \
     "                      the default)\n" \
     "  --test-csv FILE     csv: the test rows, a file with the same columns as --data's\n"
@@ -350,13 +350,14 @@ static int check_shapes(const args *a, const char *cmd, const char *model, kiln_
     kiln_shape want = preset_input(model);
     if (want.rank == 0) { kiln_model_preset(model, KILN_SCALAR, 10); return fail(cmd, 2); }
     if (kiln_shape_equal(want, data)) return 0;
-    kiln_model *at = ckpt_model && !strcmp(model, kiln_model_name(ckpt_model)) ? NULL : kiln_model_preset(model, data, 10);
+    /* the built-in mlp flattens: it takes any shape (CSV rows, npz arrays) */
+    bool own = ckpt_model && !strcmp(model, kiln_model_name(ckpt_model));
+    kiln_model *at = !own && !strcmp(model, "mlp") ? kiln_model_preset(model, data, 10) : NULL;
     kiln_model_free(at);
-    if (at) return 0;                     /* a built-in model that takes any shape (mlp: CSV rows) */
+    if (at) return 0;
     char w[64], d[64];
     fprintf(stderr, "kiln %s: model %s takes %s examples but --data %s has %s examples; pick a model for this data "
-            "(fashion_cnn and mlp take [28, 28, 1], cifar_cnn takes [32, 32, 3]; mlp also takes CSV rows, fashion_cnn "
-            "other image sizes)\n", cmd, model,
+            "(fashion_cnn takes [28, 28, 1], cifar_cnn takes [32, 32, 3], mlp any shape: images, CSV rows)\n", cmd, model,
             kiln_shape_str(want, w, sizeof w), a->data, kiln_shape_str(data, d, sizeof d));
     return 2;
 }
