@@ -18,7 +18,7 @@ target_include_directories(kiln_fuzz_lib PUBLIC ${KILN_FUZZ_ROOT}/include ${KILN
 target_compile_options(kiln_fuzz_lib PUBLIC -g -O1 ${KILN_FUZZ_SAN} PRIVATE -fsanitize=fuzzer-no-link)
 target_link_libraries(kiln_fuzz_lib PUBLIC PNG::PNG JPEG::JPEG ZLIB::ZLIB m Threads::Threads)
 add_custom_target(fuzz_all)
-foreach(t fuzz_idx fuzz_cifar fuzz_images fuzz_safetensors)
+foreach(t fuzz_idx fuzz_cifar fuzz_images fuzz_safetensors fuzz_npz fuzz_csv)
   add_executable(${t} ${KILN_FUZZ_ROOT}/fuzz/${t}.c)
   target_compile_options(${t} PRIVATE -fsanitize=fuzzer)
   target_link_options(${t} PRIVATE -fsanitize=fuzzer ${KILN_FUZZ_SAN})

@@ -27,7 +27,7 @@ for s in "${lib_src[@]}"; do
   fi
   objs+=("$o")
 done
-targets=${FUZZ_TARGETS:-"fuzz_idx fuzz_cifar fuzz_images fuzz_safetensors"}
+targets=${FUZZ_TARGETS:-"fuzz_idx fuzz_cifar fuzz_images fuzz_safetensors fuzz_npz fuzz_csv"}
 # files a target leaves in /dev/shm or /tmp (named kiln_fuzz*)
 leftovers() { { find /dev/shm /tmp -maxdepth 1 -name 'kiln_fuzz*' 2>/dev/null || true; } | wc -l; }
 status=0

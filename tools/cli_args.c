@@ -57,6 +57,12 @@ static const cli_opt opts[] = {
     { "--verbose", K_INT, T, F(verbose), 0, 2, 0 },
     { "--model-file", K_STR, T | E | P | S, F(model_file), 0, 0, 0 },
     { "--json", K_STR, S, F(json_out), 0, 0, 0 },
+    { "--loss", K_STR, T | E, F(loss), 0, 0, 0 },
+    { "--metrics", K_STR, T | E, F(metrics), 0, 0, 0 },
+    { "--label-column", K_STR, T | E | P, F(label_column), 0, 0, 0 },
+    { "--test-csv", K_STR, T | E | P, F(test_csv), 0, 0, 0 },
+    { "--tensorboard", K_STR, T, F(tensorboard), 0, 0, 0 },
+    { "--tensorboard-every", K_INT, T, F(tensorboard_every), 1, 1 << 30, 0 },
 };
 #undef F
 #define N_OPTS (sizeof opts / sizeof opts[0])

@@ -11,6 +11,8 @@ enum { CMD_TRAIN = 1, CMD_EVAL = 2, CMD_PREDICT = 4, CMD_SUMMARY = 8 };
 
 typedef struct args {
     const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule, *augment, *monitor;
+    const char *loss, *metrics, *label_column, *test_csv, *tensorboard;   /* NULL: not given */
+    int tensorboard_every;     /* 0: per epoch only */
     const char *images[CLI_MAX_IMAGES];
     int n_images;
     int epochs, batch, threads, verbose, count, prefetch, workers, gpu_mem_mib;

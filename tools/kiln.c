@@ -13,6 +13,7 @@
 #include "kiln/io.h"
 #include "tools/commands.h"
 #include "tools/cli_args.h"
+#include "tools/cli_data.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 
@@ -56,13 +57,35 @@ static void usage(FILE *f) {
     "                                       DIR/val) sub-folders are used as the two splits when present\n" \
     "                                       (test folders are matched to the training classes by name),\n" \
     "                                       else 10%% of the images are held out (see --validation-split)\n" \
+    "                        npz:FILE.npz   a numpy archive (np.savez / np.savez_compressed, the keras.datasets\n" \
+    "                                       files): x_train, y_train [, x_test, y_test]; x (N,H,W), (N,H,W,C)\n" \
+    "                                       or (N,D), uint8 (scaled to [0, 1]) or float; y class ids, one-hot\n" \
+    "                                       rows, or values (for --loss mse); without x_test 10%% is held out\n" \
+    "                        csv:FILE.csv   numbers, one example per row, a header row optional; the label\n" \
+    "                                       column is the last (or --label-column), the rest are features;\n" \
+    "                                       test rows from --test-csv FILE, else 10%% held out\n" \
     "                        synthetic      random data shaped like the model's input (throughput runs)\n" \
     "                        DIR            any of the above, recognised from the files present\n" \
     "                      The test split of the same source gives val_* and the final accuracy.\n" \
     "                      The examples must have the model's input shape: fashion_cnn and mlp take\n" \
     "                      28x28x1 (grey), cifar_cnn 32x32x3 (colour); lenet5, resnet20, resnet56,\n" \
-    "                      inception and fast_cifar take either (any image size they fit); the number\n" \
-    "                      of classes comes from the data.\n"
+    "                      inception and fast_cifar take either (any image size they fit); mlp also\n" \
+    "                      any other shape (CSV rows, npz arrays); the number of classes comes from the data.\n" \
+    "  --label-column C    csv: the label column, by header name or 0-based index (-1: the last,\n" \
+    "                      the default)\n" \
+    "  --test-csv FILE     csv: the test rows, a file with the same columns as --data's\n"
+
+#define LOSS_HELP \
+    "  --loss NAME         what training minimises (Keras' names):\n" \
+    "                        sparse_categorical_crossentropy  labels are class ids (the default)\n" \
+    "                        categorical_crossentropy         the same loss; class ids or one-hot npz rows\n" \
+    "                        binary_crossentropy              labels 0/1, a model with one output unit\n" \
+    "                                                         (the default for a one-unit model)\n" \
+    "                        mse                              mean squared error on the label's value\n" \
+    "                                                         (regression; the default for float labels)\n" \
+    "                      built-in models get one output unit for binary_crossentropy and mse\n" \
+    "  --metrics LIST      accuracy (binary accuracy for one output unit), top_k (top-5), none;\n" \
+    "                      comma-separated (default: accuracy, none for mse)\n"
 
 static void train_usage(FILE *f) {
     fprintf(f,
@@ -78,6 +101,7 @@ static void train_usage(FILE *f) {
         "                      inception, fast_cifar (see: kiln summary --model NAME)\n"
         MODEL_FILE_HELP
         "                      (with --load: the file gives the layers, the checkpoint the weights)\n"
+        LOSS_HELP
         "  --epochs N          total number of epochs (default 5, at most 1000000; 0 evaluates only);\n"
         "                      with --load, training continues from the saved epoch up to N\n"
         "  --batch-size N      examples per training step (default 64, 1..1048576); a last smaller batch of an\n"
@@ -133,6 +157,11 @@ static void train_usage(FILE *f) {
         "  --load PATH         start from a checkpoint: weights, optimizer state and epoch (resume);\n"
         "                      missing or other-optimizer state is reset with a warning\n"
         "  --strict-load       with --load: refuse a checkpoint without this optimizer's state\n"
+        "  --tensorboard DIR   write TensorBoard logs as Keras' TensorBoard callback does: DIR/train and\n"
+        "                      DIR/validation event files with epoch_loss, epoch_accuracy and\n"
+        "                      epoch_learning_rate per epoch; view them with: tensorboard --logdir DIR\n"
+        "  --tensorboard-every N  also write batch_loss, batch_accuracy, batch_learning_rate every N\n"
+        "                      training steps (default: per epoch only)\n"
         "  --history FILE.csv  write one row per epoch: epoch,loss,accuracy,val_loss,val_accuracy,\n"
         "                      lr,seconds,images_per_sec (val_* on the test set; images_per_sec:\n"
         "                      training images per second of the training loop); checked to be\n"
@@ -145,7 +174,8 @@ static void train_usage(FILE *f) {
         "  kiln train\n"
         "  kiln train --model cifar_cnn --data cifar10:/data/cifar-10-batches-bin --augment flip,crop \\\n"
         "             --optimizer momentum --lr 0.01 --batch-size 128 --epochs 30 --workers 2\n"
-        "  kiln train --model cifar_cnn --data images:photos/ --validation-split 0.2\n");
+        "  kiln train --model cifar_cnn --data images:photos/ --validation-split 0.2\n"
+        "  kiln train --model mlp --data csv:train.csv --loss binary_crossentropy --tensorboard logs\n");
 }
 
 static void eval_usage(FILE *f) {
@@ -163,6 +193,7 @@ static void eval_usage(FILE *f) {
         "  --model NAME        model to build if the checkpoint does not name one\n"
         MODEL_FILE_HELP
         "                      (default: the layers the checkpoint holds; its weights are loaded)\n"
+        LOSS_HELP
         "  --batch-size N      examples per step (default 64)\n"
         "  --threads N         CPU threads (default: all cores)\n"
         "  --device D          auto (default), cpu, ref, cuda\n"
@@ -339,7 +370,7 @@ static int open_data(const args *a, const char *cmd, bool want_train, data_src *
             if (st) { data_src_free(ds); return fail(cmd, 1); }
         }
     } else {
-        if ((st = kiln_data_open(spec, true, &ds->train))) {
+        if ((st = cli_open_train(a, spec, &ds->train))) {
             if (st == KILN_NOT_FOUND && !strchr(spec, ':') && !is_dir(spec) && !strstr(kiln_last_error(), "apt-get"))
                 fprintf(stderr, "kiln %s: %s; for Fashion-MNIST (the default data) install the Debian package with: "
                         "sudo apt-get install dataset-fashion-mnist (files in " DEFAULT_DATA ")\n", cmd, kiln_last_error());
@@ -347,9 +378,9 @@ static int open_data(const args *a, const char *cmd, bool want_train, data_src *
             return 1;
         }
         ds->images = kiln_data_class_name(ds->train, 0) != NULL;
-        if (!ds->images && a->val_split <= 0 && (st = kiln_data_open(test_spec, false, &ds->test))) { data_src_free(ds); return fail(cmd, 1); }
+        if (!ds->images && a->val_split <= 0 && (st = cli_open_test(a, test_spec, ds->train, &ds->test))) { data_src_free(ds); return fail(cmd, 1); }
     }
-    if (!ds->test && !want_train && a->val_split <= 0) {   /* eval / predict: all of a folder without a test split */
+    if (!ds->test && !want_train && a->val_split <= 0 && ds->images) {   /* eval / predict: all of a folder without a test split */
         ds->test = ds->train;
         ds->train = NULL;
         ds->whole = true;
@@ -372,10 +403,14 @@ static int check_shapes(const args *a, const char *cmd, const char *model, kiln_
     if (kiln_shape_equal(want, data)) return 0;
     bool from_ckpt = ckpt_model && !strcmp(model, kiln_model_name(ckpt_model));   /* a saved model keeps its shape */
     if (!from_ckpt && kiln_model_preset_takes(model, data)) return 0;
+    /* the built-in mlp flattens: it takes any shape (CSV rows, npz arrays) */
+    kiln_model *at = !from_ckpt && !strcmp(model, "mlp") ? kiln_model_preset(model, data, 10) : NULL;
+    kiln_model_free(at);
+    if (at) return 0;
     char w[64], d[64];
     fprintf(stderr, "kiln %s: model %s takes %s examples but --data %s has %s examples; pick a model for this data "
-            "(fashion_cnn and mlp take [28, 28, 1], cifar_cnn takes [32, 32, 3]; lenet5, resnet20, resnet56, inception and "
-            "fast_cifar take either)\n", cmd, model,
+            "(fashion_cnn takes [28, 28, 1], cifar_cnn takes [32, 32, 3]; lenet5, resnet20, resnet56, inception and "
+            "fast_cifar take either; mlp any shape: images, CSV rows)\n", cmd, model,
             kiln_shape_str(want, w, sizeof w), a->data, kiln_shape_str(data, d, sizeof d));
     return 2;
 }
@@ -506,9 +541,12 @@ static int best_epoch(const kiln_logs *h, int n, const char *monitor) {
     return best;
 }
 
-static kiln_compile_opts compile_opts(const args *a, kiln_optimizer opt, kiln_lr_schedule sched) {
-    return (kiln_compile_opts){ .optimizer = opt, .schedule = sched, .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-                                .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = a->device,
+/* --loss (or the default for the model's outputs and the labels), --metrics; from_logits unless the
+ * model ends in softmax / sigmoid (a Keras model file's Dense(1, activation="sigmoid")). */
+static kiln_compile_opts compile_opts(const args *a, const kiln_model *m, kiln_dtype labels, kiln_optimizer opt, kiln_lr_schedule sched) {
+    kiln_loss_kind loss = cli_loss(a, m, labels);
+    return (kiln_compile_opts){ .optimizer = opt, .schedule = sched, .loss = loss,
+                                .from_logits = !kiln_model_outputs_probabilities(m), .metrics = cli_metrics(a, loss), .device = a->device,
                                 .num_threads = a->threads, .log_device_placement = a->log_placement };
 }
 
@@ -617,14 +655,13 @@ static int cmd_train(args *a) {
     if ((rc = check_shapes(a, "train", a->model, shape)) || (rc = parse_augment(a->augment, &aug, shape, a->seed))) goto out;
     int64_t n_train = kiln_data_source_size(ds.train), n_test = kiln_data_source_size(ds.test);
     if (a->limit > 0 && a->limit < n_train) n_train = a->limit;
-    m = a->model_file ? file_model(a, "train", kiln_data_num_classes(ds.train)) : kiln_model_preset(a->model, shape, kiln_data_num_classes(ds.train));
+    m = a->model_file ? file_model(a, "train", kiln_data_num_classes(ds.train)) : kiln_model_preset(a->model, shape, cli_output_units(a, ds.train));
     if (!m) { rc = a->model_file ? 2 : fail("train", 2); goto out; }
     kiln_model_set_seed(m, a->seed);
     kiln_status cs = set_class_names(a, m, ds.train);
     if (cs == KILN_OUT_OF_MEMORY) { fprintf(stderr, "kiln train: out of host memory for the class names\n"); rc = 1; goto out; }
     if (cs != KILN_OK) { rc = fail("train", 1); goto out; }
-    kiln_compile_opts co = compile_opts(a, opt, sched);
-    co.from_logits = !kiln_model_outputs_probabilities(m);     /* Keras models end in softmax / sigmoid */
+    kiln_compile_opts co = compile_opts(a, m, kiln_data_label_dtype(ds.train), opt, sched);
     if (kiln_compile(m, &co) != KILN_OK) { rc = fail("train", 1); goto out; }
     int initial = 0;
     if (a->load) {
@@ -633,6 +670,7 @@ static int cmd_train(args *a) {
         printf("Resuming from %s at epoch %d\n", a->load, initial);
     }
     if (a->data_on_device) {
+        if (kiln_data_label_dtype(ds.train) == KILN_F32) { fprintf(stderr, "kiln train: --data-on-device takes class-id labels; these are values (mse)\n"); rc = 2; goto out; }
         if (aug.cutout_size > 0) { fprintf(stderr, "kiln train: --data-on-device does crop and flip on the device, not cutout\n"); rc = 2; goto out; }
         resident = materialize(ds.train, n_train);   /* takes ds.train */
         ds.train = NULL;
@@ -644,8 +682,9 @@ static int cmd_train(args *a) {
     vp = eval_pipeline(a, ds.test, ds.images);
     ds.test = NULL;
     if ((!tp && !resident) || !vp) { rc = fail("train", 1); goto out; }
-    kiln_callback cbs[3];
+    kiln_callback cbs[4];
     int n_cb = 0;
+    if (a->tensorboard) cbs[n_cb++] = kiln_callback_tensorboard(a->tensorboard, a->tensorboard_every);
     if (a->save) cbs[n_cb++] = kiln_callback_model_checkpoint(a->save, a->save_best ? monitor_of(a) : "loss", a->save_best);
     if (a->patience) cbs[n_cb++] = kiln_callback_early_stopping(monitor_of(a), a->patience, a->min_delta > 0 ? a->min_delta : 0);
     if (a->history) cbs[n_cb++] = kiln_callback_csv_logger(a->history);
@@ -694,7 +733,9 @@ static int cmd_train(args *a) {
     double ips = 0, train_secs = 0;
     for (int i = 0; i < n_hist; i++) train_secs += h[i].seconds;
     if (n_hist > 0 && train_secs > 0) { for (int i = 0; i < n_hist; i++) ips += h[i].images_per_sec * h[i].seconds; ips /= train_secs; }
-    printf("%s accuracy: %.2f%% (loss %.4f, %lld examples)\n", ds.held_out ? "Validation" : "Test", acc * 100, loss, (long long)n_test);
+    if (co.metrics & KILN_METRIC_ACCURACY)
+        printf("%s accuracy: %.2f%% (loss %.4f, %lld examples)\n", ds.held_out ? "Validation" : "Test", acc * 100, loss, (long long)n_test);
+    else printf("%s loss (%s): %.6g (%lld examples)\n", ds.held_out ? "Validation" : "Test", kiln_loss_name(co.loss), loss, (long long)n_test);
     printf("Time: %.1f s for %d epoch%s (training loop %.1f s, %.0f images/s)\n", secs, n_hist, n_hist == 1 ? "" : "s", train_secs, ips);
     /* only files this run wrote: none when no epoch was trained (--epochs 0, or resumed at the end) */
     char *saved = NULL;
@@ -709,6 +750,7 @@ static int cmd_train(args *a) {
     }
     free(saved);
     if (a->history && n_hist > 0) printf("History: %s\n", a->history);
+    if (a->tensorboard && n_hist > 0) printf("TensorBoard logs: %s (view: tensorboard --logdir %s)\n", a->tensorboard, a->tensorboard);
 out:
     kiln_model_free(m);
     kiln_data_free(tp);
@@ -740,7 +782,8 @@ static kiln_safetensors *read_checkpoint(args *a, const char *cmd) {
 
 /* Builds the model a checkpoint was saved from (its architecture, else the built-in a->model) and
  * loads it from f (borrowed). */
-static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const kiln_safetensors *f, kiln_shape data_shape, int classes) {
+static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const kiln_safetensors *f, kiln_shape data_shape, int classes,
+                                         kiln_dtype labels) {
     kiln_model *m = ckpt_model && !strcmp(a->model, kiln_model_name(ckpt_model)) ? ckpt_model : kiln_model_preset(a->model, data_shape, classes);
     if (m != ckpt_model) kiln_model_free(ckpt_model);   /* --model named another one */
     ckpt_model = NULL;
@@ -752,8 +795,7 @@ static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const k
         kiln_model_free(m);
         return NULL;
     }
-    kiln_compile_opts co = compile_opts(a, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
-    co.from_logits = !kiln_model_outputs_probabilities(m);
+    kiln_compile_opts co = compile_opts(a, m, labels, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
     if (kiln_compile(m, &co) != KILN_OK || kiln_model_load_opts(m, a->load, &(kiln_load_opts){ .file = f }) != KILN_OK) {
         fail(cmd, 1);
         kiln_model_free(m);
@@ -769,7 +811,7 @@ static kiln_model *model_of_checkpoint(const args *a, const char *cmd, const kil
     if (!ckpt_model && kiln_model_build_from_checkpoint(f, a->load, &ckpt_model) != KILN_OK) ckpt_model = NULL;
     kiln_shape in = ckpt_model ? kiln_model_input_shape(ckpt_model) : KILN_SCALAR;
     kiln_shape out = ckpt_model ? kiln_model_output_shape(ckpt_model) : KILN_SCALAR;
-    return model_from_checkpoint(a, cmd, f, in, out.rank == 1 && out.dim[0] <= INT32_MAX ? (int)out.dim[0] : 10);
+    return model_from_checkpoint(a, cmd, f, in, out.rank == 1 && out.dim[0] <= INT32_MAX ? (int)out.dim[0] : 10, KILN_I32);
 }
 
 static int cmd_eval(args *a) {
@@ -788,14 +830,19 @@ static int cmd_eval(args *a) {
     split_name(&ds, split, sizeof split);
     if (rc) goto out;
     say_whole(&ds, a->data);
-    m = model_from_checkpoint(a, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
+    m = model_from_checkpoint(a, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test));
     if (!m) { rc = 1; goto out; }
     vp = eval_pipeline(a, ds.test, ds.images);
     ds.test = NULL;
     if (!vp) rc = fail("eval", 1);
     else if (kiln_evaluate_data(m, vp, NULL, &r) != KILN_OK) rc = fail("eval", 1);
-    else printf("%s (epoch %d) on %s: %s accuracy %.2f%%, loss %.4f, %lld examples, %.1f s\n", kiln_model_name(m), kiln_model_epoch(m),
-                a->data, split, r.accuracy * 100, r.loss, (long long)r.count, r.seconds);
+    else {
+        char acc[48] = "";
+        kiln_compile_opts co = compile_opts(a, m, kiln_data_label_dtype(vp), kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
+        if (co.metrics & KILN_METRIC_ACCURACY) snprintf(acc, sizeof acc, " accuracy %.2f%%,", r.accuracy * 100);
+        printf("%s (epoch %d) on %s: %s%s loss %.4f, %lld examples, %.1f s\n", kiln_model_name(m), kiln_model_epoch(m),
+               a->data, split, acc, r.loss, (long long)r.count, r.seconds);
+    }
 out:
     kiln_safetensors_free(ck);
     kiln_model_free(m);
@@ -883,7 +930,7 @@ static int cmd_predict(args *a) {
     kiln_data_iter *it = NULL;
     if ((rc = check_shapes(a, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
     say_whole(&ds, a->data);
-    m = model_from_checkpoint(a, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
+    m = model_from_checkpoint(a, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test));
     if (!m) { rc = 1; goto done; }
     d = kiln_data_batch(ds.test, count, false);       /* the first `count` test examples */
     ds.test = NULL;
@@ -899,6 +946,7 @@ static int cmd_predict(args *a) {
             goto done;
         }
     int right = 0;
+    if (y->dtype == KILN_F32) { rc = cli_print_values(out, y, count); goto done; }   /* regression: values, not classes */
     printf("%6s  %-14s %-14s %s\n", "image", "predicted", "label", "confidence");
     for (int i = 0; i < count; i++) {
         const float *r = (const float *)out->data + (int64_t)i * c;
@@ -907,6 +955,11 @@ static int cmd_predict(args *a) {
         for (int64_t j = 1; j < c; j++) if (r[j] > r[best]) best = j;
         mx = r[best];
         for (int64_t j = 0; j < c; j++) sum += exp(r[j] - mx);
+        if (c == 1) {           /* one unit: a binary classifier, class 1 when p > 0.5 */
+            double p1 = kiln_model_outputs_probabilities(m) ? r[0] : 1 / (1 + exp(-r[0]));
+            best = p1 > 0.5;
+            sum = 1 / (best ? p1 : 1 - p1);
+        }
         int label = ((const int32_t *)y->data)[i];
         right += best == label;
         char p[32], l[32];
@@ -946,8 +999,7 @@ static int cmd_summary(args *a) {
     if (a->model_file) {       /* the file's layers; with --load, the checkpoint's weights */
         m = ckpt_model;
         ckpt_model = NULL;
-        kiln_compile_opts co = compile_opts(a, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
-        co.from_logits = !kiln_model_outputs_probabilities(m);
+        kiln_compile_opts co = compile_opts(a, m, KILN_I32, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
         if (a->load && (kiln_compile(m, &co) != KILN_OK || kiln_model_load(m, a->load) != KILN_OK)) { kiln_model_free(m); return fail("summary", 1); }
     } else if (a->load && kiln_model_from_checkpoint(a->load, &m) != KILN_OK) return fail("summary", 1);
     if (!m && !(m = kiln_model_preset(a->model, KILN_SCALAR, 10))) return fail("summary", 2);
@@ -981,6 +1033,7 @@ int main(int argc, char **argv) {
     if (rc || (a.model_file && !a.help && (rc = use_model_file(&a, cmd)))) { kiln_model_free(ckpt_model); return rc; }
     a.data_given = a.data != NULL;
     if (!a.data) a.data = DEFAULT_DATA;
+    if (!a.help && fn != cmd_summary && (rc = cli_check_data_opts(&a, cmd))) return rc;
     if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model) a.model = "fashion_cnn";
     rc = fn(&a);
     kiln_model_free(ckpt_model);      /* a --model-file or checkpoint model no path took */

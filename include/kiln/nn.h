@@ -214,6 +214,12 @@ typedef enum kiln_loss_kind {
     KILN_LOSS_MSE,                                   /* one unit: the label as value; else one-hot */
     KILN_LOSS_COUNT
 } kiln_loss_kind;
+/* Keras' name of a loss ("sparse_categorical_crossentropy", "categorical_crossentropy",
+ * "binary_crossentropy", "mse"); "?" out of range. */
+const char *kiln_loss_name(kiln_loss_kind k);
+/* The loss a Keras name gives: those four, "mean_squared_error" and the CamelCase class names
+ * ("BinaryCrossentropy", ...). INVALID_ARGUMENT naming the known ones otherwise. */
+kiln_status kiln_loss_from_name(const char *name, kiln_loss_kind *out);
 enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
 typedef struct kiln_compile_opts {
     kiln_optimizer optimizer;          /* default (zeros): sgd with lr 0.01 */
@@ -251,6 +257,15 @@ typedef enum kiln_callback_kind {
                                    row is written before that epoch's checkpoints; resuming
                                    (initial_epoch k > 0) appends after dropping rows of epochs > k */
     KILN_CB_LR_SCHEDULER,       /* schedule(epoch, lr) sets the base lr at each epoch start */
+    KILN_CB_TENSORBOARD,        /* path: a log directory, as Keras' TensorBoard(log_dir): event files in
+                                   path/train (epoch_loss, epoch_accuracy, epoch_top_k, epoch_learning_rate
+                                   per epoch, step = the 0-based epoch; with update_freq N also
+                                   batch_loss, batch_accuracy, batch_learning_rate every N batches, step =
+                                   the batch counted over all epochs) and path/validation (epoch_loss,
+                                   epoch_accuracy, epoch_top_k of the validation data). Accuracy / top_k
+                                   only when compiled with those metrics. Directories are created and the
+                                   files opened before training; each epoch's events are flushed at its end.
+                                   View with: tensorboard --logdir path */
     KILN_CB_KIND_COUNT
 } kiln_callback_kind;
 typedef struct kiln_callback {
@@ -261,6 +276,7 @@ typedef struct kiln_callback {
     bool save_best_only, include_optimizer;
     int patience; double min_delta;
     kiln_lr_fn schedule;
+    int update_freq;            /* TensorBoard: also write batch_* scalars every update_freq batches (0: per epoch only) */
 } kiln_callback;
 /* The file a ModelCheckpoint writes after an epoch: pattern with Keras-style placeholders filled
  * from logs: {epoch} (1-based; {epoch:02d} pads), {loss}, {accuracy}, {val_loss}, {val_accuracy}
@@ -273,6 +289,8 @@ kiln_callback kiln_callback_model_checkpoint(const char *path, const char *monit
 kiln_callback kiln_callback_early_stopping(const char *monitor, int patience, double min_delta);
 kiln_callback kiln_callback_csv_logger(const char *path);
 kiln_callback kiln_callback_lr_scheduler(kiln_lr_fn schedule, void *user);
+/* TensorBoard event files under log_dir (see KILN_CB_TENSORBOARD); update_freq 0: per epoch only. */
+kiln_callback kiln_callback_tensorboard(const char *log_dir, int update_freq);
 
 /* ---- fit / evaluate / predict ---- */
 typedef struct kiln_fit_opts {

@@ -1,5 +1,5 @@
 /* Kiln input pipeline (like tf.data, in C): sources (in-memory datasets, IDX / MNIST, CIFAR-10,
- * CIFAR-100, image folders, synthetic data) and transforms (map, shuffle, batch, repeat, take,
+ * CIFAR-100, image folders, numpy .npz, CSV, synthetic data) and transforms (map, shuffle, batch, repeat, take,
  * skip, cache, normalize, augment, prefetch on worker threads).
  *
  *   kiln_data *d = NULL;
@@ -29,7 +29,8 @@
  * prefetch are allowed (they then count batches).
  *
  * Examples are f32 (images HWC: [H, W, C], values in [0, 1] for the file sources) and labels
- * i32 (class ids; -1 for an unlabelled in-memory dataset).
+ * i32 (class ids; -1 for an unlabelled in-memory dataset), or f32 values for npz / CSV data with
+ * other labels (kiln_data_label_dtype).
  */
 #ifndef KILN_PIPELINE_H
 #define KILN_PIPELINE_H
@@ -78,11 +79,37 @@ kiln_status kiln_data_from_images_classes(const char *dir, const char *const *cl
  * size and channels. A missing, corrupt or non-image file is an error naming it; *out is NULL
  * then. Free with kiln_tensor_free. */
 kiln_status kiln_image_load(const char *path, kiln_shape want, kiln_tensor **out, bool *resized);
+/* A numpy .npz archive (np.savez / np.savez_compressed; the keras.datasets files such as
+ * mnist.npz): the arrays x_train / y_train (train) or x_test / y_test. Members stored or deflated
+ * (ZIP64 too), each a .npy array (format 1.0 to 3.0), little-endian, C order (Fortran order is an
+ * error). x: uint8 (scaled to [0, 1], as the other image loaders), another int or bool, or float
+ * (converted to f32; must be finite); shape (N, H, W) -> examples [H, W, 1], (N, H, W, C) ->
+ * [H, W, C], (N, D) -> [D]. y: (N,) or (N, 1) of any int, bool or float dtype, or one-hot (N, C).
+ * Labels that are all whole numbers in 0..2^31-2 are class ids (num_classes = the largest + 1);
+ * others are f32 values (kiln_data_label_dtype KILN_F32; for mse or binary_crossentropy). The test
+ * split of a file without x_test is KILN_NOT_FOUND (hold part of the training split out instead);
+ * a missing y_ array, or one of another length, is an error. Errors name the file and the member. */
+kiln_status kiln_data_from_npz(const char *path, bool train, kiln_data **out);
+/* A CSV file of numbers, one example per row: every column but the label column is a feature
+ * (examples [D]). Comma-separated; fields may be quoted ("..."); blank lines are skipped; a UTF-8
+ * byte-order mark and CRLF line ends are fine. Labels as for kiln_data_from_npz: class ids when
+ * all are whole numbers >= 0, else f32 values. Errors name the file, the line and the column. */
+typedef struct kiln_csv_opts {
+    const char *label_column;  /* a header name, or a 0-based index (-1: the last); NULL: the last column */
+    int header;                /* 0: detect (a first row with a field that is not a number is a header),
+                                  1: the first row is a header, -1: there is none */
+    bool float_labels;         /* f32 labels even when all are whole numbers (a test file read like its
+                                  training file) */
+} kiln_csv_opts;
+kiln_status kiln_data_from_csv(const char *path, const kiln_csv_opts *o, kiln_data **out);
 /* Parses a data spec, as the CLI's --data takes it:
  *   cifar10:DIR  cifar100:DIR  cifar100-coarse:DIR  mnist:DIR  images:DIR
  *   (mnist: with no DIR reads /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)
  *   synthetic  (random [28, 28, 1], 10 classes, 2048 train / 512 test examples)
  *   synthetic:HxWxC[:N]  (e.g. synthetic:32x32x3:50000)
+ *   npz:FILE.npz  (kiln_data_from_npz; the test split of a file without x_test: KILN_NOT_FOUND)
+ *   csv:FILE.csv  (kiln_data_from_csv, label in the last column; a CSV file has one split: its
+ *                  test split is KILN_NOT_FOUND)
  *   DIR  (format recognised from the files present: CIFAR-10 batches, CIFAR-100 train/test.bin,
  *         MNIST IDX files, else class sub-folders holding images).
  * train picks the split. The result is the bare source: add shuffle / batch / ... yourself. */
@@ -146,6 +173,10 @@ kiln_data *kiln_data_prefetch(kiln_data *in, int buffers, int workers);
 /* ---- information ---- */
 kiln_shape kiln_data_example_shape(const kiln_data *d);      /* e.g. [32, 32, 3] */
 int kiln_data_num_classes(const kiln_data *d);
+/* The labels' dtype in batches: KILN_I32 class ids, or KILN_F32 values (npz / CSV sources whose
+ * labels are not all class ids; num_classes is then 0, and a map callback's *label holds the
+ * float's bits). */
+kiln_dtype kiln_data_label_dtype(const kiln_data *d);
 /* Class name (image folders: the folder name; others: NULL). Borrowed. */
 const char *kiln_data_class_name(const kiln_data *d, int c);
 /* Number of examples in the source. */
@@ -162,7 +193,7 @@ uint64_t kiln_data_example_key(uint64_t seed, uint64_t epoch, int64_t index);
 /* Starts pass `epoch` (shuffle order and augmentations are a function of it). d is borrowed and
  * must outlive the iterator; several iterators may run at once. Workers start at once. */
 kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **out);
-/* Next batch: *x f32 [B, <example shape>], *y i32 [B] (B is smaller for a kept remainder; 1 when
+/* Next batch: *x f32 [B, <example shape>], *y i32 [B] (f32 for kiln_data_label_dtype F32) (B is smaller for a kept remainder; 1 when
  * unbatched), both borrowed, valid until the next call or kiln_data_iter_free. At the end of the
  * pass returns KILN_OK with *x = *y = NULL. An error in a worker (unreadable image, map callback
  * failure) is returned here, for the batch it belongs to, with its message; the iterator then

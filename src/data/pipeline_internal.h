@@ -17,6 +17,9 @@ struct kiln_source {
     kiln_status (*get)(const kiln_source *s, int64_t i, float *x, int32_t *label);
     void (*destroy)(kiln_source *s);   /* frees impl */
     void *impl;
+    /* labels are f32 values (regression, soft targets: npz / CSV sources) written as their bits
+     * into the int32 label slot; num_classes is then 0. Batches carry them as an f32 y. */
+    bool float_labels;
 };
 kiln_source *kiln_source_new(void);
 void kiln_source_free(kiln_source *s);

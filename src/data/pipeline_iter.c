@@ -464,7 +464,7 @@ static void slot_tensors(kiln_data_iter *it, slot *sl, kiln_tensor **x, kiln_ten
     for (int i = 0; i < es.rank; i++) sl->tx.shape.dim[i + 1] = es.dim[i];
     sl->tx.data = sl->x;
     sl->tx.owns_data = false;
-    sl->ty.dtype = KILN_I32;
+    sl->ty.dtype = it->d->src->float_labels ? KILN_F32 : KILN_I32;
     sl->ty.shape = KILN_SHAPE(sl->count);
     sl->ty.data = sl->y;
     sl->ty.owns_data = false;

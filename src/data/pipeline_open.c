@@ -1,5 +1,5 @@
 /* Pipeline sources over in-memory datasets (borrowed or owned: MNIST IDX, synthetic) and the
- * data spec parser used by the CLI (kiln_data_open). */
+ * data spec parser used by the CLI (kiln_data_open; npz and CSV files are read by npz.c / csv.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -142,7 +142,7 @@ kiln_status kiln_data_open(const char *spec, bool train, kiln_data **out) {
     if (!spec || !*spec || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_data_open: spec and out must be given");
     static const struct { const char *prefix; int kind; } pre[] = {
         { "cifar10:", 10 }, { "cifar100:", 100 }, { "cifar100-coarse:", 101 }, { "mnist:", 1 },
-        { "fashion-mnist:", 1 }, { "idx:", 1 }, { "images:", 2 },
+        { "fashion-mnist:", 1 }, { "idx:", 1 }, { "images:", 2 }, { "npz:", 3 }, { "csv:", 4 },
     };
     if (!strcmp(spec, "synthetic")) return open_synthetic(NULL, train, out);
     if (!strncmp(spec, "synthetic:", 10)) return open_synthetic(spec + 10, train, out);
@@ -151,12 +151,17 @@ kiln_status kiln_data_open(const char *spec, bool train, kiln_data **out) {
         if (strncmp(spec, pre[i].prefix, l)) continue;
         const char *dir = spec + l;
         if (!*dir && pre[i].kind != 1)
-            return kiln_set_error(KILN_INVALID_ARGUMENT, "data: spec '%s' needs a directory after the colon", spec);
+            return kiln_set_error(KILN_INVALID_ARGUMENT, "data: spec '%s' needs %s after the colon", spec, pre[i].kind >= 3 ? "a file" : "a directory");
         switch (pre[i].kind) {
         case 10: return kiln_data_from_cifar10(dir, train, out);
         case 100: return kiln_data_from_cifar100(dir, train, false, out);
         case 101: return kiln_data_from_cifar100(dir, train, true, out);
         case 1: return kiln_data_from_mnist(dir, train, out);
+        case 3: return kiln_data_from_npz(dir, train, out);
+        case 4:
+            if (train) return kiln_data_from_csv(dir, NULL, out);
+            return kiln_set_error(KILN_NOT_FOUND, "%s: a CSV file holds one split (no test split): give the test rows as another "
+                                  "file, or hold part of the training rows out", dir);
         default: return kiln_data_from_images(dir, out);
         }
     }
@@ -164,7 +169,8 @@ kiln_status kiln_data_open(const char *spec, bool train, kiln_data **out) {
     struct stat st;
     if (colon && stat(spec, &st) != 0)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "data: unknown data spec '%s': use cifar10:DIR, cifar100:DIR, "
-                              "cifar100-coarse:DIR, mnist:DIR, images:DIR, synthetic[:HxWxC[:N]] or a directory", spec);
+                              "cifar100-coarse:DIR, mnist:DIR, images:DIR, npz:FILE.npz, csv:FILE.csv, synthetic[:HxWxC[:N]] or "
+                              "a directory", spec);
     if (stat(spec, &st) != 0)
         return kiln_set_error(KILN_NOT_FOUND, "data: %s: %s (expected a data set directory or a spec like cifar10:DIR)",
                               spec, strerror(errno));

@@ -59,6 +59,7 @@ static kiln_data *part(split_shared *sh, double f, bool want, int64_t count) {
     s->shape = o->shape;
     s->n = count;
     s->num_classes = o->num_classes;
+    s->float_labels = o->float_labels;
     s->class_names = names;
     s->get = split_get;
     s->destroy = split_destroy;

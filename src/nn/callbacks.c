@@ -1,5 +1,5 @@
-/* Callbacks: user functions at batch/epoch end, ModelCheckpoint, EarlyStopping, CSV logger and
- * LR scheduler. */
+/* Callbacks: user functions at batch/epoch end, ModelCheckpoint, EarlyStopping, CSV logger, LR
+ * scheduler and TensorBoard (its files: callback_tensorboard.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +22,9 @@ kiln_callback kiln_callback_early_stopping(const char *monitor, int patience, do
 kiln_callback kiln_callback_csv_logger(const char *path) { return (kiln_callback){ .kind = KILN_CB_CSV_LOGGER, .path = path }; }
 kiln_callback kiln_callback_lr_scheduler(kiln_lr_fn schedule, void *user) {
     return (kiln_callback){ .kind = KILN_CB_LR_SCHEDULER, .schedule = schedule, .user = user };
+}
+kiln_callback kiln_callback_tensorboard(const char *log_dir, int update_freq) {
+    return (kiln_callback){ .kind = KILN_CB_TENSORBOARD, .path = log_dir, .update_freq = update_freq };
 }
 
 static const char *monitor_of(const kiln_callback *c) { return c->monitor && *c->monitor ? c->monitor : "val_loss"; }
@@ -84,11 +87,16 @@ kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_stat
         st[i].wait = 0;
         st[i].best = maximize(monitor_of(c)) ? -INFINITY : INFINITY;
         if ((unsigned)c->kind >= KILN_CB_KIND_COUNT) return kiln_set_error(KILN_INVALID_ARGUMENT, "callback %d: unknown kind %d", i, (int)c->kind);
-        if ((c->kind == KILN_CB_MODEL_CHECKPOINT || c->kind == KILN_CB_CSV_LOGGER) && (!c->path || !*c->path))
+        if ((c->kind == KILN_CB_MODEL_CHECKPOINT || c->kind == KILN_CB_CSV_LOGGER || c->kind == KILN_CB_TENSORBOARD) && (!c->path || !*c->path))
             return kiln_set_error(KILN_INVALID_ARGUMENT, "callback %d: needs a .path", i);
         if (c->kind == KILN_CB_LR_SCHEDULER && !c->schedule) return kiln_set_error(KILN_INVALID_ARGUMENT, "callback %d: LR scheduler needs .schedule", i);
         kiln_status s;
         if (c->kind == KILN_CB_MODEL_CHECKPOINT && (s = check_checkpoint_path(c, o))) return s;
+        if (c->kind == KILN_CB_TENSORBOARD) {
+            if (c->update_freq < 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "callback %d: TensorBoard update_freq %d is negative", i, c->update_freq);
+            /* the files exist before the first epoch: an unwritable directory fails now */
+            if ((s = nn_tb_open(c->path, o->validation || o->validation_data || o->validation_split > 0, &st[i].tb))) return s;
+        }
         if (c->kind == KILN_CB_CSV_LOGGER) {
             bool append = o->initial_epoch > 0;
             st[i].csv = fopen(c->path, append ? "r+" : "w");
@@ -118,24 +126,26 @@ kiln_status nn_callbacks_epoch_begin(kiln_model *m, const kiln_fit_opts *o, int 
     return KILN_OK;
 }
 
-kiln_status nn_callbacks_batch_end(kiln_model *m, const kiln_fit_opts *o, const kiln_logs *logs) {
+kiln_status nn_callbacks_batch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st, const kiln_logs *logs) {
     for (int i = 0; i < o->n_callbacks; i++) {
         const kiln_callback *c = &o->callbacks[i];
         if (c->kind == KILN_CB_LAMBDA && c->on_batch_end && c->on_batch_end(m, logs, c->user)) m->stop = true;
+        kiln_status s;
+        if (c->kind == KILN_CB_TENSORBOARD && st[i].tb && (s = nn_tb_batch(st[i].tb, m, c->update_freq, logs))) return s;
     }
     return KILN_OK;
 }
 
-/* Two passes: the CSV rows first, then everything else. A run killed between a checkpoint's
- * rename and its history row would otherwise lose the row; this way the history may hold one row
- * more than the checkpoint, which resume drops (truncate_after). */
+/* Two passes: the logs (CSV rows, TensorBoard events) first, then everything else. A run killed
+ * between a checkpoint's rename and its history row would otherwise lose the row; this way the
+ * history may hold one row more than the checkpoint, which resume drops (truncate_after). */
 kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st, const kiln_logs *l) {
     kiln_status s;
     for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < o->n_callbacks; i++) {
         const kiln_callback *c = &o->callbacks[i];
         double v;
-        if ((pass == 0) != (c->kind == KILN_CB_CSV_LOGGER)) continue;
+        if ((pass == 0) != (c->kind == KILN_CB_CSV_LOGGER || c->kind == KILN_CB_TENSORBOARD)) continue;
         switch (c->kind) {
         case KILN_CB_LAMBDA:
             if (c->on_epoch_end && c->on_epoch_end(m, l, c->user)) m->stop = true;
@@ -163,6 +173,9 @@ kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_
             else if (++st[i].wait >= (c->patience > 0 ? c->patience : 1)) m->stop = true;
             break;
         }
+        case KILN_CB_TENSORBOARD:
+            if (st[i].tb && (s = nn_tb_epoch(st[i].tb, m, l))) return s;
+            break;
         case KILN_CB_CSV_LOGGER:
             if (!st[i].csv) break;
             if (l->has_val)
@@ -179,6 +192,9 @@ kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_
 
 void nn_callbacks_end(const kiln_fit_opts *o, nn_cb_state *st) {
     if (!st) return;
-    for (int i = 0; i < o->n_callbacks; i++)
+    for (int i = 0; i < o->n_callbacks; i++) {
         if (st[i].csv) { fclose(st[i].csv); st[i].csv = NULL; }
+        nn_tb_close(st[i].tb);
+        st[i].tb = NULL;
+    }
 }

@@ -21,6 +21,9 @@ kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled,
                               what, noun, kiln_shape_str(es, a, sizeof a), m->name, kiln_shape_str(is, b, sizeof b));
     if (!labelled) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: %s has no labels", what, noun);
     int64_t units = m->output->out.dim[0];
+    if (m->copts.loss == KILN_LOSS_BINARY_CROSSENTROPY && nc > 2)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: binary_crossentropy takes labels 0 and 1 but %s has class ids up to %d; for %d "
+                              "classes use sparse_categorical_crossentropy and a Dense(%d) output", what, noun, nc - 1, nc, nc);
     if (units > 1 && nc > units)
         return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: %s has %d classes but model '%s' outputs %lld values (%s); give the last Dense %d units",
                               what, noun, nc, m->name, (long long)units, m->output->name, nc);
@@ -30,8 +33,15 @@ kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled,
 kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train) {
     if (!d) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL pipeline", what);
     int nc = kiln_data_num_classes(d);
-    kiln_status st = nn_check_examples(m, kiln_data_example_shape(d), nc > 0, nc, what, "the data");
+    bool f32 = kiln_data_label_dtype(d) == KILN_F32;
+    kiln_status st = nn_check_examples(m, kiln_data_example_shape(d), nc > 0 || f32, nc, what, "the data");
     if (st) return st;
+    int64_t units = m->output->out.dim[0];
+    kiln_loss_kind loss = m->copts.loss;
+    if (f32 && ((loss != KILN_LOSS_MSE && loss != KILN_LOSS_BINARY_CROSSENTROPY) || units != 1))
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the data's labels are values, not class ids (not all whole numbers >= 0): "
+                              "train them with mse (regression) or binary_crossentropy (targets in [0, 1]) and a model with one "
+                              "output unit (model '%s' outputs %lld, loss %s)", what, m->name, (long long)units, kiln_loss_name(loss));
     if (kiln_data_cardinality(d) < 0)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the pipeline is infinite (kiln_data_repeat(-1)); one pass is one epoch, so bound it with kiln_data_take", what);
     if (kiln_data_cardinality(d) == 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the pipeline yields nothing (no examples)", what);
@@ -59,6 +69,7 @@ kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *
     int64_t count = 0;
     kiln_data_iter *it = NULL;
     kiln_tensor *nx = NULL, *ny = NULL;   /* one batch ahead, copied to the GPU while this one runs */
+    m->float_labels = kiln_data_label_dtype(d) == KILN_F32;    /* the forwards feed this data's labels */
     kiln_status st = kiln_data_iter_new(d, 0, &it);
     if (!st && !(st = kiln_data_iter_hold(it, 2))) st = kiln_data_iter_next(it, &nx, &ny);
     while (!st) {
@@ -73,7 +84,7 @@ kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *
         int n_next = nx && nx->shape.dim[0] == n ? 2 : 0;   /* a smaller last batch has its own forward */
         if ((st = kiln_session_run_ahead(m->s, feeds, 2, fetch, outs, 2, NULL, 0, next, n_next))) break;
         double c, k;
-        nn_batch_metrics(m, f->out_t, y->data, n, &c, &k);
+        nn_batch_metrics(m, f->out_t, y, n, &c, &k);
         loss += kiln_tensor_get(f->loss_t, 0) * (double)n;
         hit += c;
         top += k;
@@ -126,6 +137,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
     if (o->steps_per_epoch < 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: steps_per_epoch %d is negative", o->steps_per_epoch);
     if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
     kiln_status st;
+    m->float_labels = kiln_data_label_dtype(train) == KILN_F32;
     if ((st = nn_ensure_train(m, batch))) return st;
     m->last_fit_batch = batch;
     nn_cb_state *cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
@@ -185,7 +197,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
                                     m->name, isnan(l) ? "NaN" : "Inf", epoch, (long long)(s + 1), lr, lr / 10);
                 goto done;
             }
-            nn_batch_metrics(m, f->out_t, y->data, batch, &c, &k);
+            nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
             s++;
             sum_loss += l; sum_hit += c; sum_top += k;
             logs.batch = s;
@@ -195,7 +207,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             logs.lr = lr;
             logs.seconds = kiln_now() - t0;
             nn_progress_batch(&prog, s, &logs);
-            if ((st = nn_callbacks_batch_end(m, o, &logs))) goto done;
+            if ((st = nn_callbacks_batch_end(m, o, cbs, &logs))) goto done;
             if (m->stop || (o->steps_per_epoch > 0 && s >= o->steps_per_epoch)) break;
         }
         logs.seconds = kiln_now() - t0;

@@ -18,8 +18,9 @@ static void fed_input(kiln_model *m, nn_forward *f) {
     const char *phase = f->training ? "train" : "infer";
     snprintf(nm, sizeof nm, "%s_x_%d", phase, f->batch);
     f->x = kiln_placeholder(m->g, nm, KILN_F32, batched(m->input->out, f->batch));
-    snprintf(nm, sizeof nm, "%s_y_%d", phase, f->batch);
-    f->y = kiln_placeholder(m->g, nm, KILN_I32, KILN_SHAPE(f->batch));
+    snprintf(nm, sizeof nm, "%s_y%s_%d", phase, m->float_labels ? "f" : "", f->batch);
+    f->y = kiln_placeholder(m->g, nm, m->float_labels ? KILN_F32 : KILN_I32, KILN_SHAPE(f->batch));
+    f->float_labels = m->float_labels;
 }
 
 /* Resident data (training only): the batch is gathered (and augmented) by index from the data

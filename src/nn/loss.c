@@ -3,8 +3,29 @@
 
 #define PROB_EPS 1e-7
 
+static const char *const loss_names[KILN_LOSS_COUNT] = {
+    "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy", "mse",
+};
+
+const char *kiln_loss_name(kiln_loss_kind k) { return (unsigned)k < KILN_LOSS_COUNT ? loss_names[k] : "?"; }
+
+kiln_status kiln_loss_from_name(const char *name, kiln_loss_kind *out) {
+    static const struct { const char *name; kiln_loss_kind k; } alias[] = {
+        { "mean_squared_error", KILN_LOSS_MSE }, { "MeanSquaredError", KILN_LOSS_MSE },
+        { "SparseCategoricalCrossentropy", KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY },
+        { "CategoricalCrossentropy", KILN_LOSS_CATEGORICAL_CROSSENTROPY }, { "BinaryCrossentropy", KILN_LOSS_BINARY_CROSSENTROPY },
+    };
+    for (int i = 0; name && i < KILN_LOSS_COUNT; i++)
+        if (!strcmp(name, loss_names[i])) { *out = (kiln_loss_kind)i; return KILN_OK; }
+    for (size_t i = 0; name && i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcmp(name, alias[i].name)) { *out = alias[i].k; return KILN_OK; }
+    return kiln_set_error(KILN_INVALID_ARGUMENT, "unknown loss '%s': use sparse_categorical_crossentropy (class ids), "
+                          "categorical_crossentropy (class ids or one-hot rows), binary_crossentropy (0/1, one output unit) or mse",
+                          name ? name : "(null)");
+}
+
 static kiln_node *labels_f32(kiln_graph *g, kiln_node *y, int batch) {
-    return kiln_reshape(g, kiln_cast(g, y, KILN_F32), KILN_SHAPE(batch, 1));
+    return kiln_reshape(g, kiln_node_dtype(y) == KILN_F32 ? y : kiln_cast(g, y, KILN_F32), KILN_SHAPE(batch, 1));
 }
 
 static kiln_node *one_hot(kiln_graph *g, kiln_node *y, int batch, int64_t classes) {

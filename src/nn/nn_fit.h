@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include "nn/nn_model.h"
 
-/* metrics.c: host metrics over one batch of outputs: number correct (accuracy) and in top-k. */
-void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const int32_t *labels, int64_t n,
+/* metrics.c: host metrics over one batch of outputs: number correct (accuracy) and in top-k.
+ * y: the batch's labels (i32 class ids or f32 values). */
+void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const kiln_tensor *y, int64_t n,
                       double *correct, double *topk);
 
 /* progress.c */
@@ -23,11 +24,18 @@ void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epo
 void nn_progress_batch(nn_progress *p, int64_t step, const kiln_logs *logs);
 void nn_progress_end(nn_progress *p, const kiln_logs *logs);
 
+/* callback_tensorboard.c: the TensorBoard callback's event files */
+typedef struct nn_tb nn_tb;
+kiln_status nn_tb_open(const char *dir, bool has_val, nn_tb **out);
+kiln_status nn_tb_batch(nn_tb *t, const kiln_model *m, int update_freq, const kiln_logs *l);
+kiln_status nn_tb_epoch(nn_tb *t, const kiln_model *m, const kiln_logs *l);   /* flushes */
+void nn_tb_close(nn_tb *t);
+
 /* callbacks.c */
-typedef struct nn_cb_state { double best; int wait; FILE *csv; bool have_best; } nn_cb_state;
+typedef struct nn_cb_state { double best; int wait; FILE *csv; bool have_best; nn_tb *tb; } nn_cb_state;
 kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st);
 kiln_status nn_callbacks_epoch_begin(kiln_model *m, const kiln_fit_opts *o, int epoch);
-kiln_status nn_callbacks_batch_end(kiln_model *m, const kiln_fit_opts *o, const kiln_logs *logs);
+kiln_status nn_callbacks_batch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st, const kiln_logs *logs);
 kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st, const kiln_logs *logs);
 void nn_callbacks_end(const kiln_fit_opts *o, nn_cb_state *st);
 

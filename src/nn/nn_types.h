@@ -63,6 +63,7 @@ typedef struct nn_forward {
     int64_t resident_n;       /* resident training: examples in the data variables (0: not resident) */
     int resident_pad;         /* resident training: the crop/flip built in (a fit asking another rebuilds) */
     bool resident_flip;
+    bool float_labels;        /* y is f32 label values (npz / CSV data), else i32 class ids */
     kiln_node *out;           /* model output */
     kiln_node *loss;          /* mean loss (+ L2 when training) */
     kiln_node *step;          /* training: the optimizer update target */
@@ -106,6 +107,7 @@ struct kiln_model {
     bool has_pending_step;
     /* training */
     int epoch;
+    bool float_labels;        /* the data being fed has f32 labels (kiln_data_label_dtype): forwards are built for it */
     double base_lr;           /* lr scheduler callbacks change it */
     kiln_logs *history;
     int n_history, cap_history;

@@ -132,7 +132,7 @@ kiln_status nn_ensure_session(kiln_model *m, int batch) {
 kiln_status nn_ensure_train(kiln_model *m, int batch) {
     if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "model '%s' is not compiled: call kiln_compile() before kiln_fit()", m->name);
     if (m->s && m->train.batch == batch && m->train.resident_n == m->res.n && m->train.resident_pad == m->res.pad &&
-        m->train.resident_flip == m->res.flip)
+        m->train.resident_flip == m->res.flip && m->train.float_labels == m->float_labels)
         return nn_check(m);
     kiln_status st = carry_all(m);
     if (st) return st;
@@ -142,7 +142,7 @@ kiln_status nn_ensure_train(kiln_model *m, int batch) {
 
 kiln_status nn_get_infer(kiln_model *m, int batch, nn_forward **out) {
     for (int i = 0; i < m->n_infer; i++)
-        if (m->infer[i].batch == batch) { *out = &m->infer[i]; return KILN_OK; }
+        if (m->infer[i].batch == batch && m->infer[i].float_labels == m->float_labels) { *out = &m->infer[i]; return KILN_OK; }
     if (m->n_infer == NN_MAX_FORWARDS) {        /* recycle the oldest extra forward (nodes stay in the graph) */
         forward_clear(&m->infer[NN_MAX_FORWARDS - 1]);
         m->n_infer--;

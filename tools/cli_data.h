@@ -1,0 +1,26 @@
+/* kiln train / eval / predict: data as Keras users keep it (--data npz:FILE, csv:FILE with
+ * --label-column and --test-csv), --loss and --metrics, --tensorboard (tools/cli_data.c). */
+#ifndef KILN_TOOLS_CLI_DATA_H
+#define KILN_TOOLS_CLI_DATA_H
+#include "kiln/nn.h"
+#include "tools/cli_args.h"
+
+/* Checks --loss, --metrics, --label-column, --test-csv and --tensorboard-every before anything is
+ * read: 0, or 2 after a message naming the option. */
+int cli_check_data_opts(const args *a, const char *cmd);
+/* The training split of spec (csv: with --label-column). */
+kiln_status cli_open_train(const args *a, const char *spec, kiln_data **out);
+/* The test split of spec: --test-csv for csv:, x_test for npz:, kiln_data_open otherwise. *out
+ * NULL with KILN_OK when the data has none (then part of the training split is held out). */
+kiln_status cli_open_test(const args *a, const char *spec, const kiln_data *train, kiln_data **out);
+/* Output units a built-in model gets for this data: 1 for --loss binary_crossentropy or mse, or
+ * without --loss for f32 labels; else the number of classes. */
+int cli_output_units(const args *a, const kiln_data *train);
+/* The loss: --loss, else for a one-unit output mse (f32 labels) or binary_crossentropy, else
+ * sparse_categorical_crossentropy. */
+kiln_loss_kind cli_loss(const args *a, const kiln_model *m, kiln_dtype labels);
+/* KILN_METRIC_* bits: --metrics, else accuracy (none for mse). */
+unsigned cli_metrics(const args *a, kiln_loss_kind loss);
+/* kiln predict for value labels (mse): the first count outputs next to their labels. */
+int cli_print_values(const kiln_tensor *out, const kiln_tensor *y, int count);
+#endif
