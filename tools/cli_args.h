@@ -10,6 +10,7 @@ enum { CMD_TRAIN = 1, CMD_EVAL = 2, CMD_PREDICT = 4, CMD_SUMMARY = 8 };
 #define CLI_MAX_IMAGES 256
 
 typedef struct args {
+    const char *model_file;    /* --model-file: a model described by a file (.onnx) */
     const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule, *augment, *monitor;
     const char *images[CLI_MAX_IMAGES];
     int n_images;

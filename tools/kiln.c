@@ -27,6 +27,7 @@ static void usage(FILE *f) {
         "  summary      print a model's layers, output shapes and parameter counts\n"
         "  devices      list the CPU and GPUs Kiln can use, with memory and versions\n"
         "  bench        time training and inference on each device (CPU vs GPU table)\n"
+        "  export       write a saved model as an ONNX file (for onnxruntime, TensorRT, ...)\n"
         "  --help       show this help (kiln <command> --help for a command's options)\n"
         "  --version    show the version\n\n"
         "examples:\n"
@@ -68,6 +69,8 @@ static void train_usage(FILE *f) {
         "options:\n"
         DATA_HELP
         "  --model NAME        fashion_cnn (default), mlp, cifar_cnn (see: kiln summary --model NAME)\n"
+        "  --model-file F.onnx train the network of an ONNX file (fine-tuning from its weights; a final\n"
+        "                      Softmax is left out, an NCHW model is fed the NHWC data through a transpose)\n"
         "  --epochs N          total number of epochs (default 5, at most 1000000; 0 evaluates only);\n"
         "                      with --load, training continues from the saved epoch up to N\n"
         "  --batch-size N      examples per training step (default 64, 1..1048576); a last smaller batch of an\n"
@@ -140,7 +143,8 @@ static void train_usage(FILE *f) {
 
 static void eval_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln eval --load PATH [--data SPEC] [--batch-size N] [--threads N]\n\n"
+        "usage: kiln eval --load PATH [--data SPEC] [--batch-size N] [--threads N]\n"
+        "       kiln eval --model-file F.onnx [--load PATH] [--data SPEC] ...\n\n"
         "Loads a checkpoint saved by 'kiln train --save PATH' and prints the loss and accuracy on\n"
         "every example of the test set; for a source without a test split (an image folder without\n"
         "test/ or val/ sub-folders) on every example of it, and says so. The model is the one\n"
@@ -151,6 +155,8 @@ static void eval_usage(FILE *f) {
         "  --validation-split F  evaluate on the held-out fraction F of the training data instead\n"
         "                      (as kiln train --validation-split F held it out)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
+        "  --model-file F.onnx evaluate the network of an ONNX file (with --load: the weights of a\n"
+        "                      checkpoint that kiln train --model-file F.onnx saved)\n"
         "  --batch-size N      examples per step (default 64)\n"
         "  --threads N         CPU threads (default: all cores)\n"
         "  --device D          auto (default), cpu, ref, cuda\n"
@@ -162,6 +168,7 @@ static void eval_usage(FILE *f) {
 static void predict_usage(FILE *f) {
     fprintf(f,
         "usage: kiln predict --load PATH [--data SPEC] [--count N]\n"
+        "       kiln predict --model-file F.onnx [--load PATH] [--data SPEC] [--count N]\n"
         "       kiln predict --load PATH --image FILE [FILE...]\n\n"
         "Loads a checkpoint and prints the predicted class, the true label and the confidence for\n"
         "the first N test images; or, with --image, the three most likely classes of each PNG or\n"
@@ -177,6 +184,7 @@ static void predict_usage(FILE *f) {
         "  --count N           how many test images (default 10; not with --image)\n"
         "  --validation-split F  predict the held-out fraction F of the training data (not with --image)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
+        "  --model-file F.onnx predict with the network of an ONNX file (--load: a checkpoint of it)\n"
         "  --batch-size N      examples per step (default 64)\n"
         "  --threads N         CPU threads (default: all cores)\n"
         "  --device D          auto (default), cpu, ref, cuda\n"
@@ -187,14 +195,15 @@ static void predict_usage(FILE *f) {
 
 static void summary_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln summary [--model NAME | --load PATH]\n\n"
+        "usage: kiln summary [--model NAME | --load PATH | --model-file F.onnx]\n\n"
         "Prints the layers of a model with their output shapes and parameter counts: a built-in\n"
         "model (--model; models: %s; default fashion_cnn), or the model a checkpoint holds\n"
         "(--load PATH: the model, input shape and number of classes it was saved with).\n\n"
         "options:\n"
         "  --model NAME        a built-in model (with --load: the model to build if the checkpoint\n"
         "                      does not name one)\n"
-        "  --load PATH         a checkpoint from kiln train --save PATH\n", kiln_model_preset_names());
+        "  --load PATH         a checkpoint from kiln train --save PATH\n"
+        "  --model-file F.onnx the network of an ONNX file\n", kiln_model_preset_names());
 }
 
 static int fail(const char *cmd, int rc) { fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error()); return rc; }
@@ -236,8 +245,10 @@ static void data_src_free(data_src *d) {
 /* The input shape of a built-in model ([28, 28, 1] for fashion_cnn and mlp, [32, 32, 3] for
  * cifar_cnn); rank 0 for an unknown name. */
 static kiln_model *ckpt_model;   /* read_checkpoint: the model a checkpoint's kiln.architecture describes */
+static const char *model_file;   /* --model-file */
 
 static kiln_shape preset_input(const char *model) {
+    if (model_file) return cli_is_onnx(model_file) ? cli_onnx_input(model_file) : KILN_SCALAR;
     if (ckpt_model && model && !strcmp(model, kiln_model_name(ckpt_model))) return kiln_model_input_shape(ckpt_model);
     kiln_model *m = kiln_model_preset(model, KILN_SCALAR, 10);
     kiln_shape s = m ? kiln_model_input_shape(m) : KILN_SCALAR;
@@ -324,6 +335,14 @@ static int check_shapes(const args *a, const char *cmd, const char *model, kiln_
             "(fashion_cnn and mlp take [28, 28, 1], cifar_cnn takes [32, 32, 3])\n", cmd, model,
             kiln_shape_str(want, w, sizeof w), a->data, kiln_shape_str(data, d, sizeof d));
     return 2;
+}
+
+/* --model-file FILE: the model a file describes (FILE.onnx: tools/cli_onnx.c), for data examples
+ * of shape data (rank 0: any) and classes classes (0: any); NULL after a message. */
+static kiln_model *model_of_file(const args *a, const char *cmd, kiln_shape data, int classes) {
+    if (cli_is_onnx(a->model_file)) return cli_onnx_model(a->model_file, cmd, data, classes);
+    fprintf(stderr, "kiln %s: --model-file %s: not a model file kiln reads (FILE.onnx)\n", cmd, a->model_file);
+    return NULL;
 }
 
 /* Cache decoded image-folder pixels when they fit in 2 GiB (decoding every epoch is slow). */
@@ -560,11 +579,11 @@ static int cmd_train(args *a) {
     kiln_dataset *resident = NULL;           /* --data-on-device: the training set, in memory */
     kiln_shape shape = kiln_data_example_shape(ds.train);
     kiln_augment_opts aug;
-    if ((rc = check_shapes(a, "train", a->model, shape)) || (rc = parse_augment(a->augment, &aug, shape, a->seed))) goto out;
+    if ((rc = a->model_file ? 0 : check_shapes(a, "train", a->model, shape)) || (rc = parse_augment(a->augment, &aug, shape, a->seed))) goto out;
     int64_t n_train = kiln_data_source_size(ds.train), n_test = kiln_data_source_size(ds.test);
     if (a->limit > 0 && a->limit < n_train) n_train = a->limit;
-    m = kiln_model_preset(a->model, shape, kiln_data_num_classes(ds.train));
-    if (!m) { rc = fail("train", 2); goto out; }
+    m = a->model_file ? model_of_file(a, "train", shape, kiln_data_num_classes(ds.train)) : kiln_model_preset(a->model, shape, kiln_data_num_classes(ds.train));
+    if (!m) { rc = a->model_file ? 2 : fail("train", 2); goto out; }
     kiln_model_set_seed(m, a->seed);
     kiln_status cs = set_class_names(a, m, ds.train);
     if (cs == KILN_OUT_OF_MEMORY) { fprintf(stderr, "kiln train: out of host memory for the class names\n"); rc = 1; goto out; }
@@ -595,7 +614,7 @@ static int cmd_train(args *a) {
     if (a->patience) cbs[n_cb++] = kiln_callback_early_stopping(monitor_of(a), a->patience, a->min_delta > 0 ? a->min_delta : 0);
     if (a->history) cbs[n_cb++] = kiln_callback_csv_logger(a->history);
     printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
-           a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
+           a->model_file ? a->model_file : a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
            a->optimizer, opt.lr, a->batch, a->epochs, a->epochs == 1 ? "" : "s");
     char aug_desc[64] = "";
     if (augmenting(&aug))
@@ -706,6 +725,18 @@ static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const k
     return m;
 }
 
+/* --model-file: its model, compiled, with --load's weights when given. */
+static kiln_model *model_from_file(const args *a, const char *cmd, kiln_shape data, int classes) {
+    kiln_model *m = model_of_file(a, cmd, data, classes);
+    kiln_compile_opts co = compile_opts(a, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
+    if (m && (kiln_compile(m, &co) != KILN_OK || (a->load && kiln_model_load(m, a->load) != KILN_OK))) {
+        fail(cmd, 1);
+        kiln_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 /* The model a checkpoint holds, built from the checkpoint alone (no data): its input shape and
  * class count are those of the model the file describes (kiln_model_build_from_checkpoint: its
  * architecture, else the built-in model with kiln.input_shape and its last layer's bias). */
@@ -718,13 +749,13 @@ static kiln_model *model_of_checkpoint(const args *a, const char *cmd, const kil
 
 static int cmd_eval(args *a) {
     if (a->help) { eval_usage(stdout); return 0; }
-    if (!a->load) { fprintf(stderr, "kiln eval: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
+    if (!a->load && !a->model_file) { fprintf(stderr, "kiln eval: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file FILE.onnx\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
-    kiln_safetensors *ck = read_checkpoint(a, "eval");
-    if (!ck) return 1;
+    kiln_safetensors *ck = a->model_file ? NULL : read_checkpoint(a, "eval");
+    if (!ck && !a->model_file) return 1;
     data_src ds;
     if (open_data(a, "eval", false, &ds)) { kiln_safetensors_free(ck); return 1; }
-    int rc = check_shapes(a, "eval", a->model, kiln_data_example_shape(ds.test));
+    int rc = a->model_file ? 0 : check_shapes(a, "eval", a->model, kiln_data_example_shape(ds.test));
     kiln_model *m = NULL;
     kiln_data *vp = NULL;
     kiln_eval_result r;
@@ -732,7 +763,8 @@ static int cmd_eval(args *a) {
     split_name(&ds, split, sizeof split);
     if (rc) goto out;
     say_whole(&ds, a->data);
-    m = model_from_checkpoint(a, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
+    m = a->model_file ? model_from_file(a, "eval", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test))
+                      : model_from_checkpoint(a, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
     if (!m) { rc = 1; goto out; }
     vp = eval_pipeline(a, ds.test, ds.images);
     ds.test = NULL;
@@ -789,9 +821,9 @@ static int predict_images(args *a) {
                 a->count > 0 ? "count" : "validation-split");
         return 2;
     }
-    kiln_safetensors *ck = read_checkpoint(a, "predict");
-    if (!ck) return 1;
-    kiln_model *m = model_of_checkpoint(a, "predict", ck);
+    kiln_safetensors *ck = a->model_file ? NULL : read_checkpoint(a, "predict");
+    if (!ck && !a->model_file) return 1;
+    kiln_model *m = a->model_file ? model_from_file(a, "predict", KILN_SCALAR, 0) : model_of_checkpoint(a, "predict", ck);
     kiln_safetensors_free(ck);
     if (!m) return 1;
     bool fashion = false;
@@ -811,11 +843,11 @@ static int predict_images(args *a) {
 
 static int cmd_predict(args *a) {
     if (a->help) { predict_usage(stdout); return 0; }
-    if (!a->load) { fprintf(stderr, "kiln predict: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
+    if (!a->load && !a->model_file) { fprintf(stderr, "kiln predict: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file FILE.onnx\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
     if (a->n_images) return predict_images(a);
-    kiln_safetensors *ck = read_checkpoint(a, "predict");
-    if (!ck) return 1;
+    kiln_safetensors *ck = a->model_file ? NULL : read_checkpoint(a, "predict");
+    if (!ck && !a->model_file) return 1;
     data_src ds;
     if (open_data(a, "predict", false, &ds)) { kiln_safetensors_free(ck); return 1; }
     int count = a->count > 0 ? a->count : 10, rc = 0;     /* --count: 0 when not given */
@@ -825,9 +857,10 @@ static int cmd_predict(args *a) {
     kiln_tensor *out = NULL, *x = NULL, *y = NULL;
     kiln_data *d = NULL;
     kiln_data_iter *it = NULL;
-    if ((rc = check_shapes(a, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
+    if ((rc = a->model_file ? 0 : check_shapes(a, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
     say_whole(&ds, a->data);
-    m = model_from_checkpoint(a, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
+    m = a->model_file ? model_from_file(a, "predict", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test))
+                      : model_from_checkpoint(a, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test));
     if (!m) { rc = 1; goto done; }
     d = kiln_data_batch(ds.test, count, false);       /* the first `count` test examples */
     ds.test = NULL;
@@ -874,7 +907,9 @@ done:
 static int cmd_summary(args *a) {
     if (a->help) { summary_usage(stdout); return 0; }
     kiln_model *m = NULL;
-    if (a->load && kiln_model_from_checkpoint(a->load, &m) != KILN_OK) return fail("summary", 1);
+    if (a->model_file && !(m = model_of_file(a, "summary", KILN_SCALAR, 0))) return 1;
+    if (a->model_file && a->load && kiln_model_load(m, a->load) != KILN_OK) { kiln_model_free(m); return fail("summary", 1); }
+    if (!m && a->load && kiln_model_from_checkpoint(a->load, &m) != KILN_OK) return fail("summary", 1);
     if (!m && !(m = kiln_model_preset(a->model, KILN_SCALAR, 10))) return fail("summary", 2);
     if (a->load) printf("Checkpoint %s: model %s, epoch %d\n", a->load, kiln_model_name(m), kiln_model_epoch(m));
     kiln_model_summary(m, stdout);
@@ -890,6 +925,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) { printf("kiln %s\n", KILN_VERSION); return 0; }
     if (!strcmp(argv[1], "devices")) return cmd_devices(argc, argv);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc, argv);
+    if (!strcmp(argv[1], "export")) return cmd_export(argc, argv);
     args a = { .data = NULL, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
                .prefetch = 2, .workers = 1, .val_split = -1, .min_delta = -1, .lr_step_factor = -1, .warmup_epochs = -1,
                .weight_decay = -1 };
@@ -902,8 +938,10 @@ int main(int argc, char **argv) {
     else { fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", cmd); return 2; }
     int rc = cli_parse(argc, argv, &a, cmd);
     if (rc) return rc;
+    if (a.model_file && a.model) { fprintf(stderr, "kiln %s: --model and --model-file both name a model; give one\n", cmd); return 2; }
+    model_file = a.model_file;
     a.data_given = a.data != NULL;
     if (!a.data) a.data = DEFAULT_DATA;
-    if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model) a.model = "fashion_cnn";
+    if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model && !a.model_file) a.model = "fashion_cnn";
     return fn(&a);
 }

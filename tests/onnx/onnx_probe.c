@@ -1,0 +1,131 @@
+/* A helper for tests/onnx/compare_ort.py: Kiln's side of the onnxruntime comparison.
+ *   onnx_probe presets                    the built-in model names, one per line
+ *   onnx_probe shape CKPT                 the checkpoint model's input shape ("28 28 1")
+ *   onnx_probe mixed CKPT                 builds the C-API test model (every layer type and
+ *                                         activation), trains it a few steps, saves CKPT
+ *   onnx_probe probs CKPT X.f32 OUT.f32   softmax of the checkpoint model's outputs for X
+ *   onnx_probe import FILE.onnx X.f32 OUT.f32 [--nhwc]
+ *                                         the same through kiln_model_from_onnx (--nhwc: the
+ *                                         file takes NCHW images, X holds NHWC ones)
+ * X.f32 / OUT.f32: raw little-endian float32, examples back to back. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kiln/kiln.h"
+
+static int fail(const char *what) { fprintf(stderr, "onnx_probe: %s: %s\n", what, kiln_last_error()); return 1; }
+
+/* Conv, DepthwiseConv (multiplier 2), BN, every activation, pools, Concatenate, Add, Dropout,
+ * Reshape, GAP, Flatten, Dense: what the zoo models are made of. */
+static kiln_model *mixed_model(void) {
+    kiln_model *m = kiln_model_new("mixed");
+    kiln_layer *x = kiln_input(m, KILN_SHAPE(12, 12, 3));
+    kiln_layer *c1 = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = x, .filters = 8, .kernel = 3, .padding = KILN_SAME, .activation = KILN_RELU });
+    kiln_layer *b1 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = c1, .momentum = 0.5 });
+    kiln_layer *d1 = kiln_layer_depthwise_conv2d(m, &(kiln_conv2d_opts){ .input = b1, .kernel = 3, .depth_multiplier = 2, .padding = KILN_SAME, .activation = KILN_GELU });
+    kiln_layer *c2 = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = x, .filters = 16, .kernel_h = 1, .kernel_w = 3, .padding = KILN_SAME, .activation = KILN_ELU });
+    kiln_layer *a = kiln_layer_add(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ d1, c2 }, .n_inputs = 2 });
+    kiln_layer *cat = kiln_layer_concatenate(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ a, c1, x }, .n_inputs = 3 });
+    kiln_layer *act = kiln_layer_activation(m, &(kiln_activation_opts){ .input = cat, .activation = KILN_LEAKY_RELU });
+    kiln_layer *ap = kiln_layer_avg_pool2d(m, &(kiln_pool_opts){ .input = act, .size = 3, .strides = 2, .padding = KILN_SAME });
+    kiln_layer *g1 = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = ap, .filters = 6, .kernel = 2, .strides = 2, .groups = 3, .activation = KILN_SOFTPLUS });
+    kiln_layer *mp = kiln_layer_max_pool2d(m, &(kiln_pool_opts){ .input = ap, .size = 2 });
+    kiln_layer *b2 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = mp, .momentum = 0.5 });
+    kiln_layer *gap = kiln_layer_global_avg_pool2d(m, &(kiln_layer_opts){ .input = b2 });
+    kiln_layer *f = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = g1 });
+    kiln_layer *r = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = f, .shape = KILN_SHAPE(9, 6) });
+    kiln_layer *b3 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = r, .momentum = 0.5 });
+    kiln_layer *f2 = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = b3 });
+    kiln_layer *both = kiln_layer_concatenate(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ gap, f2 }, .n_inputs = 2 });
+    kiln_layer *dr = kiln_layer_dropout(m, &(kiln_dropout_opts){ .input = both, .rate = 0.3 });
+    kiln_layer *h = kiln_layer_dense(m, &(kiln_dense_opts){ .input = dr, .units = 24, .activation = KILN_TANH });
+    kiln_layer *h2 = kiln_layer_dense(m, &(kiln_dense_opts){ .input = h, .units = 16, .activation = KILN_SIGMOID, .no_bias = true });
+    kiln_layer *b4 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = h2, .momentum = 0.5 });
+    kiln_layer *out = kiln_layer_dense(m, &(kiln_dense_opts){ .input = b4, .units = 10 });
+    kiln_model_functional(m, &x, 1, &out, 1);
+    return m;
+}
+
+static kiln_tensor *read_x(const char *path, kiln_shape in) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { perror(path); return NULL; }
+    fseek(f, 0, SEEK_END);
+    long bytes = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    int64_t per = kiln_shape_numel(in);
+    kiln_shape s = { .rank = in.rank + 1 };
+    s.dim[0] = bytes / 4 / per;
+    for (int i = 0; i < in.rank; i++) s.dim[i + 1] = in.dim[i];
+    kiln_tensor *x = kiln_tensor_new(KILN_F32, s);
+    if (x && fread(x->data, 4, (size_t)(s.dim[0] * per), f) != (size_t)(s.dim[0] * per)) { kiln_tensor_free(x); x = NULL; }
+    fclose(f);
+    return x;
+}
+
+/* softmax of m's outputs for X, written to out (probs: the outputs are probabilities already). */
+static int write_probs(kiln_model *m, const char *xpath, const char *out, bool probs) {
+    kiln_tensor *x = read_x(xpath, kiln_model_input_shape(m)), *y = NULL;
+    if (!x) return 1;
+    if (kiln_predict(m, x, &(kiln_eval_opts){ .batch_size = 100 }, &y) != KILN_OK) { kiln_tensor_free(x); return fail("predict"); }
+    int64_t n = y->shape.dim[0], c = kiln_shape_numel(y->shape) / n;
+    float *p = y->data;
+    for (int64_t i = 0; i < n && !probs; i++) {
+        double mx = p[i * c], s = 0;
+        for (int64_t j = 1; j < c; j++) mx = fmax(mx, p[i * c + j]);
+        for (int64_t j = 0; j < c; j++) s += exp((double)p[i * c + j] - mx);
+        for (int64_t j = 0; j < c; j++) p[i * c + j] = (float)(exp((double)p[i * c + j] - mx) / s);
+    }
+    FILE *f = fopen(out, "wb");
+    int rc = !f || fwrite(p, 4, (size_t)(n * c), f) != (size_t)(n * c);
+    if (f) fclose(f);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    const char *cmd = argc > 1 ? argv[1] : "";
+    if (!strcmp(cmd, "presets")) {
+        char names[512];
+        snprintf(names, sizeof names, "%s", kiln_model_preset_names());
+        for (char *save = NULL, *t = strtok_r(names, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) printf("%s\n", t);
+        return 0;
+    }
+    kiln_model *m = NULL;
+    if (!strcmp(cmd, "shape") && argc == 3) {
+        if (kiln_model_from_checkpoint(argv[2], &m) != KILN_OK) return fail(argv[2]);
+        kiln_shape s = kiln_model_input_shape(m);
+        for (int i = 0; i < s.rank; i++) printf("%s%lld", i ? " " : "", (long long)s.dim[i]);
+        printf("\n");
+        kiln_model_free(m);
+        return 0;
+    }
+    if (!strcmp(cmd, "mixed") && argc == 3) {
+        m = mixed_model();
+        kiln_model_set_seed(m, 5);
+        kiln_dataset *d = kiln_dataset_synthetic(KILN_SHAPE(12, 12, 3), 10, 512, 3);
+        int rc = kiln_model_status(m) || !d ||
+                 kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(3e-3), .from_logits = true, .device = "cpu" }) ||
+                 kiln_fit(m, d, &(kiln_fit_opts){ .epochs = 2, .batch_size = 32 }) || kiln_model_save(m, argv[2], false);
+        if (rc) fail("mixed");
+        kiln_dataset_free(d);
+        kiln_model_free(m);
+        return rc;
+    }
+    if (!strcmp(cmd, "probs") && argc == 5) {
+        if (kiln_model_from_checkpoint(argv[2], &m) != KILN_OK) return fail(argv[2]);
+        int rc = write_probs(m, argv[3], argv[4], false);
+        kiln_model_free(m);
+        return rc;
+    }
+    if (!strcmp(cmd, "import") && (argc == 5 || argc == 6)) {
+        bool nhwc = argc == 6 && !strcmp(argv[5], "--nhwc");
+        if (kiln_model_from_onnx(argv[2], &(kiln_onnx_model_opts){ .nhwc_input = nhwc, .strip_softmax = true }, &m) != KILN_OK) return fail(argv[2]);
+        int rc = write_probs(m, argv[3], argv[4], false);
+        kiln_model_free(m);
+        return rc;
+    }
+    fprintf(stderr, "usage: onnx_probe presets | shape CKPT | mixed CKPT | probs CKPT X.f32 OUT.f32 | import FILE.onnx X.f32 OUT.f32 [--nhwc]\n");
+    return 2;
+}
