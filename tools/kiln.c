@@ -267,7 +267,11 @@ static int open_data(const args *a, const char *cmd, bool want_train, data_src *
     snprintf(test_spec, sizeof test_spec, "%s", a->data);
     if (!strcmp(a->data, "synthetic")) {      /* 50,000 (CIFAR-shaped) or 60,000 training, 10,000 test examples */
         kiln_shape s = preset_input(a->model);
-        if (s.rank != 3) { kiln_model_preset(a->model, KILN_SCALAR, 10); return fail(cmd, 2); }
+        if (s.rank != 3) {
+            if (!model_file) kiln_model_preset(a->model, KILN_SCALAR, 10);
+            else if (s.rank) fprintf(stderr, "kiln %s: --data synthetic makes images; %s takes other examples\n", cmd, model_file);
+            return s.rank ? 2 : fail(cmd, 2);
+        }
         snprintf(spec, sizeof spec, "synthetic:%lldx%lldx%lld:%d", (long long)s.dim[0], (long long)s.dim[1],
                  (long long)s.dim[2], s.dim[2] == 3 ? 50000 : 60000);
         snprintf(test_spec, sizeof test_spec, "synthetic:%lldx%lldx%lld:40000", (long long)s.dim[0], (long long)s.dim[1],
