@@ -276,7 +276,7 @@ kiln_status ox_alias(ox_importer *im, const Onnx__NodeProto *n, int i, ox_val *v
 
 /* ---- the op table ---- */
 static const ox_op *find_op(const char *type) {
-    static const ox_op *const tables[] = { ox_ops_elementwise, ox_ops_nn, ox_ops_shape };
+    static const ox_op *const tables[] = { ox_ops_elementwise, ox_ops_nn, ox_ops_shape, ox_ops_loss };
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const ox_op *o = tables[t]; o->type; o++)
             if (!strcmp(o->type, type)) return o;

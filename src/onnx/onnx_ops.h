@@ -36,7 +36,7 @@ typedef struct ox_op {
     unsigned flags;
 } ox_op;
 /* Each family's handlers, ending with { NULL }. */
-extern const ox_op ox_ops_elementwise[], ox_ops_nn[], ox_ops_shape[];
+extern const ox_op ox_ops_elementwise[], ox_ops_nn[], ox_ops_shape[], ox_ops_loss[];
 
 /* ---- onnx_import.c: for the handlers ---- */
 kiln_graph *ox_graph(ox_importer *im);
