@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 #include "onnx/onnx_ops.h"
+#include "ops/op.h"
 
 /* ---- windows ---- */
 typedef struct win {
@@ -121,6 +122,71 @@ static kiln_status op_conv(ox_importer *im, const Onnx__NodeProto *n) {
                            .dilation_w = w.d[w.nsp - 1], .padding = KILN_EXPLICIT, .groups = (int)groups };
     kiln_pads(&w, &p.pad_top, &p.pad_bottom, &p.pad_left, &p.pad_right);
     kiln_node *y = kiln_conv2d(g, xn, k, &p);
+    if (b) {
+        kiln_node *bn = ox_node(im, b);
+        y = y && bn ? kiln_bias_add(g, y, bn) : NULL;
+    }
+    return nhwc_out(im, n, 0, y, r);
+}
+
+/* ---- ConvTranspose: Kiln's Conv2DBackpropInput, the gradient of a convolution by its input ---- */
+static kiln_status op_conv_transpose(ox_importer *im, const Onnx__NodeProto *n) {
+    ox_val *x = ox_in(im, n, 0), *wv = ox_in(im, n, 1), *b = ox_in(im, n, 2);
+    if (!x || !wv) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs X and W");
+    if (ox_training(im)) return ox_fail(im, KILN_UNSUPPORTED, "training through ConvTranspose (Kiln's Conv2DBackpropInput has no gradient)");
+    int r = x->shape.rank, nsp = r - 2;
+    if ((r != 3 && r != 4) || wv->shape.rank != r)
+        return ox_fail(im, KILN_UNSUPPORTED, "input '%s' has rank %d: Kiln runs 1-D and 2-D ConvTranspose", x->name, r);
+    int64_t groups = ox_attr_int(n, "group", 1), c = x->shape.dim[1], m = wv->shape.dim[1] * groups;
+    if (groups < 1 || wv->shape.dim[0] != c || c % groups)
+        return ox_fail(im, KILN_SHAPE_MISMATCH, "W '%s' does not fit X's %lld channels in %lld groups", wv->name, (long long)c, (long long)groups);
+    int64_t st[2] = { 1, 1 }, dl[2] = { 1, 1 }, op[2] = { 0, 0 }, pads[4] = { 0 }, os[2], ks[2];
+    int k;
+    if (((k = ox_attr_ints(n, "strides", st, 2)) != -1 && k != nsp) || ((k = ox_attr_ints(n, "dilations", dl, 2)) != -1 && k != nsp) ||
+        ((k = ox_attr_ints(n, "output_padding", op, 2)) != -1 && k != nsp) || ((k = ox_attr_ints(n, "pads", pads, 4)) != -1 && k != 2 * nsp) ||
+        ((k = ox_attr_ints(n, "kernel_shape", ks, 2)) != -1 && k != nsp))
+        return ox_fail(im, KILN_INVALID_ARGUMENT, "strides, dilations, output_padding, kernel_shape or pads has the wrong length");
+    int n_os = ox_attr_ints(n, "output_shape", os, 2);
+    if (n_os >= 0 && n_os != nsp) return ox_fail(im, KILN_UNSUPPORTED, "attribute 'output_shape' with the batch and channel sizes");
+    char ap[32];
+    ox_attr_str(n, "auto_pad", ap, sizeof ap);
+    int64_t pb[2], pe[2], out[2];
+    for (int i = 0; i < nsp; i++) {
+        int64_t in = x->shape.dim[2 + i], kk = wv->shape.dim[2 + i], eff = (kk - 1) * dl[i] + 1;
+        if (k != -1 && ks[i] != kk) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'kernel_shape' does not match W");
+        if (op[i] < 0 || op[i] >= st[i]) return ox_fail(im, KILN_UNSUPPORTED, "attribute 'output_padding' %lld not in [0, stride)", (long long)op[i]);
+        bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+        if (n_os >= 0 || same) {
+            out[i] = n_os >= 0 ? os[i] : in * st[i];
+            int64_t total = st[i] * (in - 1) + op[i] + eff - out[i];
+            if (total < 0) return ox_fail(im, KILN_UNSUPPORTED, "an output larger than the input covers (negative padding)");
+            bool upper = !strcmp(ap, "SAME_UPPER");
+            pb[i] = upper ? total / 2 : total - total / 2;
+            pe[i] = total - pb[i];
+        } else if (!*ap || !strcmp(ap, "NOTSET") || !strcmp(ap, "VALID")) {
+            pb[i] = *ap == 'V' ? 0 : pads[i];
+            pe[i] = *ap == 'V' ? 0 : pads[i + nsp];
+            out[i] = st[i] * (in - 1) + op[i] + eff - pb[i] - pe[i];
+            if (pb[i] < 0 || pe[i] < 0 || out[i] < 1) return ox_fail(im, KILN_INVALID_ARGUMENT, "pads give no output");
+        } else return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'auto_pad' = '%s'", ap);
+    }
+    kiln_graph *g = ox_graph(im);
+    kiln_node *xn = nhwc_in(im, x), *kn;
+    if (r == 4) kn = ox_node_as(im, wv, (const int[]){ 2, 3, 1, 0 }, false);                     /* [C, M/g, kh, kw] -> [kh, kw, M/g, C] */
+    else {
+        kn = ox_node_as(im, wv, (const int[]){ 2, 1, 0 }, false);
+        if (kn) kn = kiln_reshape(g, kn, KILN_SHAPE(1, wv->shape.dim[2], wv->shape.dim[1], c));
+    }
+    if (!xn || !kn) return ox_graph_fail(im);
+    kiln_attrs at = { 0 };
+    int h = nsp == 2 ? 0 : -1, w = nsp - 1;
+    at.sh = h >= 0 ? (int)st[h] : 1; at.sw = (int)st[w];
+    at.dh = h >= 0 ? (int)dl[h] : 1; at.dw = (int)dl[w];
+    at.pt = h >= 0 ? (int)pb[h] : 0; at.pb = h >= 0 ? (int)pe[h] : 0; at.pl = (int)pb[w]; at.pr = (int)pe[w];
+    at.groups = (int)groups;
+    at.padding = KILN_EXPLICIT;
+    at.shape = KILN_SHAPE(x->shape.dim[0], h >= 0 ? out[h] : 1, out[w], m);
+    kiln_node *y = kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, (kiln_node *[]){ kn, xn }, 2, &at);
     if (b) {
         kiln_node *bn = ox_node(im, b);
         y = y && bn ? kiln_bias_add(g, y, bn) : NULL;
@@ -390,6 +456,7 @@ static kiln_status op_dropout(ox_importer *im, const Onnx__NodeProto *n) {
 
 const ox_op ox_ops_nn[] = {
     { "Conv", op_conv, "auto_pad,dilations,group,kernel_shape,pads,strides", OX_FLOAT },
+    { "ConvTranspose", op_conv_transpose, "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides", OX_FLOAT },
     { "MaxPool", op_pool, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides", OX_FLOAT },
     { "AveragePool", op_pool, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides", OX_FLOAT },
     { "GlobalAveragePool", op_global_pool, "", OX_FLOAT },
