@@ -353,6 +353,57 @@ static kiln_status op_tile(ox_importer *im, const Onnx__NodeProto *n) {
     return ox_set(im, n, 0, y, p);
 }
 
+/* ---- Resize / Upsample: nearest neighbour by whole factors (each element repeated) ---- */
+static kiln_status op_resize(ox_importer *im, const Onnx__NodeProto *n) {
+    ox_val *x = ox_in(im, n, 0);
+    bool upsample = !strcmp(n->op_type, "Upsample");
+    int r = x->shape.rank;
+    char mode[32], ctm[40], nm[40];
+    ox_attr_str(n, "mode", mode, sizeof mode);
+    ox_attr_str(n, "coordinate_transformation_mode", ctm, sizeof ctm);
+    ox_attr_str(n, "nearest_mode", nm, sizeof nm);
+    if (*mode && strcmp(mode, "nearest")) return ox_fail(im, KILN_UNSUPPORTED, "attribute 'mode' = '%s' (Kiln resizes by nearest neighbour only)", mode);
+    /* which source cell output cell q*f + j reads: q for every j exactly when... */
+    bool floor_like = upsample || !strcmp(nm, "floor");
+    bool half = !*ctm || !strcmp(ctm, "half_pixel") || !strcmp(ctm, "pytorch_half_pixel");
+    if (!upsample && !(half && strcmp(nm, "floor") && strcmp(nm, "ceil")) && !(!strcmp(ctm, "asymmetric") && floor_like))
+        return ox_fail(im, KILN_UNSUPPORTED, "coordinate_transformation_mode '%s' with nearest_mode '%s' (Kiln repeats elements: half_pixel "
+                       "with rounding, or asymmetric with floor)", *ctm ? ctm : "half_pixel", *nm ? nm : "round_prefer_floor");
+    double f[KILN_MAX_DIMS];
+    ox_val *sv = ox_in(im, n, upsample ? 1 : 2), *zv = upsample ? NULL : ox_in(im, n, 3);
+    if (upsample && ox_opset(im) < 9) {
+        const Onnx__AttributeProto *a = ox_attr(n, "scales");
+        if (!a || (int)a->n_floats != r) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'scales' needs %d values", r);
+        for (int i = 0; i < r; i++) f[i] = a->floats[i];
+    } else if (zv) {
+        int64_t sz[KILN_MAX_DIMS];
+        if (ox_static_ints(im, n, zv, "sizes", sz, KILN_MAX_DIMS) != r) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "sizes needs %d values", r);
+        for (int i = 0; i < r; i++) f[i] = (double)sz[i] / (double)x->shape.dim[i];
+    } else if (sv) {
+        const kiln_tensor *t = ox_static(im, sv);
+        if (!t) return ox_need_static(im, sv, "scales");
+        if (kiln_shape_numel(t->shape) != r) return ox_fail(im, KILN_INVALID_ARGUMENT, "scales needs %d values", r);
+        for (int i = 0; i < r; i++) f[i] = kiln_tensor_get(t, i);
+    } else return ox_fail(im, KILN_INVALID_ARGUMENT, "needs scales or sizes");
+    for (int i = 0; i < r; i++)
+        if (f[i] < 1 || f[i] != floor(f[i])) return ox_fail(im, KILN_UNSUPPORTED, "scale %g on axis %d: Kiln resizes by whole factors >= 1", f[i], i);
+    int p[KILN_MAX_DIMS];
+    kiln_node *y = ox_node_any(im, x, p);
+    kiln_graph *g = ox_graph(im);
+    for (int j = 0; y && j < r; j++) {          /* node axis j: [before, 1, after] -> [before, f, after] */
+        int64_t fj = (int64_t)f[p[j]];
+        if (fj == 1) continue;
+        kiln_shape s = kiln_node_shape(y), out = s;
+        int64_t before = 1, after = 1;
+        for (int i = 0; i < r; i++) *(i <= j ? &before : &after) *= s.dim[i];
+        y = kiln_reshape(g, y, KILN_SHAPE(before, 1, after));
+        y = kiln_broadcast_to(g, y, KILN_SHAPE(before, fj, after));
+        out.dim[j] *= fj;
+        y = kiln_reshape(g, y, out);
+    }
+    return ox_set(im, n, 0, y, p);
+}
+
 /* ---- Gather ---- */
 static kiln_status op_gather(ox_importer *im, const Onnx__NodeProto *n) {
     ox_val *x = ox_in(im, n, 0), *iv = ox_in(im, n, 1);
@@ -607,6 +658,7 @@ const ox_op ox_ops_shape[] = {
     { "Concat", op_concat, "axis", OX_ANY }, { "Split", op_split, "axis,split", OX_ANY }, { "Slice", op_slice, "starts,ends,axes", OX_ANY },
     { "Pad", op_pad, "mode,pads,value", OX_ANY }, { "Expand", op_expand, "", OX_ANY }, { "Tile", op_tile, "", OX_ANY },
     { "Gather", op_gather, "axis", OX_ANY },
+    { "Resize", op_resize, "mode,coordinate_transformation_mode,nearest_mode", OX_FLOAT }, { "Upsample", op_resize, "mode,scales", OX_FLOAT },
     { "DepthToSpace", op_depth_space, "blocksize,mode", OX_ANY }, { "SpaceToDepth", op_depth_space, "blocksize", OX_ANY },
     { "Shape", op_shape, "start,end", OX_ANY }, { "Size", op_size, "", OX_ANY },
     { "Constant", op_constant, "value,value_float,value_floats,value_int,value_ints", OX_ANY },
