@@ -61,7 +61,11 @@ int cmd_export(int argc, char **argv) {
     if (!out) { fprintf(stderr, "kiln export: --output FILE.onnx is required\n"); return 2; }
     if (model && file) { fprintf(stderr, "kiln export: --model and --model-file both name a model; give one\n"); return 2; }
     if (file && cli_is_onnx(file)) { fprintf(stderr, "kiln export: --model-file %s is already an ONNX file\n", file); return 2; }
-    if (!kiln_onnx_available()) return fail(1);
+    if (!kiln_onnx_available()) {
+        fprintf(stderr, "kiln export: this kiln was built without ONNX support; install protobuf-c and ONNX's headers "
+                "(apt-get install libprotobuf-c-dev protobuf-c-compiler libonnx-dev) and rebuild\n");
+        return 1;
+    }
     kiln_safetensors *f = NULL;
     kiln_model *m = NULL, *ck = NULL;
     int rc = 0;
