@@ -23,6 +23,7 @@ typedef struct cli_opt {
 static const cli_opt opts[] = {
     { "--model", K_STR, T | E | P | S, F(model), 0, 0, 0 },
     { "--load", K_STR, T | E | P | S, F(load), 0, 0, 0 },
+    { "--model-file", K_STR, T | E | P | S, F(model_file), 0, 0, 0 },
     { "--data", K_STR, T | E | P, F(data), 0, 0, 0 },
     { "--image", K_LIST, P, F(images), 0, 0, 0 },
     { "--validation-split", K_REAL, T | E | P, F(val_split), 0, 1, OPEN_LO | OPEN_HI },
@@ -55,7 +56,6 @@ static const cli_opt opts[] = {
     { "--history", K_STR, T, F(history), 0, 0, 0 },
     { "--limit", K_I64, T, F(limit), 1, 0, 0 },
     { "--verbose", K_INT, T, F(verbose), 0, 2, 0 },
-    { "--model-file", K_STR, T | E | P | S, F(model_file), 0, 0, 0 },
     { "--json", K_STR, S, F(json_out), 0, 0, 0 },
     { "--loss", K_STR, T | E, F(loss), 0, 0, 0 },
     { "--metrics", K_STR, T | E, F(metrics), 0, 0, 0 },

@@ -10,6 +10,7 @@ enum { CMD_TRAIN = 1, CMD_EVAL = 2, CMD_PREDICT = 4, CMD_SUMMARY = 8 };
 #define CLI_MAX_IMAGES 256
 
 typedef struct args {
+    const char *model_file;    /* --model-file: Keras model JSON (.json) or an ONNX file (.onnx) */
     const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule, *augment, *monitor;
     const char *loss, *metrics, *label_column, *test_csv, *tensorboard;   /* NULL: not given */
     int tensorboard_every;     /* 0: per epoch only */
@@ -24,7 +25,6 @@ typedef struct args {
     uint64_t seed;
     bool data_given;           /* --data given (else the default data set) */
     bool help, data_on_device, log_placement, strict_load, save_best;
-    const char *model_file;    /* --model-file: Keras model JSON giving the architecture */
     const char *json_out;      /* summary --json FILE: write the model as Keras model JSON */
 } args;
 

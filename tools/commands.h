@@ -25,6 +25,15 @@ int cli_real(const char *cmd, const char *flag, const char *val, double lo, doub
 #define CLI_MAX_BATCH (1 << 20)
 #define CLI_MAX_THREADS 1024      /* = KILN_MAX_THREADS */
 int cmd_devices(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+/* --model-file FILE.onnx (tools/cli_onnx.c) */
+#include "kiln/nn.h"
+bool cli_is_onnx(const char *path);
+kiln_shape cli_onnx_input(const char *path);                 /* rank 0 when it cannot be read */
+/* The model of an ONNX file for data examples of shape data (rank 0: any) and classes classes
+ * (0: any): a final Softmax left out (the CLI uses logits), an NCHW model fed NHWC examples
+ * through a transpose; NULL after a message on stderr naming cmd. */
+kiln_model *cli_onnx_model(const char *path, const char *cmd, kiln_shape data, int classes);
 int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);      /* cmd_plot.c */
 #endif

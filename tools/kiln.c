@@ -29,6 +29,7 @@ static void usage(FILE *f) {
         "  devices      list the CPU and GPUs Kiln can use, with memory and versions\n"
         "  bench        time training and inference on each device (CPU vs GPU table)\n"
         "  plot         draw learning curves (loss, accuracy) from a history CSV to PNG or SVG\n"
+        "  export       write a saved model as an ONNX file (for onnxruntime, TensorRT, ...)\n"
         "  --help       show this help (kiln <command> --help for a command's options)\n"
         "  --version    show the version\n\n"
         "examples:\n"
@@ -42,7 +43,11 @@ static void usage(FILE *f) {
 #define MODEL_FILE_HELP \
     "  --model-file FILE   the model as Keras model JSON (what Keras' model.to_json() writes, Keras 3\n" \
     "                      or tf.keras 2; README \"Keras model files\" lists the layers and options)\n" \
+    "                      or an ONNX file (FILE.onnx: its network and weights; README \"ONNX\")\n" \
     "                      instead of a built-in --model\n"
+
+/* --model-file names an ONNX file (tools/cli_onnx.c); other model files are Keras JSON */
+#define ONNX_FILE(a) ((a)->model_file && cli_is_onnx((a)->model_file))
 
 #define DATA_HELP \
     "  --data SPEC         where the examples come from (default " DEFAULT_DATA "):\n" \
@@ -180,7 +185,8 @@ static void train_usage(FILE *f) {
 
 static void eval_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln eval --load PATH [--data SPEC] [--batch-size N] [--threads N]\n\n"
+        "usage: kiln eval --load PATH [--data SPEC] [--batch-size N] [--threads N]\n"
+        "       kiln eval --model-file F.onnx [--load PATH] [--data SPEC] ...\n\n"
         "Loads a checkpoint saved by 'kiln train --save PATH' and prints the loss and accuracy on\n"
         "every example of the test set; for a source without a test split (an image folder without\n"
         "test/ or val/ sub-folders) on every example of it, and says so. The model is the one\n"
@@ -205,6 +211,7 @@ static void eval_usage(FILE *f) {
 static void predict_usage(FILE *f) {
     fprintf(f,
         "usage: kiln predict --load PATH [--data SPEC] [--count N]\n"
+        "       kiln predict --model-file F.onnx [--load PATH] [--data SPEC] [--count N]\n"
         "       kiln predict --load PATH --image FILE [FILE...]\n\n"
         "Loads a checkpoint and prints the predicted class, the true label and the confidence for\n"
         "the first N test images; or, with --image, the three most likely classes of each PNG or\n"
@@ -291,8 +298,10 @@ static void data_src_free(data_src *d) {
 /* The input shape of a built-in model ([28, 28, 1] for fashion_cnn and mlp, [32, 32, 3] for
  * cifar_cnn); rank 0 for an unknown name. */
 static kiln_model *ckpt_model;   /* read_checkpoint: the model a checkpoint's kiln.architecture describes */
+static const char *model_file;   /* --model-file */
 
 static kiln_shape preset_input(const char *model) {
+    if (model_file && cli_is_onnx(model_file)) return cli_onnx_input(model_file);
     if (ckpt_model && model && !strcmp(model, kiln_model_name(ckpt_model))) return kiln_model_input_shape(ckpt_model);
     kiln_model *m = kiln_model_preset(model, KILN_SCALAR, 10);
     kiln_shape s = m ? kiln_model_input_shape(m) : KILN_SCALAR;
@@ -338,7 +347,11 @@ static int open_data(const args *a, const char *cmd, bool want_train, data_src *
     if (!strcmp(a->data, "synthetic")) {      /* 50,000 (CIFAR-shaped) or 60,000 training, 10,000 test examples */
         kiln_shape s = preset_input(a->model);
         if (s.rank != 3 && ckpt_model) { fprintf(stderr, "kiln %s: --data synthetic makes images; model %s does not take images\n", cmd, a->model); return 2; }
-        if (s.rank != 3) { kiln_model_preset(a->model, KILN_SCALAR, 10); return fail(cmd, 2); }
+        if (s.rank != 3) {
+            if (!model_file) kiln_model_preset(a->model, KILN_SCALAR, 10);
+            else if (s.rank) fprintf(stderr, "kiln %s: --data synthetic makes images; %s takes other examples\n", cmd, model_file);
+            return s.rank ? 2 : fail(cmd, 2);
+        }
         snprintf(spec, sizeof spec, "synthetic:%lldx%lldx%lld:%d", (long long)s.dim[0], (long long)s.dim[1],
                  (long long)s.dim[2], s.dim[2] == 3 ? 50000 : 60000);
         snprintf(test_spec, sizeof test_spec, "synthetic:%lldx%lldx%lld:40000", (long long)s.dim[0], (long long)s.dim[1],
@@ -413,6 +426,14 @@ static int check_shapes(const args *a, const char *cmd, const char *model, kiln_
             "fast_cifar take either; mlp any shape: images, CSV rows)\n", cmd, model,
             kiln_shape_str(want, w, sizeof w), a->data, kiln_shape_str(data, d, sizeof d));
     return 2;
+}
+
+/* --model-file FILE: the model a file describes (FILE.onnx: tools/cli_onnx.c), for data examples
+ * of shape data (rank 0: any) and classes classes (0: any); NULL after a message. */
+static kiln_model *model_of_file(const args *a, const char *cmd, kiln_shape data, int classes) {
+    if (cli_is_onnx(a->model_file)) return cli_onnx_model(a->model_file, cmd, data, classes);
+    fprintf(stderr, "kiln %s: --model-file %s: not a model file kiln reads (FILE.onnx)\n", cmd, a->model_file);
+    return NULL;
 }
 
 /* Cache decoded image-folder pixels when they fit in 2 GiB (decoding every epoch is slow). */
@@ -652,10 +673,11 @@ static int cmd_train(args *a) {
     kiln_dataset *resident = NULL;           /* --data-on-device: the training set, in memory */
     kiln_shape shape = kiln_data_example_shape(ds.train);
     kiln_augment_opts aug;
-    if ((rc = check_shapes(a, "train", a->model, shape)) || (rc = parse_augment(a->augment, &aug, shape, a->seed))) goto out;
+    if ((rc = ONNX_FILE(a) ? 0 : check_shapes(a, "train", a->model, shape)) || (rc = parse_augment(a->augment, &aug, shape, a->seed))) goto out;
     int64_t n_train = kiln_data_source_size(ds.train), n_test = kiln_data_source_size(ds.test);
     if (a->limit > 0 && a->limit < n_train) n_train = a->limit;
-    m = a->model_file ? file_model(a, "train", kiln_data_num_classes(ds.train)) : kiln_model_preset(a->model, shape, cli_output_units(a, ds.train));
+    m = ONNX_FILE(a) ? model_of_file(a, "train", shape, kiln_data_num_classes(ds.train))
+      : a->model_file ? file_model(a, "train", kiln_data_num_classes(ds.train)) : kiln_model_preset(a->model, shape, cli_output_units(a, ds.train));
     if (!m) { rc = a->model_file ? 2 : fail("train", 2); goto out; }
     kiln_model_set_seed(m, a->seed);
     kiln_status cs = set_class_names(a, m, ds.train);
@@ -689,7 +711,7 @@ static int cmd_train(args *a) {
     if (a->patience) cbs[n_cb++] = kiln_callback_early_stopping(monitor_of(a), a->patience, a->min_delta > 0 ? a->min_delta : 0);
     if (a->history) cbs[n_cb++] = kiln_callback_csv_logger(a->history);
     printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
-           a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
+           a->model_file ? a->model_file : a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
            a->optimizer, opt.lr, a->batch, a->epochs, a->epochs == 1 ? "" : "s");
     char aug_desc[64] = "";
     if (augmenting(&aug))
@@ -804,6 +826,18 @@ static kiln_model *model_from_checkpoint(const args *a, const char *cmd, const k
     return m;
 }
 
+/* --model-file: its model, compiled, with --load's weights when given. */
+static kiln_model *model_from_file(const args *a, const char *cmd, kiln_shape data, int classes) {
+    kiln_model *m = model_of_file(a, cmd, data, classes);
+    kiln_compile_opts co = compile_opts(a, m, KILN_I32, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
+    if (m && (kiln_compile(m, &co) != KILN_OK || (a->load && kiln_model_load(m, a->load) != KILN_OK))) {
+        fail(cmd, 1);
+        kiln_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 /* The model a checkpoint holds, built from the checkpoint alone (no data): its input shape and
  * class count are those of the model the file describes (kiln_model_build_from_checkpoint: its
  * architecture, else the built-in model with kiln.input_shape and its last layer's bias). */
@@ -816,13 +850,13 @@ static kiln_model *model_of_checkpoint(const args *a, const char *cmd, const kil
 
 static int cmd_eval(args *a) {
     if (a->help) { eval_usage(stdout); return 0; }
-    if (!a->load) { fprintf(stderr, "kiln eval: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
+    if (!a->load && !ONNX_FILE(a)) { fprintf(stderr, "kiln eval: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file FILE.onnx\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
-    kiln_safetensors *ck = read_checkpoint(a, "eval");
-    if (!ck) return 1;
+    kiln_safetensors *ck = ONNX_FILE(a) ? NULL : read_checkpoint(a, "eval");
+    if (!ck && !ONNX_FILE(a)) return 1;
     data_src ds;
     if (open_data(a, "eval", false, &ds)) { kiln_safetensors_free(ck); return 1; }
-    int rc = check_shapes(a, "eval", a->model, kiln_data_example_shape(ds.test));
+    int rc = ONNX_FILE(a) ? 0 : check_shapes(a, "eval", a->model, kiln_data_example_shape(ds.test));
     kiln_model *m = NULL;
     kiln_data *vp = NULL;
     kiln_eval_result r;
@@ -830,7 +864,8 @@ static int cmd_eval(args *a) {
     split_name(&ds, split, sizeof split);
     if (rc) goto out;
     say_whole(&ds, a->data);
-    m = model_from_checkpoint(a, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test));
+    m = ONNX_FILE(a) ? model_from_file(a, "eval", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test))
+                     : model_from_checkpoint(a, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test));
     if (!m) { rc = 1; goto out; }
     vp = eval_pipeline(a, ds.test, ds.images);
     ds.test = NULL;
@@ -892,9 +927,9 @@ static int predict_images(args *a) {
                 a->count > 0 ? "count" : "validation-split");
         return 2;
     }
-    kiln_safetensors *ck = read_checkpoint(a, "predict");
-    if (!ck) return 1;
-    kiln_model *m = model_of_checkpoint(a, "predict", ck);
+    kiln_safetensors *ck = ONNX_FILE(a) ? NULL : read_checkpoint(a, "predict");
+    if (!ck && !ONNX_FILE(a)) return 1;
+    kiln_model *m = ONNX_FILE(a) ? model_from_file(a, "predict", KILN_SCALAR, 0) : model_of_checkpoint(a, "predict", ck);
     kiln_safetensors_free(ck);
     if (!m) return 1;
     bool fashion = false;
@@ -914,11 +949,11 @@ static int predict_images(args *a) {
 
 static int cmd_predict(args *a) {
     if (a->help) { predict_usage(stdout); return 0; }
-    if (!a->load) { fprintf(stderr, "kiln predict: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
+    if (!a->load && !ONNX_FILE(a)) { fprintf(stderr, "kiln predict: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file FILE.onnx\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
     if (a->n_images) return predict_images(a);
-    kiln_safetensors *ck = read_checkpoint(a, "predict");
-    if (!ck) return 1;
+    kiln_safetensors *ck = ONNX_FILE(a) ? NULL : read_checkpoint(a, "predict");
+    if (!ck && !ONNX_FILE(a)) return 1;
     data_src ds;
     if (open_data(a, "predict", false, &ds)) { kiln_safetensors_free(ck); return 1; }
     int count = a->count > 0 ? a->count : 10, rc = 0;     /* --count: 0 when not given */
@@ -928,9 +963,10 @@ static int cmd_predict(args *a) {
     kiln_tensor *out = NULL, *x = NULL, *y = NULL;
     kiln_data *d = NULL;
     kiln_data_iter *it = NULL;
-    if ((rc = check_shapes(a, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
+    if ((rc = ONNX_FILE(a) ? 0 : check_shapes(a, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
     say_whole(&ds, a->data);
-    m = model_from_checkpoint(a, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test));
+    m = ONNX_FILE(a) ? model_from_file(a, "predict", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test))
+                     : model_from_checkpoint(a, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test));
     if (!m) { rc = 1; goto done; }
     d = kiln_data_batch(ds.test, count, false);       /* the first `count` test examples */
     ds.test = NULL;
@@ -996,7 +1032,10 @@ static int write_json(const kiln_model *m, const char *path) {
 static int cmd_summary(args *a) {
     if (a->help) { summary_usage(stdout); return 0; }
     kiln_model *m = NULL;
-    if (a->model_file) {       /* the file's layers; with --load, the checkpoint's weights */
+    if (ONNX_FILE(a)) {
+        if (!(m = model_of_file(a, "summary", KILN_SCALAR, 0))) return 1;
+        if (a->load && kiln_model_load(m, a->load) != KILN_OK) { kiln_model_free(m); return fail("summary", 1); }
+    } else if (a->model_file) {       /* the file's layers; with --load, the checkpoint's weights */
         m = ckpt_model;
         ckpt_model = NULL;
         kiln_compile_opts co = compile_opts(a, m, KILN_I32, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
@@ -1019,6 +1058,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "devices")) return cmd_devices(argc, argv);
     if (!strcmp(argv[1], "bench")) return cmd_bench(argc, argv);
     if (!strcmp(argv[1], "plot")) return cmd_plot(argc, argv);
+    if (!strcmp(argv[1], "export")) return cmd_export(argc, argv);
     args a = { .data = NULL, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
                .prefetch = 2, .workers = 1, .val_split = -1, .min_delta = -1, .lr_step_factor = -1, .warmup_epochs = -1,
                .weight_decay = -1 };
@@ -1030,11 +1070,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(cmd, "summary")) fn = cmd_summary;
     else { fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", cmd); return 2; }
     int rc = cli_parse(argc, argv, &a, cmd);
-    if (rc || (a.model_file && !a.help && (rc = use_model_file(&a, cmd)))) { kiln_model_free(ckpt_model); return rc; }
+    if (rc) return rc;
+    model_file = a.model_file;
+    if (ONNX_FILE(&a) && a.model) { fprintf(stderr, "kiln %s: --model and --model-file both name a model; give one\n", cmd); return 2; }
+    if (a.model_file && !ONNX_FILE(&a) && !a.help && (rc = use_model_file(&a, cmd))) { kiln_model_free(ckpt_model); return rc; }
     a.data_given = a.data != NULL;
     if (!a.data) a.data = DEFAULT_DATA;
     if (!a.help && fn != cmd_summary && (rc = cli_check_data_opts(&a, cmd))) return rc;
-    if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model) a.model = "fashion_cnn";
+    if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model && !a.model_file) a.model = "fashion_cnn";
     rc = fn(&a);
     kiln_model_free(ckpt_model);      /* a --model-file or checkpoint model no path took */
     return rc;

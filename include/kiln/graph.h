@@ -100,6 +100,7 @@ kiln_node *kiln_gelu(kiln_graph *g, kiln_node *x);      /* exact (erf) form */
 kiln_node *kiln_sigmoid(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_tanh(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_softplus(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_erf(kiln_graph *g, kiln_node *x);       /* the error function (ONNX Erf; GELU exported for opset 17) */
 kiln_node *kiln_softmax(kiln_graph *g, kiln_node *x, int axis);
 kiln_node *kiln_log_softmax(kiln_graph *g, kiln_node *x, int axis);
 

@@ -10,5 +10,6 @@
 #include "pipeline.h"   /* input pipelines: sources, transforms, prefetch */
 #include "io.h"         /* safetensors files */
 #include "nn.h"         /* Keras-style models: layers, compile, fit, evaluate, predict, callbacks */
+#include "onnx.h"       /* ONNX export and import */
 #define KILN_VERSION_STRING "0.1.0"
 #endif

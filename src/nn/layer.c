@@ -21,6 +21,13 @@ kiln_status nn_layer_fail(kiln_layer *l, kiln_status s, const char *fmt, ...) {
 }
 
 void nn_layer_add_var(kiln_layer *l, const char *suffix, kiln_shape shape, kiln_init init, bool trainable, double l2) {
+    if (l->n_vars == l->cap_vars) {
+        int cap = l->cap_vars ? l->cap_vars * 2 : 4;
+        nn_var *nv = kiln_realloc(l->vars, (size_t)cap * sizeof *nv);
+        if (!nv) { nn_layer_fail(l, KILN_OUT_OF_MEMORY, "out of host memory for %d variables", cap); return; }
+        l->vars = nv;
+        l->cap_vars = cap;
+    }
     nn_var *v = &l->vars[l->n_vars++];
     snprintf(v->name, sizeof v->name, "%s/%s", l->name, suffix);
     v->shape = shape;
@@ -28,6 +35,14 @@ void nn_layer_add_var(kiln_layer *l, const char *suffix, kiln_shape shape, kiln_
     v->trainable = trainable;
     v->l2 = l2;
     v->node = NULL;
+}
+
+void nn_layer_free(kiln_layer *l) {
+    if (!l) return;
+    if (l->ext && l->ext->free) l->ext->free(l->ext_data);
+    kiln_free(l->vars);
+    kiln_free(l->cfg);
+    kiln_free(l);
 }
 
 int64_t nn_layer_params(const kiln_layer *l, bool trainable_only) {

@@ -27,6 +27,7 @@ int64_t kiln_layer_flops(const kiln_layer *l) {
     case NN_RESHAPE:
     case NN_DROPOUT:
     case NN_CONCAT: return 0;
+    case NN_IMPORTED: return 0;     /* an ONNX graph: its ops are not counted (summary shows 0) */
     case NN_KIND_COUNT: break;
     }
     return 0;

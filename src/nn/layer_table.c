@@ -101,15 +101,16 @@ kiln_layer *nn_layer_begin(kiln_model *m, nn_kind k, const char *name, kiln_laye
 kiln_layer *nn_layer_finish(kiln_layer *l, const nn_layer_cfg *c) {
     const nn_layer_def *d = layer_table[l->kind];
     kiln_model *m = l->model;
-    if (d->shape(l, c) != KILN_OK) { kiln_free(l); return NULL; }
+    if (d->shape(l, c) != KILN_OK) { nn_layer_free(l); return NULL; }
     if (!(l->cfg = kiln_malloc(sizeof *l->cfg))) {
-        kiln_free(l);
+        nn_layer_free(l);
         nn_fail(m, KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name);
         return NULL;
     }
     *l->cfg = *c;
     l->cfg->name = NULL;
     if (d->vars) d->vars(l, c);
+    if (m->status != KILN_OK) { nn_layer_free(l); return NULL; }     /* out of memory for a variable */
     m->layers[m->n_layers++] = l;
     if (l->kind == NN_INPUT) { if (!m->input) m->input = l; }
     else if (!m->functional) m->output = l;

@@ -70,7 +70,7 @@ void kiln_model_free(kiln_model *m) {
     nn_graph_drop(m);
     nn_carry_clear(m);
     kiln_tensor_free(m->lr_t);
-    for (int i = 0; i < m->n_layers; i++) { kiln_free(m->layers[i]->cfg); kiln_free(m->layers[i]); }
+    for (int i = 0; i < m->n_layers; i++) nn_layer_free(m->layers[i]);
     nn_class_names_clear(m);
     kiln_free(m->layers);
     kiln_free(m->history);

@@ -96,6 +96,16 @@ typedef struct nn_layer_def {
     kiln_node *(*forward)(const nn_fwd *f, kiln_layer *l, kiln_node *x);
 } nn_layer_def;
 
+/* What an ImportedGraph layer (layers_imported.c) runs: ops a translator at the edge (ONNX
+ * import, src/onnx) builds from its own description of a graph, kept in the layer's ext_data. */
+typedef struct nn_layer_ext {
+    const char *what;          /* "ONNX model 'x.onnx'": names the source in messages */
+    /* The layer's ops on x for this forward (its variables through nn_layer_var); NULL on a
+     * graph error (kiln_graph_error says why) or after nn_layer_fail. */
+    kiln_node *(*forward)(void *data, const nn_fwd *f, kiln_layer *l, kiln_node *x);
+    void (*free)(void *data);
+} nn_layer_ext;
+
 #define NN_LAYER(e, def) extern const nn_layer_def def;
 #include "nn/layers.def"
 #undef NN_LAYER
@@ -112,6 +122,7 @@ kiln_node *nn_layer_var(const nn_fwd *f, const kiln_layer *l, const char *suffix
 char *nn_batched_str(kiln_shape s, char *buf, size_t n);    /* "(None, 28, 28, 1)" */
 kiln_status nn_create_variables(kiln_model *m, kiln_graph *g);
 int64_t nn_layer_params(const kiln_layer *l, bool trainable_only);
+void nn_layer_free(kiln_layer *l);      /* its variables, options and ext data too; NULL is a no-op */
 
 /* layer_table.c */
 const nn_layer_def *nn_layer_def_of(nn_kind k);
@@ -133,6 +144,11 @@ kiln_layer *nn_layer_from_options(kiln_model *m, const char *type, kiln_layer *c
                                   const nn_opt *opts, int n_opts);
 /* Schema defaults of type k (required fields 0); the typed builders start from them. */
 nn_layer_cfg nn_layer_defaults(nn_kind k);
+
+/* layers_imported.c: an ImportedGraph layer on input `in` whose ops ext builds (ext_data is
+ * taken, freed with the layer even on error); out: its output shape (batch excluded). */
+kiln_layer *nn_layer_add_imported(kiln_model *m, const char *name, kiln_layer *in, const nn_layer_ext *ext, void *ext_data,
+                                  kiln_shape out);
 
 /* activations.c */
 extern const char *const nn_activation_names[KILN_ACTIVATION_COUNT];   /* Keras spelling */

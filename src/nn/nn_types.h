@@ -13,12 +13,11 @@ typedef enum nn_kind {
     NN_KIND_COUNT
 } nn_kind;
 
-#define NN_MAX_VARS 4
 #define NN_MAX_MERGE 8
 #define NN_NAME 96
 
 typedef struct nn_var {
-    char name[NN_NAME + 24];
+    char name[NN_NAME + 160];     /* "<layer>/<suffix>"; an imported graph's suffixes are ONNX initializer names */
     kiln_shape shape;
     kiln_init init;
     bool trainable;
@@ -47,9 +46,12 @@ struct kiln_layer {
     int axis;                 /* concat, resolved on the batched shape */
     kiln_shape target;        /* reshape (batch excluded, -1 resolved) */
     struct nn_layer_cfg *cfg; /* the options it was made with, name cleared (the architecture a checkpoint stores) */
-    nn_var vars[NN_MAX_VARS];
-    int n_vars;
+    nn_var *vars;             /* grown by nn_layer_add_var (an imported graph has hundreds) */
+    int n_vars, cap_vars;
     kiln_node *node;          /* output in the forward being built */
+    /* ImportedGraph layers (layers_imported.c): ops supplied by a translator (ONNX import) */
+    const struct nn_layer_ext *ext;
+    void *ext_data;           /* owned: ext->free releases it with the layer */
 };
 
 /* One forward pass in the graph for a fixed batch size (nn_step.h builds it). */

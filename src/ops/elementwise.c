@@ -139,6 +139,7 @@ kiln_node *kiln_gelu(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_GELU
 kiln_node *kiln_sigmoid(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_SIGMOID, x, 0); }
 kiln_node *kiln_tanh(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_TANH, x, 0); }
 kiln_node *kiln_softplus(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_SOFTPLUS, x, 0); }
+kiln_node *kiln_erf(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_ERF, x, 0); }
 
 /* ---- gradients ---- */
 
@@ -231,6 +232,9 @@ static kiln_status grad_unary(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_n
     case KILN_OP_SIGMOID: dx[0] = act_grad(g, KILN_OP_SIGMOID_GRAD, y, dy, 0); break;
     case KILN_OP_TANH: dx[0] = act_grad(g, KILN_OP_TANH_GRAD, y, dy, 0); break;
     case KILN_OP_SOFTPLUS: dx[0] = kiln_mul(g, dy, kiln_sigmoid(g, x)); break;
+    case KILN_OP_ERF:     /* 2/sqrt(pi) exp(-x^2) */
+        dx[0] = kiln_mul(g, dy, kiln_mul(g, kiln_exp(g, kiln_neg(g, kiln_square(g, x))), scal(g, x, 1.1283791670955126)));
+        break;
     default: return kiln_node_error(n, KILN_INTERNAL, "no gradient rule");
     }
     return built(g, dx, 1);
@@ -265,6 +269,7 @@ const kiln_op_def kiln_opdef_gelu = { "Gelu", 1, 1, UNARY_FLAGS, infer_unary, gr
 const kiln_op_def kiln_opdef_sigmoid = { "Sigmoid", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
 const kiln_op_def kiln_opdef_tanh = { "Tanh", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
 const kiln_op_def kiln_opdef_softplus = { "Softplus", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
+const kiln_op_def kiln_opdef_erf = { "Erf", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
 
 const kiln_op_def kiln_opdef_relu_grad = { "ReluGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
 const kiln_op_def kiln_opdef_leaky_relu_grad = { "LeakyReluGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };

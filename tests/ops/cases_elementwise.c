@@ -38,6 +38,7 @@ UNARY_BUILDER(gelu, kiln_gelu(g, x[0]))
 UNARY_BUILDER(sigmoid, kiln_sigmoid(g, x[0]))
 UNARY_BUILDER(tanh, kiln_tanh(g, x[0]))
 UNARY_BUILDER(softplus, kiln_softplus(g, x[0]))
+UNARY_BUILDER(erf, kiln_erf(g, x[0]))
 UNARY_BUILDER(softmax_last, kiln_softmax(g, x[0], -1))
 UNARY_BUILDER(softmax_mid, kiln_softmax(g, x[0], 1))
 UNARY_BUILDER(log_softmax_last, kiln_log_softmax(g, x[0], -1))
@@ -110,6 +111,7 @@ const op_case cases_elementwise[] = {
     UN(KILN_OP_SIGMOID, "sigmoid [3,5]", S(3, 5), -4, 4, b_sigmoid, DT_FLOATS, true),
     UN(KILN_OP_TANH, "tanh [3,5]", S(3, 5), -3, 3, b_tanh, DT_FLOATS, true),
     UN(KILN_OP_SOFTPLUS, "softplus [3,5]", S(3, 5), -4, 4, b_softplus, DT_FLOATS, true),
+    UN(KILN_OP_ERF, "erf [3,5]", S(3, 5), -3, 3, b_erf, DT_FLOATS, true),
 
     /* activation gradient ops (forward only: they are NO_GRAD) */
     AG(KILN_OP_RELU_GRAD, "relu_grad x,dy [3,7]", -2, 2, b_relu_grad),

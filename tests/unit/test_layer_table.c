@@ -22,7 +22,7 @@ static char *summary_of(const kiln_model *m) {
 static void test_table(void) {
     static const char *const keras[] = { "InputLayer", "Dense", "Conv2D", "DepthwiseConv2D", "MaxPooling2D", "AveragePooling2D",
                                          "GlobalAveragePooling2D", "Flatten", "Reshape", "Dropout", "BatchNormalization", "Activation",
-                                         "Concatenate", "Add" };
+                                         "Concatenate", "Add", "ImportedGraph" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
         nn_kind k;
@@ -68,6 +68,15 @@ static int required_opts(nn_kind t, nn_opt *o) {
 static void test_defaults_valid(void) {
     for (int t = 0; t < NN_KIND_COUNT; t++) {
         const nn_layer_def *d = nn_layer_def_of((nn_kind)t);
+        if (t == NN_IMPORTED) {     /* its ops come from a file (ONNX), not from options: an error saying so */
+            kiln_layer *in[2];
+            int n_in;
+            kiln_model *m = model_for((nn_kind)t, in, &n_in);
+            CHECK(nn_layer_from_options(m, d->type, in, n_in, NULL, 0) == NULL);
+            CHECK_MSG(strstr(kiln_model_error(m), "kiln_model_from_onnx"), "%s", kiln_model_error(m));
+            kiln_model_free(m);
+            continue;
+        }
         kiln_layer *in[2];
         int n_in;
         nn_opt o[40];

@@ -101,6 +101,7 @@ UNARY_KERNEL(k_gelu, 0.5f * x * (1.0f + erff(x * 0.70710678f)))
 UNARY_KERNEL(k_pow, powf(x, alpha))
 UNARY_KERNEL(k_sign, x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x)   /* keeps NaN and 0 */
 UNARY_KERNEL(k_softplus, (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x))))
+UNARY_KERNEL(k_erf, erff(x))
 
 /* ---- activation gradients: (x or y, dy) -> dx ---- */
 #define GRAD_KERNEL(name, EXPR)                                                                    \
@@ -278,6 +279,7 @@ kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
     case KILN_OP_SIGMOID: return k_sigmoid;
     case KILN_OP_TANH: return k_tanh;
     case KILN_OP_SOFTPLUS: return k_softplus;
+    case KILN_OP_ERF: return k_erf;
     case KILN_OP_GELU: return k_gelu;
     case KILN_OP_POW: return k_pow;
     case KILN_OP_SIGN: return k_sign;

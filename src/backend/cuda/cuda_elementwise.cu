@@ -52,6 +52,7 @@ template <typename C> __device__ __forceinline__ C unary_op(int op, C x, C alpha
     case KILN_OP_SIGMOID: return m_sigmoid(x);
     case KILN_OP_TANH: return m_tanh(x);
     case KILN_OP_SOFTPLUS: return m_max(x, (C)0) + m_log1p(m_exp(-m_abs(x)));
+    case KILN_OP_ERF: return m_erf(x);
     default: return (C)NAN;
     }
 }
@@ -330,7 +331,7 @@ kiln_kernel_fn cu_elementwise_kernel(const kiln_node *n) {
         return fl || (in && int_ok(n->op, true)) ? k_binary : NULL;
     case KILN_OP_NEG: case KILN_OP_EXP: case KILN_OP_LOG: case KILN_OP_SQRT: case KILN_OP_RSQRT: case KILN_OP_SQUARE:
     case KILN_OP_POW: case KILN_OP_ABS: case KILN_OP_SIGN: case KILN_OP_RELU: case KILN_OP_LEAKY_RELU: case KILN_OP_ELU:
-    case KILN_OP_GELU: case KILN_OP_SIGMOID: case KILN_OP_TANH: case KILN_OP_SOFTPLUS:
+    case KILN_OP_GELU: case KILN_OP_SIGMOID: case KILN_OP_TANH: case KILN_OP_SOFTPLUS: case KILN_OP_ERF:
         return fl || (in && int_ok(n->op, false)) ? k_unary : NULL;
     case KILN_OP_RELU_GRAD: case KILN_OP_LEAKY_RELU_GRAD: case KILN_OP_ELU_GRAD: case KILN_OP_GELU_GRAD:
     case KILN_OP_SIGMOID_GRAD: case KILN_OP_TANH_GRAD:

@@ -48,6 +48,7 @@ double kiln_ref_unary_scalar(kiln_op op, double x, double alpha) {
     case KILN_OP_SIGMOID: return sigmoid(x);
     case KILN_OP_TANH: return tanh(x);
     case KILN_OP_SOFTPLUS: return fmax(x, 0.0) + log1p(exp(-fabs(x)));  /* stable for large |x| */
+    case KILN_OP_ERF: return erf(x);
     default: return NAN;
     }
 }

@@ -7,7 +7,7 @@
 
 /* Add Sub Mul Div Maximum Minimum: numpy broadcasting of in[0], in[1] to out. */
 kiln_status kiln_ref_binary(const kiln_kctx *c);
-/* Neg Exp Log Sqrt Rsqrt Square Pow Abs Sign Relu LeakyRelu Elu Gelu Sigmoid Tanh Softplus. */
+/* Neg Exp Log Sqrt Rsqrt Square Pow Abs Sign Relu LeakyRelu Elu Gelu Sigmoid Tanh Softplus Erf. */
 kiln_status kiln_ref_unary(const kiln_kctx *c);
 /* ReluGrad LeakyReluGrad EluGrad GeluGrad (x, dy); SigmoidGrad TanhGrad (y, dy). */
 kiln_status kiln_ref_act_grad(const kiln_kctx *c);

@@ -1,0 +1,456 @@
+/* kiln_model_export_onnx: a model's inference graph as ONNX (opset 17), layer type by layer type.
+ *
+ * Layout: ONNX's Conv, pooling and BatchNormalization are NCHW; Kiln is NHWC. The export keeps
+ * the model's NHWC input (the arrays Kiln is fed feed the ONNX model too) and inserts one
+ * Transpose to NCHW where the first image op needs it; the conv kernels are converted from HWIO
+ * to OIHW here, once, instead of transposing activations around every op. Each value remembers
+ * whether it is NCHW; where Kiln's element order matters (Flatten, Reshape, the model output) an
+ * NCHW value is transposed back to NHWC first, so the Dense weights after a Flatten keep Kiln's
+ * (h, w, c) feature order and need no permuting. Runtimes fold or fuse these few Transposes. */
+#include <math.h>
+#include <string.h>
+#include "onnx/onnx_internal.h"
+#include "nn/nn_model.h"
+
+typedef struct ev {                 /* a layer's output in the ONNX graph */
+    const char *name;
+    bool nchw;                      /* an image (rank 3 without batch) in NCHW order */
+    const char *other;              /* the same value in the other order, once made */
+} ev;
+
+typedef struct ex {
+    ox_arena a;
+    kiln_model *m;
+    const char *path;
+    Onnx__NodeProto **nodes;
+    int n_nodes, cap_nodes;
+    Onnx__TensorProto **inits;
+    int n_inits, cap_inits;
+    int counter;
+    kiln_status st;
+} ex;
+
+static kiln_status ex_fail(ex *e, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static kiln_status ex_fail(ex *e, kiln_status s, const char *fmt, ...) {
+    if (e->st) return e->st;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    e->st = kiln_set_error(s, "ONNX export of model '%s' to %s: %s", kiln_model_name(e->m), e->path, msg);
+    return e->st;
+}
+
+static bool grow(ex *e, void ***arr, int *cap, int n) {
+    if (n < *cap) return true;
+    int c = *cap ? *cap * 2 : 32;
+    void **p = kiln_realloc(*arr, (size_t)c * sizeof *p);
+    if (!p) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return false; }
+    *arr = p;
+    *cap = c;
+    return true;
+}
+
+/* A new value name: "<base>/<op>" (unique: a counter when taken). */
+static const char *vname(ex *e, const char *base, const char *op) {
+    char b[400];
+    snprintf(b, sizeof b, "%s/%s_%d", base, op, e->counter++);
+    return ox_strdup(&e->a, b);
+}
+
+static Onnx__NodeProto *node(ex *e, const char *op, const char *const *in, int n_in, const char *out) {
+    if (e->st || !grow(e, (void ***)&e->nodes, &e->cap_nodes, e->n_nodes)) return NULL;
+    Onnx__NodeProto *n = ox_alloc(&e->a, sizeof *n);
+    char **ins = ox_alloc(&e->a, sizeof *ins * (size_t)(n_in + 1));
+    char **outs = ox_alloc(&e->a, sizeof *outs);
+    if (!n || !ins || !outs) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+    onnx__node_proto__init(n);
+    n->op_type = ox_strdup(&e->a, op);
+    n->name = ox_strdup(&e->a, out);
+    for (int i = 0; i < n_in; i++) ins[i] = ox_strdup(&e->a, in[i]);
+    n->input = ins;
+    n->n_input = (size_t)n_in;
+    outs[0] = ox_strdup(&e->a, out);
+    n->output = outs;
+    n->n_output = 1;
+    e->nodes[e->n_nodes++] = n;
+    return n;
+}
+
+static Onnx__AttributeProto *attr(ex *e, Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType type) {
+    if (!n) return NULL;
+    Onnx__AttributeProto **as = ox_alloc(&e->a, sizeof *as * (n->n_attribute + 1));
+    Onnx__AttributeProto *a = ox_alloc(&e->a, sizeof *a);
+    if (!as || !a) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+    onnx__attribute_proto__init(a);
+    a->name = ox_strdup(&e->a, name);
+    a->has_type = true;
+    a->type = type;
+    if (n->n_attribute) memcpy(as, n->attribute, n->n_attribute * sizeof *as);
+    as[n->n_attribute++] = a;
+    n->attribute = as;
+    return a;
+}
+static void attr_int(ex *e, Onnx__NodeProto *n, const char *name, int64_t v) {
+    Onnx__AttributeProto *a = attr(e, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    if (a) { a->has_i = true; a->i = v; }
+}
+static void attr_float(ex *e, Onnx__NodeProto *n, const char *name, double v) {
+    Onnx__AttributeProto *a = attr(e, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    if (a) { a->has_f = true; a->f = (float)v; }
+}
+static void attr_ints(ex *e, Onnx__NodeProto *n, const char *name, const int64_t *v, int k) {
+    Onnx__AttributeProto *a = attr(e, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    if (!a) return;
+    a->ints = ox_alloc(&e->a, sizeof *a->ints * (size_t)(k + 1));
+    if (!a->ints) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return; }
+    memcpy(a->ints, v, sizeof *v * (size_t)k);
+    a->n_ints = (size_t)k;
+}
+static void attr_tensor(ex *e, Onnx__NodeProto *n, const char *name, const kiln_tensor *t) {
+    Onnx__AttributeProto *a = attr(e, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    if (a && !(a->t = ox_tensor_proto(&e->a, "", t))) ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory");
+}
+
+static const char *init(ex *e, const char *name, const kiln_tensor *t) {
+    if (e->st || !grow(e, (void ***)&e->inits, &e->cap_inits, e->n_inits)) return NULL;
+    Onnx__TensorProto *p = ox_tensor_proto(&e->a, name, t);
+    if (!p) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory for initializer %s", name); return NULL; }
+    e->inits[e->n_inits++] = p;
+    return p->name;
+}
+
+/* A scalar f32 Constant node (not an initializer: importers must not take it for a weight). */
+static const char *constant(ex *e, const char *base, double v) {
+    kiln_tensor *t = kiln_tensor_new(KILN_F32, KILN_SCALAR);
+    if (!t) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+    *(float *)t->data = (float)v;
+    const char *out = vname(e, base, "Constant");
+    attr_tensor(e, node(e, "Constant", NULL, 0, out), "value", t);
+    kiln_tensor_free(t);
+    return out;
+}
+
+static const char *one(ex *e, const char *op, const char *x, const char *base) {
+    const char *out = vname(e, base, op);
+    node(e, op, &x, 1, out);
+    return out;
+}
+static const char *two(ex *e, const char *op, const char *x, const char *y, const char *base) {
+    const char *out = vname(e, base, op);
+    node(e, op, (const char *[]){ x, y }, 2, out);
+    return out;
+}
+
+/* The variable's current value (owned by the caller). */
+static kiln_tensor *weight(ex *e, const kiln_layer *l, const char *suffix) {
+    for (int i = 0; i < l->n_vars; i++) {
+        const char *nm = l->vars[i].name;
+        size_t k = strlen(l->name);
+        if (strncmp(nm, l->name, k) || nm[k] != '/' || strcmp(nm + k + 1, suffix)) continue;
+        kiln_tensor *t = kiln_tensor_new(KILN_F32, l->vars[i].shape);
+        if (!t) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+        kiln_status st = kiln_session_read_variable(e->m->s, l->vars[i].node, t);
+        if (st) { kiln_tensor_free(t); ex_fail(e, st, "reading %s: %s", nm, kiln_last_error()); return NULL; }
+        return t;
+    }
+    ex_fail(e, KILN_INTERNAL, "layer %s has no variable %s", l->name, suffix);
+    return NULL;
+}
+
+/* A weight as an initializer, its axes permuted (NULL: as is). */
+static const char *weight_init(ex *e, const kiln_layer *l, const char *suffix, const int *perm) {
+    kiln_tensor *t = weight(e, l, suffix);
+    if (!t) return NULL;
+    kiln_tensor *p = perm ? ox_permute(t, perm) : t;
+    char name[300];
+    snprintf(name, sizeof name, "%s/%s", l->name, suffix);
+    const char *r = p ? init(e, name, p) : NULL;
+    if (!p) ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory");
+    if (p != t) kiln_tensor_free(p);
+    kiln_tensor_free(t);
+    return r;
+}
+
+/* v in NCHW (nchw true) or in Kiln's NHWC order: one Transpose, remembered. */
+static const char *order(ex *e, ev *v, bool nchw, int rank) {
+    if (rank != 3 || v->nchw == nchw) return v->name;
+    if (!v->other) {
+        v->other = vname(e, v->name, nchw ? "ToNCHW" : "ToNHWC");
+        static const int64_t to_nchw[4] = { 0, 3, 1, 2 }, to_nhwc[4] = { 0, 2, 3, 1 };
+        attr_ints(e, node(e, "Transpose", &v->name, 1, v->other), "perm", nchw ? to_nchw : to_nhwc, 4);
+    }
+    return v->other;
+}
+
+static const char *activation(ex *e, const char *x, kiln_activation a, bool nchw, const char *base) {
+    switch (a) {
+    case KILN_LINEAR: return x;
+    case KILN_RELU: return one(e, "Relu", x, base);
+    case KILN_SIGMOID: return one(e, "Sigmoid", x, base);
+    case KILN_TANH: return one(e, "Tanh", x, base);
+    case KILN_SOFTPLUS: return one(e, "Softplus", x, base);
+    case KILN_SOFTMAX: {       /* Kiln: over the last (channel) axis */
+        const char *y = one(e, "Softmax", x, base);
+        attr_int(e, e->n_nodes ? e->nodes[e->n_nodes - 1] : NULL, "axis", nchw ? 1 : -1);
+        return y;
+    }
+    case KILN_ELU: {
+        const char *y = one(e, "Elu", x, base);
+        attr_float(e, e->nodes[e->n_nodes - 1], "alpha", 1.0);
+        return y;
+    }
+    case KILN_LEAKY_RELU: {    /* nn_activate's slope */
+        const char *y = one(e, "LeakyRelu", x, base);
+        attr_float(e, e->nodes[e->n_nodes - 1], "alpha", 0.2);
+        return y;
+    }
+    case KILN_GELU: {          /* exact GELU (Kiln's, erf form): opset 17 has no Gelu op */
+        const char *r2 = constant(e, base, M_SQRT2), *c1 = constant(e, base, 1.0), *h = constant(e, base, 0.5);
+        const char *t = one(e, "Erf", two(e, "Div", x, r2, base), base);
+        return two(e, "Mul", two(e, "Mul", x, two(e, "Add", t, c1, base), base), h, base);
+    }
+    default:
+        ex_fail(e, KILN_UNSUPPORTED, "activation %d has no ONNX export", (int)a);
+        return NULL;
+    }
+}
+
+/* Explicit pads of Kiln's SAME (TensorFlow's) for one axis. */
+static void same_pads(int64_t in, int k_eff, int s, int64_t *before, int64_t *after) {
+    int64_t out = (in + s - 1) / s, total = (out - 1) * s + k_eff - in;
+    if (total < 0) total = 0;
+    *before = total / 2;
+    *after = total - total / 2;
+}
+
+static void window_attrs(ex *e, Onnx__NodeProto *n, const kiln_layer *l, int dil) {
+    kiln_shape s = l->in[0]->out;
+    int64_t k[2] = { l->kh, l->kw }, st[2] = { l->sh, l->sw }, pads[4] = { 0 };
+    if (l->padding == KILN_SAME) {
+        same_pads(s.dim[0], (l->kh - 1) * dil + 1, l->sh, &pads[0], &pads[2]);
+        same_pads(s.dim[1], (l->kw - 1) * dil + 1, l->sw, &pads[1], &pads[3]);
+    }
+    attr_ints(e, n, "kernel_shape", k, 2);
+    attr_ints(e, n, "strides", st, 2);
+    attr_ints(e, n, "pads", pads, 4);
+}
+
+/* One layer: its output into out[l->index]. */
+static void export_layer(ex *e, kiln_layer *l, ev *vals) {
+    ev *x = l->n_in ? &vals[l->in[0]->index] : NULL;
+    int rank = l->n_in ? l->in[0]->out.rank : 0;
+    ev *y = &vals[l->index];
+    const char *base = l->name;
+    switch (l->kind) {
+    case NN_INPUT:
+        y->name = ox_strdup(&e->a, l->name);
+        return;
+    case NN_DENSE: {
+        const char *w = weight_init(e, l, "kernel", NULL), *b = l->use_bias ? weight_init(e, l, "bias", NULL) : NULL;
+        const char *out = vname(e, base, "Gemm");
+        node(e, "Gemm", (const char *[]){ x->name, w, b }, b ? 3 : 2, out);
+        y->name = activation(e, out, l->act, false, base);
+        return;
+    }
+    case NN_CONV2D: case NN_DWCONV2D: {
+        const char *in = order(e, x, true, rank);
+        const char *w = weight_init(e, l, l->kind == NN_DWCONV2D ? "depthwise_kernel" : "kernel", (const int[]){ 3, 2, 0, 1 });   /* HWIO -> OIHW */
+        const char *b = l->use_bias ? weight_init(e, l, "bias", NULL) : NULL;
+        const char *out = vname(e, base, "Conv");
+        Onnx__NodeProto *n = node(e, "Conv", (const char *[]){ in, w, b }, b ? 3 : 2, out);
+        window_attrs(e, n, l, l->dil);
+        attr_ints(e, n, "dilations", (const int64_t[]){ l->dil, l->dil }, 2);
+        attr_int(e, n, "group", l->groups);
+        y->name = activation(e, out, l->act, true, base);
+        y->nchw = true;
+        return;
+    }
+    case NN_MAXPOOL: case NN_AVGPOOL: {
+        const char *out = vname(e, base, l->kind == NN_MAXPOOL ? "MaxPool" : "AveragePool");
+        Onnx__NodeProto *n = node(e, l->kind == NN_MAXPOOL ? "MaxPool" : "AveragePool", (const char *[]){ order(e, x, true, rank) }, 1, out);
+        window_attrs(e, n, l, 1);      /* AveragePool: count_include_pad 0, Kiln's (TensorFlow's) divisor */
+        y->name = out;
+        y->nchw = true;
+        return;
+    }
+    case NN_GAP:
+        if (x->nchw) y->name = one(e, "Flatten", one(e, "GlobalAveragePool", x->name, base), base);
+        else {
+            y->name = one(e, "ReduceMean", x->name, base);
+            attr_ints(e, e->nodes[e->n_nodes - 1], "axes", (const int64_t[]){ 1, 2 }, 2);
+            attr_int(e, e->nodes[e->n_nodes - 1], "keepdims", 0);
+        }
+        return;
+    case NN_FLATTEN:
+        y->name = one(e, "Flatten", order(e, x, false, rank), base);
+        return;
+    case NN_RESHAPE: {
+        int64_t dims[KILN_MAX_DIMS];
+        dims[0] = -1;
+        for (int i = 0; i < l->target.rank; i++) dims[i + 1] = l->target.dim[i];
+        kiln_tensor *t = kiln_tensor_new(KILN_I64, KILN_SHAPE(l->target.rank + 1));
+        if (!t) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return; }
+        memcpy(t->data, dims, sizeof *dims * (size_t)(l->target.rank + 1));
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s/shape", l->name);
+        const char *s = init(e, nm, t);
+        kiln_tensor_free(t);
+        y->name = two(e, "Reshape", order(e, x, false, rank), s, base);
+        return;
+    }
+    case NN_DROPOUT:           /* inference: the identity */
+        *y = (ev){ .name = x->name, .nchw = x->nchw, .other = x->other };
+        return;
+    case NN_BN: {
+        const char *ins[5] = { NULL, weight_init(e, l, "gamma", NULL), weight_init(e, l, "beta", NULL), weight_init(e, l, "moving_mean", NULL),
+                               weight_init(e, l, "moving_variance", NULL) };
+        int64_t mv[KILN_MAX_DIMS], back[KILN_MAX_DIMS];
+        bool permute = rank >= 2 && rank != 3;      /* channels (Kiln: the last axis) to axis 1 and back */
+        if (rank == 3) { ins[0] = order(e, x, true, rank); y->nchw = true; }
+        else if (permute) {
+            int r = rank + 1;
+            mv[0] = 0; mv[1] = r - 1;
+            for (int i = 2; i < r; i++) mv[i] = i - 1;
+            for (int i = 0; i < r; i++) back[mv[i]] = i;
+            ins[0] = one(e, "Transpose", x->name, base);
+            attr_ints(e, e->nodes[e->n_nodes - 1], "perm", mv, r);
+        } else ins[0] = x->name;
+        const char *out = vname(e, base, "BatchNormalization");
+        attr_float(e, node(e, "BatchNormalization", ins, 5, out), "epsilon", l->epsilon);
+        if (permute) {
+            out = one(e, "Transpose", out, base);
+            attr_ints(e, e->nodes[e->n_nodes - 1], "perm", back, rank + 1);
+        }
+        y->name = out;
+        return;
+    }
+    case NN_ACTIVATION:
+        y->name = activation(e, x->name, l->act, x->nchw, base);
+        y->nchw = x->nchw;
+        return;
+    case NN_CONCAT: {
+        bool nchw = rank == 3 && x->nchw;
+        const char *ins[NN_MAX_MERGE];
+        for (int i = 0; i < l->n_in; i++) ins[i] = order(e, &vals[l->in[i]->index], nchw, rank);
+        int axis = l->axis;            /* counting the batch, in Kiln's order */
+        if (nchw) axis = axis == 3 ? 1 : axis + 1;
+        const char *out = vname(e, base, "Concat");
+        attr_int(e, node(e, "Concat", ins, l->n_in, out), "axis", axis);
+        y->name = out;
+        y->nchw = nchw;
+        return;
+    }
+    case NN_ADD: {
+        bool nchw = rank == 3 && x->nchw;
+        const char *ins[NN_MAX_MERGE];
+        for (int i = 0; i < l->n_in; i++) ins[i] = order(e, &vals[l->in[i]->index], nchw, rank);
+        const char *out = vname(e, base, l->n_in == 2 ? "Add" : "Sum");
+        node(e, l->n_in == 2 ? "Add" : "Sum", ins, l->n_in, out);
+        y->name = out;
+        y->nchw = nchw;
+        return;
+    }
+    default:
+        ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s) has no ONNX export", l->name, kiln_layer_type(l));
+    }
+}
+
+static Onnx__ValueInfoProto *value_info(ex *e, const char *name, kiln_shape s) {
+    Onnx__ValueInfoProto *v = ox_alloc(&e->a, sizeof *v);
+    Onnx__TypeProto *t = ox_alloc(&e->a, sizeof *t);
+    Onnx__TypeProto__Tensor *tt = ox_alloc(&e->a, sizeof *tt);
+    Onnx__TensorShapeProto *sh = ox_alloc(&e->a, sizeof *sh);
+    Onnx__TensorShapeProto__Dimension **dims = ox_alloc(&e->a, sizeof *dims * (size_t)(s.rank + 1));
+    if (!v || !t || !tt || !sh || !dims) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+    onnx__value_info_proto__init(v);
+    onnx__type_proto__init(t);
+    onnx__type_proto__tensor__init(tt);
+    onnx__tensor_shape_proto__init(sh);
+    for (int i = 0; i <= s.rank; i++) {
+        Onnx__TensorShapeProto__Dimension *d = ox_alloc(&e->a, sizeof *d);
+        if (!d) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+        onnx__tensor_shape_proto__dimension__init(d);
+        if (i == 0) { d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM; d->dim_param = ox_strdup(&e->a, "N"); }
+        else { d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE; d->dim_value = s.dim[i - 1]; }
+        dims[i] = d;
+    }
+    sh->dim = dims;
+    sh->n_dim = (size_t)s.rank + 1;
+    tt->has_elem_type = true;
+    tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tt->shape = sh;
+    t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    t->tensor_type = tt;
+    v->name = ox_strdup(&e->a, name);
+    v->type = t;
+    return v;
+}
+
+kiln_status kiln_model_export_onnx(kiln_model *m, const char *path, const kiln_onnx_export_opts *o) {
+    if (!m || !path || !*path) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_export_onnx: NULL %s", m ? "path" : "model");
+    kiln_onnx_export_opts def = { 0 };
+    if (!o) o = &def;
+    kiln_status st = nn_check(m);
+    if (st) return st;
+    if (m->functional && !m->finalized)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_export_onnx: model '%s' has no outputs yet: call kiln_model_functional() first", m->name);
+    for (int i = 0; i < m->n_layers; i++)
+        if (m->layers[i]->kind == NN_IMPORTED)
+            return kiln_set_error(KILN_UNSUPPORTED, "kiln_model_export_onnx: model '%s' was imported from an ONNX file; its layer %s is that graph, "
+                                  "which Kiln does not write back (export the original file)", m->name, m->layers[i]->name);
+    if ((st = nn_ensure_session(m, 1))) return st;       /* the weights live in the session */
+    ex e = { .m = m, .path = path };
+    ev *vals = kiln_calloc((size_t)m->n_layers, sizeof *vals);
+    if (!vals) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_model_export_onnx: out of host memory");
+    for (int i = 0; i < m->n_layers && !e.st; i++) {
+        kiln_layer *l = m->layers[i];
+        export_layer(&e, l, vals);
+        if (!e.st && !vals[i].name) ex_fail(&e, KILN_OUT_OF_MEMORY, "out of host memory");
+        if (l == m->output) break;
+    }
+    const char *out = NULL;
+    if (!e.st) {
+        ev *y = &vals[m->output->index];
+        out = order(&e, y, false, m->output->out.rank);
+        if (o->probabilities && m->output->act != KILN_SOFTMAX) {
+            const char *p = vname(&e, "probabilities", "Softmax");
+            attr_int(&e, node(&e, "Softmax", &out, 1, p), "axis", -1);
+            out = p;
+        }
+    }
+    Onnx__ModelProto model = ONNX__MODEL_PROTO__INIT;
+    Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
+    Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opsets[1] = { &opset };
+    Onnx__ValueInfoProto *in_vi = e.st ? NULL : value_info(&e, m->input->name, m->input->out);
+    Onnx__ValueInfoProto *out_vi = e.st ? NULL : value_info(&e, out, m->output->out);
+    if (!e.st) {
+        opset.domain = "";
+        opset.has_version = true;
+        opset.version = OX_OPSET;
+        model.has_ir_version = true;
+        model.ir_version = OX_IR_VERSION;
+        model.opset_import = opsets;
+        model.n_opset_import = 1;
+        model.producer_name = "kiln";
+        model.producer_version = KILN_VERSION;
+        model.doc_string = "Exported by Kiln: input NHWC [N, H, W, C] as Kiln takes it; weights as initializers";
+        graph.name = m->name;
+        graph.node = e.nodes;
+        graph.n_node = (size_t)e.n_nodes;
+        graph.initializer = e.inits;
+        graph.n_initializer = (size_t)e.n_inits;
+        graph.input = &in_vi;
+        graph.n_input = 1;
+        graph.output = &out_vi;
+        graph.n_output = 1;
+        model.graph = &graph;
+        st = ox_model_write(&model, path);
+    } else st = e.st;
+    kiln_free(vals);
+    kiln_free(e.nodes);
+    kiln_free(e.inits);
+    ox_arena_free(&e.a);
+    return st;
+}

@@ -1,0 +1,235 @@
+/* kiln_model_from_onnx: an ONNX model as a Kiln model: an input layer and one ImportedGraph
+ * layer that imports the graph again in each forward the model builds (each batch size, training
+ * or inference), reading the initializers that ops use as data from the layer's variables. */
+#include <string.h>
+#include "onnx/onnx_ops.h"
+#include "nn/nn_model.h"
+
+typedef struct ox_init_use {
+    bool used, moving;
+    int perm[KILN_MAX_DIMS];
+    int var;                           /* index into the layer's variables, -1: none */
+} ox_init_use;
+
+typedef struct ox_model {
+    Onnx__ModelProto *proto;
+    char *path;
+    char input_name[512];
+    bool nhwc;
+    int input_perm[KILN_MAX_DIMS];
+    int skip_node;
+    ox_init_use *use;                  /* per initializer */
+    kiln_graph *trial;                 /* while probing: the scratch graph */
+    const nn_fwd *f;                   /* while building a forward */
+    kiln_layer *layer;
+} ox_model;
+
+static void ox_model_release(void *data) {
+    ox_model *om = data;
+    if (!om) return;
+    ox_model_free(om->proto);
+    kiln_free(om->path);
+    kiln_free(om->use);
+    kiln_free(om);
+}
+
+/* Probing: records how each initializer is read (layout, running statistic or weight) and gives
+ * a zero variable of that shape in the scratch graph. */
+static kiln_node *probe_init(void *user, ox_importer *im, int index, const int *perm, bool moving, int *got) {
+    ox_model *om = user;
+    ox_init_use *u = &om->use[index];
+    const Onnx__TensorProto *t = ox_importer_init(im, index);
+    int r = (int)t->n_dims;
+    if (!u->used) {
+        u->used = true;
+        u->moving = moving;
+        memcpy(u->perm, perm, (size_t)r * sizeof *perm);
+    }
+    kiln_dtype dt;
+    if (!ox_dtype_of(t->data_type, &dt)) { const kiln_tensor *v; ox_importer_init_value(im, index, &v); return NULL; }
+    kiln_shape s = { .rank = r };
+    for (int j = 0; j < r; j++) s.dim[j] = t->dims[u->perm[j]];
+    memcpy(got, u->perm, (size_t)r * sizeof *got);
+    return kiln_variable_trainable(om->trial, t->name, dt, s, kiln_init_zeros(), false);
+}
+
+/* A forward: the layer's variable, in the layout the probe recorded. */
+static kiln_node *layer_init(void *user, ox_importer *im, int index, const int *perm, bool moving, int *got) {
+    ox_model *om = user;
+    ox_init_use *u = &om->use[index];
+    int r = (int)ox_importer_init(im, index)->n_dims;
+    if (u->var >= 0) {
+        memcpy(got, u->perm, (size_t)r * sizeof *got);
+        return om->layer->vars[u->var].node;
+    }
+    const kiln_tensor *v;          /* not seen while probing: a constant */
+    if (ox_importer_init_value(im, index, &v)) return NULL;
+    memcpy(got, perm, (size_t)r * sizeof *got);
+    kiln_tensor *p = ox_permute(v, perm);
+    kiln_node *c = p ? kiln_constant(om->f->g, p) : NULL;
+    kiln_tensor_free(p);
+    return c;
+}
+
+static ox_import_spec spec_of(ox_model *om, kiln_graph *g, int64_t batch, bool training, uint64_t seed, const kiln_onnx_input *in) {
+    return (ox_import_spec){ .model = om->proto, .path = om->path, .g = g, .batch = batch, .training = training, .seed = seed,
+                             .inputs = in, .n_inputs = 1, .input_perm = om->nhwc ? om->input_perm : NULL,
+                             .init_node = om->trial ? probe_init : layer_init, .user = om, .skip_node = om->skip_node, .any_batch = true };
+}
+
+static kiln_node *layer_forward(void *data, const nn_fwd *f, kiln_layer *l, kiln_node *x) {
+    ox_model *om = data;
+    om->f = f;
+    om->layer = l;
+    kiln_onnx_input in = { .name = om->input_name, .node = x };
+    ox_import_spec sp = spec_of(om, f->g, f->batch, f->training, f->m->seed ^ 0x0A11C0DEull, &in);
+    ox_importer *im;
+    if (ox_import(&sp, &im) != KILN_OK) {
+        nn_layer_fail(l, kiln_graph_status(f->g) ? kiln_graph_status(f->g) : KILN_INVALID_ARGUMENT, "%s", kiln_last_error());
+        return NULL;
+    }
+    kiln_node *y = ox_importer_output(im, 0);
+    ox_importer_free(im);
+    return y;
+}
+
+static const nn_layer_ext onnx_ext = { "ONNX model", layer_forward, ox_model_release };
+
+/* The output shape for one batch size, built in a scratch graph. */
+static kiln_status probe(ox_model *om, kiln_shape in_shape, int64_t batch, kiln_shape *out) {
+    kiln_graph *g = kiln_graph_new();
+    if (!g) return kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory");
+    om->trial = g;
+    kiln_shape s = { .rank = in_shape.rank + 1 };
+    s.dim[0] = batch;
+    for (int i = 0; i < in_shape.rank; i++) s.dim[i + 1] = in_shape.dim[i];
+    kiln_onnx_input in = { .name = om->input_name, .node = kiln_placeholder(g, "x", KILN_F32, s) };
+    ox_import_spec sp = spec_of(om, g, batch, false, 0, &in);
+    ox_importer *im = NULL;
+    kiln_status st = in.node ? ox_import(&sp, &im) : kiln_set_error(kiln_graph_status(g), "%s", kiln_graph_error(g));
+    if (!st) *out = kiln_node_shape(ox_importer_output(im, 0));
+    ox_importer_free(im);
+    kiln_graph_free(g);
+    om->trial = NULL;
+    return st;
+}
+
+static int last_softmax(const Onnx__ModelProto *m, int out_rank) {
+    const Onnx__GraphProto *gr = m->graph;
+    for (size_t i = gr->n_node; i-- > 0;) {
+        const Onnx__NodeProto *n = gr->node[i];
+        if (n->n_output < 1 || !n->output[0] || strcmp(n->output[0], gr->output[0]->name)) continue;
+        if (!n->op_type || strcmp(n->op_type, "Softmax") || n->n_input < 1) return -1;
+        int64_t a = ox_attr_int(n, "axis", -1);
+        for (size_t k = 0; k < m->n_opset_import; k++)
+            if ((!m->opset_import[k]->domain || !*m->opset_import[k]->domain) && m->opset_import[k]->version < 13) a = ox_attr_int(n, "axis", 1);
+        return a == -1 || a == out_rank - 1 ? (int)i : -1;
+    }
+    return -1;
+}
+
+static kiln_status fail_model(ox_model *om, kiln_model *m, kiln_status st) {
+    ox_model_release(om);
+    kiln_model_free(m);
+    return st;
+}
+
+kiln_status kiln_model_from_onnx(const char *path, const kiln_onnx_model_opts *o, kiln_model **out) {
+    if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_from_onnx: NULL out");
+    *out = NULL;
+    if (!path) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_from_onnx: NULL path");
+    kiln_onnx_model_opts def = { 0 };
+    if (!o) o = &def;
+    ox_model *om = kiln_calloc(1, sizeof *om);
+    if (!om) return kiln_set_error(KILN_OUT_OF_MEMORY, "ONNX model %s: out of host memory", path);
+    om->skip_node = -1;
+    kiln_status st = ox_model_read(path, &om->proto);
+    if (st) return fail_model(om, NULL, st);
+    const Onnx__GraphProto *gr = om->proto->graph;
+    om->path = kiln_strdup(path);
+    om->use = kiln_calloc(gr->n_initializer + 1, sizeof *om->use);
+    if (!om->path || !om->use) return fail_model(om, NULL, kiln_set_error(KILN_OUT_OF_MEMORY, "ONNX model %s: out of host memory", path));
+    for (size_t i = 0; i < gr->n_initializer; i++) om->use[i].var = -1;
+    kiln_dtype dt;
+    kiln_shape s;
+    if ((st = ox_input_shape(om->proto, path, 0, &dt, &s, om->input_name, sizeof om->input_name))) return fail_model(om, NULL, st);
+    kiln_shape extra;
+    if (ox_input_shape(om->proto, path, 1, &dt, &extra, NULL, 0) == KILN_OK)
+        return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: it has several inputs; a Kiln model takes one", path));
+    if (gr->n_output != 1)
+        return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: it has %zu outputs; a Kiln model has one", path, gr->n_output));
+    if (dt != KILN_F32)
+        return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: input '%s' is %s; a Kiln model takes f32 (float) input", path, om->input_name, kiln_dtype_name(dt)));
+    if (s.rank < 2) return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: input '%s' needs a batch dimension and at least one more", path, om->input_name));
+    for (int d = 1; d < s.rank; d++)
+        if (s.dim[d] < 0) return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: input '%s' dimension %d is symbolic; a Kiln model needs fixed sizes except for the batch", path, om->input_name, d));
+    kiln_shape in = { .rank = s.rank - 1 };             /* the Kiln model's input, batch excluded */
+    for (int d = 1; d < s.rank; d++) in.dim[d - 1] = s.dim[d];
+    if (o->nhwc_input) {
+        if (s.rank < 3) return fail_model(om, NULL, kiln_set_error(KILN_INVALID_ARGUMENT, "ONNX model %s: nhwc_input: input '%s' has rank %d, not an image batch [N, C, ...]", path, om->input_name, s.rank));
+        om->nhwc = true;
+        ox_perm_nhwc(om->input_perm, s.rank);
+        for (int j = 1; j < s.rank; j++) in.dim[j - 1] = s.dim[om->input_perm[j]];
+    }
+    kiln_shape o1, o2;
+    if ((st = probe(om, in, 1, &o1))) return fail_model(om, NULL, st);
+    if (o->strip_softmax && (om->skip_node = last_softmax(om->proto, o1.rank)) >= 0) {
+        for (size_t i = 0; i < gr->n_initializer; i++) om->use[i].used = false;
+        if ((st = probe(om, in, 1, &o1))) return fail_model(om, NULL, st);
+    }
+    if ((st = probe(om, in, 2, &o2))) return fail_model(om, NULL, st);
+    bool batched = o1.rank >= 2 && o2.rank == o1.rank && o1.dim[0] == 1 && o2.dim[0] == 2;
+    for (int d = 1; batched && d < o1.rank; d++) batched = o1.dim[d] == o2.dim[d];
+    if (!batched) {
+        char a[96], b[96];
+        return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: its output is %s for a batch of 1 and %s for 2; a Kiln model needs "
+                                                   "[batch, ...] (was the model exported with a fixed batch size? export it with a dynamic one)",
+                                                   path, kiln_shape_str(o1, a, sizeof a), kiln_shape_str(o2, b, sizeof b)));
+    }
+    kiln_shape out_shape = { .rank = o1.rank - 1 };
+    for (int d = 1; d < o1.rank; d++) out_shape.dim[d - 1] = o1.dim[d];
+    /* the model */
+    char name[NN_NAME];
+    if (o->name && *o->name) snprintf(name, sizeof name, "%s", o->name);
+    else {
+        const char *b = strrchr(path, '/');
+        snprintf(name, sizeof name, "%s", b ? b + 1 : path);
+        char *dot = strrchr(name, '.');
+        if (dot && dot != name && !strcmp(dot, ".onnx")) *dot = 0;
+    }
+    kiln_model *m = kiln_model_new(name);
+    if (!m) return fail_model(om, NULL, KILN_OUT_OF_MEMORY);
+    kiln_layer *x = kiln_input(m, in);
+    kiln_layer *l = x ? nn_layer_add_imported(m, "onnx_graph", x, &onnx_ext, om, out_shape) : NULL;
+    if (!x) ox_model_release(om);
+    if (!l) { st = kiln_model_status(m) ? kiln_model_status(m) : KILN_INTERNAL; kiln_set_error(st, "%s", kiln_model_error(m)); kiln_model_free(m); return st; }
+    /* the initializers ops read as data: the layer's variables, their values carried into the first build */
+    for (size_t i = 0; i < gr->n_initializer && !st; i++) {
+        ox_init_use *u = &om->use[i];
+        const Onnx__TensorProto *t = gr->initializer[i];
+        if (!u->used) continue;
+        kiln_tensor *v = NULL, *pv = NULL;
+        char what[600], suffix[64];
+        snprintf(what, sizeof what, "ONNX model %s: initializer '%s'", path, t->name);
+        if ((st = ox_tensor_read(t, what, &v))) break;
+        if (v->dtype != KILN_F32) {
+            kiln_tensor_free(v);
+            st = kiln_set_error(KILN_UNSUPPORTED, "%s is %s; a Kiln model's weights are f32", what, kiln_dtype_name(v->dtype));
+            break;
+        }
+        pv = ox_permute(v, u->perm);
+        kiln_tensor_free(v);
+        if (!pv) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of host memory", what); break; }
+        const char *sfx = t->name;
+        if (strlen(sfx) > 200) { snprintf(suffix, sizeof suffix, "initializer_%zu", i); sfx = suffix; }
+        u->var = l->n_vars;
+        nn_layer_add_var(l, sfx, pv->shape, kiln_init_zeros(), !u->moving, 0);
+        if (kiln_model_status(m)) st = kiln_model_status(m);
+        else st = nn_carry_add(m, l->vars[u->var].name, pv);
+        kiln_tensor_free(pv);
+    }
+    if (!st) st = kiln_model_functional(m, &x, 1, &l, 1);
+    if (st) { char msg[1024]; snprintf(msg, sizeof msg, "%s", kiln_last_error()); kiln_model_free(m); return kiln_set_error(st, "%s", msg); }
+    *out = m;
+    return KILN_OK;
+}

@@ -1,0 +1,37 @@
+/* The test model with every layer type and activation (tests/onnx): what the zoo's models are
+ * made of, wired so each export path runs (image BN, BN over a reshaped [9, 6], BN on features,
+ * Concatenate of images and of features, Add, grouped and depthwise convolutions). */
+#ifndef KILN_TEST_MIXED_MODEL_H
+#define KILN_TEST_MIXED_MODEL_H
+#include "kiln/kiln.h"
+
+static inline kiln_model *mixed_model(void) {
+    kiln_model *m = kiln_model_new("mixed");
+    kiln_layer *x = kiln_input(m, KILN_SHAPE(12, 12, 3));
+    kiln_layer *c1 = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = x, .filters = 8, .kernel = 3, .padding = KILN_SAME, .activation = KILN_RELU });
+    kiln_layer *b1 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = c1, .momentum = 0.5 });
+    kiln_layer *d1 = kiln_layer_depthwise_conv2d(m, &(kiln_conv2d_opts){ .input = b1, .kernel = 3, .depth_multiplier = 2, .padding = KILN_SAME, .activation = KILN_GELU });
+    kiln_layer *c2 = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = x, .filters = 16, .kernel_h = 1, .kernel_w = 3, .padding = KILN_SAME, .activation = KILN_ELU });
+    kiln_layer *a = kiln_layer_add(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ d1, c2 }, .n_inputs = 2 });
+    kiln_layer *cat = kiln_layer_concatenate(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ a, c1, x }, .n_inputs = 3 });
+    kiln_layer *act = kiln_layer_activation(m, &(kiln_activation_opts){ .input = cat, .activation = KILN_LEAKY_RELU });
+    kiln_layer *ap = kiln_layer_avg_pool2d(m, &(kiln_pool_opts){ .input = act, .size = 3, .strides = 2, .padding = KILN_SAME });
+    kiln_layer *g1 = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = ap, .filters = 6, .kernel = 2, .strides = 2, .groups = 3, .activation = KILN_SOFTPLUS });
+    kiln_layer *mp = kiln_layer_max_pool2d(m, &(kiln_pool_opts){ .input = ap, .size = 2 });
+    kiln_layer *b2 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = mp, .momentum = 0.5 });
+    kiln_layer *gap = kiln_layer_global_avg_pool2d(m, &(kiln_layer_opts){ .input = b2 });
+    kiln_layer *f = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = g1 });
+    kiln_layer *r = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = f, .shape = KILN_SHAPE(9, 6) });
+    kiln_layer *b3 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = r, .momentum = 0.5 });
+    kiln_layer *f2 = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = b3 });
+    kiln_layer *both = kiln_layer_concatenate(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ gap, f2 }, .n_inputs = 2 });
+    kiln_layer *dr = kiln_layer_dropout(m, &(kiln_dropout_opts){ .input = both, .rate = 0.3 });
+    kiln_layer *h = kiln_layer_dense(m, &(kiln_dense_opts){ .input = dr, .units = 24, .activation = KILN_TANH });
+    kiln_layer *h2 = kiln_layer_dense(m, &(kiln_dense_opts){ .input = h, .units = 16, .activation = KILN_SIGMOID, .no_bias = true });
+    kiln_layer *b4 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = h2, .momentum = 0.5 });
+    kiln_layer *out = kiln_layer_dense(m, &(kiln_dense_opts){ .input = b4, .units = 10 });
+    kiln_model_functional(m, &x, 1, &out, 1);
+    return m;
+}
+
+#endif

@@ -1,0 +1,96 @@
+/* kiln export: a saved model as an ONNX file (kiln_model_export_onnx). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kiln/kiln.h"
+#include "kiln/onnx.h"
+#include "tools/commands.h"
+
+static void export_usage(FILE *f) {
+    fprintf(f,
+        "usage: kiln export --load PATH [--model NAME | --model-file F.json] --output FILE.onnx [--probabilities]\n\n"
+        "Writes the model a checkpoint holds, with its weights, as an ONNX file (opset 17) that\n"
+        "onnxruntime, TensorRT, OpenVINO or PyTorch can run. The ONNX model takes the same input\n"
+        "as Kiln, NHWC [N, height, width, channels] with any batch size N, and outputs what the\n"
+        "Kiln model outputs: logits for the built-in models (see --probabilities). Dropout is left\n"
+        "out and batch normalization uses its moving statistics (inference).\n\n"
+        "options:\n"
+        "  --load PATH         the checkpoint (from kiln train --save PATH)\n"
+        "  --model NAME        the built-in model to load it into (default: the model the\n"
+        "                      checkpoint describes; models: %s)\n"
+        "  --model-file F.json the model a Kiln architecture JSON file describes (kiln_model_to_json)\n"
+        "  --output, -o FILE   the ONNX file to write (replaced atomically)\n"
+        "  --probabilities     end with a Softmax, so the outputs are class probabilities\n\n"
+        "example:\n"
+        "  kiln train --epochs 2 --save model.safetensors\n"
+        "  kiln export --load model.safetensors -o model.onnx\n"
+        "  python3 -c \"import onnxruntime as ort; s = ort.InferenceSession('model.onnx'); print(s.get_inputs()[0].shape)\"\n",
+        kiln_model_preset_names());
+}
+
+/* The whole file as a string (NULL after a message). */
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { perror(path); return NULL; }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static int fail(int rc) { fprintf(stderr, "kiln export: %s\n", kiln_last_error()); return rc; }
+
+int cmd_export(int argc, char **argv) {
+    const char *load = NULL, *model = NULL, *file = NULL, *out = NULL;
+    bool probs = false;
+    for (int i = 2; i < argc; i++) {
+        const char *o = argv[i];
+        const char **dst = !strcmp(o, "--load") ? &load : !strcmp(o, "--model") ? &model : !strcmp(o, "--model-file") ? &file
+                         : !strcmp(o, "--output") || !strcmp(o, "-o") ? &out : NULL;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) { export_usage(stdout); return 0; }
+        if (!strcmp(o, "--probabilities")) { probs = true; continue; }
+        if (!dst) { fprintf(stderr, "kiln export: unexpected argument '%s' (see kiln export --help)\n", o); return 2; }
+        if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) { fprintf(stderr, "kiln export: option %s needs a value (see kiln export --help)\n", o); return 2; }
+        *dst = argv[++i];
+    }
+    if (!load) { fprintf(stderr, "kiln export: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
+    if (!out) { fprintf(stderr, "kiln export: --output FILE.onnx is required\n"); return 2; }
+    if (model && file) { fprintf(stderr, "kiln export: --model and --model-file both name a model; give one\n"); return 2; }
+    if (file && cli_is_onnx(file)) { fprintf(stderr, "kiln export: --model-file %s is already an ONNX file\n", file); return 2; }
+    if (!kiln_onnx_available()) {
+        fprintf(stderr, "kiln export: this kiln was built without ONNX support; install protobuf-c and ONNX's headers "
+                "(apt-get install libprotobuf-c-dev protobuf-c-compiler libonnx-dev) and rebuild\n");
+        return 1;
+    }
+    kiln_safetensors *f = NULL;
+    kiln_model *m = NULL, *ck = NULL;
+    int rc = 0;
+    if (kiln_safetensors_load(load, &f) != KILN_OK) return fail(1);
+    if (file) {
+        char *json = read_text(file);
+        if (!json) rc = 1;
+        else if (kiln_model_from_json(json, &m) != KILN_OK) rc = fail(1);
+        free(json);
+    } else if (kiln_model_build_from_checkpoint(f, load, &ck) != KILN_OK) rc = fail(1);
+    else if (model) {        /* the built-in model, shaped as the checkpoint's */
+        kiln_shape o = kiln_model_output_shape(ck);
+        m = kiln_model_preset(model, kiln_model_input_shape(ck), o.rank == 1 ? (int)o.dim[0] : 0);
+        if (!m) rc = fail(2);
+    } else { m = ck; ck = NULL; }
+    if (!rc && kiln_model_load_opts(m, load, &(kiln_load_opts){ .file = f }) != KILN_OK) rc = fail(1);
+    if (!rc && kiln_model_export_onnx(m, out, &(kiln_onnx_export_opts){ .probabilities = probs }) != KILN_OK) rc = fail(1);
+    if (!rc) {
+        char in[64], o[64];
+        printf("Exported %s (epoch %d) to %s: input %s NHWC, output %s%s, ONNX opset 17\n", kiln_model_name(m), kiln_model_epoch(m), out,
+               kiln_shape_str(kiln_model_input_shape(m), in, sizeof in), kiln_shape_str(kiln_model_output_shape(m), o, sizeof o),
+               probs ? " (probabilities)" : "");
+    }
+    kiln_model_free(m);
+    kiln_model_free(ck);
+    kiln_safetensors_free(f);
+    return rc;
+}
