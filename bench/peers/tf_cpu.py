@@ -10,7 +10,7 @@ count as Kiln (src/nn/zoo.c presets), on the CPU, with tensorflow-cpu from PyPI 
 --jit 0|1 selects Keras' jit_compile (XLA); compare_cpu.sh runs both and keeps the better.
 Prints one line: RESULT key=value ...
 """
-import argparse, gzip, os, struct, time
+import argparse, os, time
 
 p = argparse.ArgumentParser()
 p.add_argument("--model", default="fashion_cnn")
@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 import keras
 from keras import layers
+from idx import read_idx
 
 tf.config.threading.set_intra_op_parallelism_threads(a.threads)
 tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -52,15 +53,6 @@ def cifar_cnn():
         layers.Conv2D(64, 5, padding="same", activation="relu"), layers.MaxPooling2D(3, 2, padding="same"),
         layers.Flatten(), layers.Dense(384, activation="relu"), layers.Dense(192, activation="relu"),
         layers.Dense(10, dtype="float32")])
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    magic, = struct.unpack(">I", data[:4])
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 class StepTimer(keras.callbacks.Callback):

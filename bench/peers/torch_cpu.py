@@ -10,20 +10,12 @@ as Kiln, on the CPU.
 torch.compile (inductor) on the model where the installed PyTorch has it.
 Prints one line: RESULT key=value ...
 """
-import argparse, gzip, os, struct, time
+import argparse, os, time
 import numpy as np
 import torch
 import torch.nn as nn
 from models import cifar_cnn, fashion_cnn
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    magic, = struct.unpack(">I", data[:4])
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+from idx import read_idx
 
 
 def keras_init(model):

@@ -7,18 +7,7 @@ SIM=${2:-}
 pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() {   # expect "description" "pattern" command... : exit status 0 and output matching pattern
-  local what=$1 pat=$2; shift 2
-  local out; out=$("$@" 2>&1); local rc=$?
-  if [ $rc -eq 0 ] && grep -qE -- "$pat" <<<"$out"; then ok; else bad "$what (rc $rc): $(head -c 600 <<<"$out")"; fi
-}
-expect_fail() {   # non-zero exit and output matching pattern
-  local what=$1 pat=$2; shift 2
-  local out; out=$("$@" 2>&1); local rc=$?
-  if [ $rc -ne 0 ] && grep -qE -- "$pat" <<<"$out"; then ok; else bad "$what (rc $rc): $(head -c 600 <<<"$out")"; fi
-}
+source "$(dirname "$0")/lib.sh"   # ok, bad, expect, expect_fail
 
 expect "kiln --help" "commands:" "$K" --help
 expect "kiln --version" "^kiln [0-9]" "$K" --version

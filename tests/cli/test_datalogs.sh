@@ -8,18 +8,7 @@ SRC=${2:?usage: test_datalogs.sh path/to/kiln path/to/source-root}
 pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() {   # expect "description" "pattern" command... : exit status 0 and output matching pattern
-  local what=$1 pat=$2; shift 2
-  local out; out=$("$@" 2>&1); local rc=$?
-  if [ $rc -eq 0 ] && grep -qE -- "$pat" <<<"$out"; then ok; else bad "$what (rc $rc): $(head -c 800 <<<"$out")"; fi
-}
-expect_fail() {   # non-zero exit and output matching pattern
-  local what=$1 pat=$2; shift 2
-  local out; out=$("$@" 2>&1); local rc=$?
-  if [ $rc -ne 0 ] && grep -qE -- "$pat" <<<"$out"; then ok; else bad "$what (rc $rc): $(head -c 800 <<<"$out")"; fi
-}
+source "$(dirname "$0")/lib.sh"   # ok, bad, expect, expect_fail
 PY=$(command -v python3 || true)
 if [ -z "$PY" ]; then echo "test_datalogs: python3 not found (it writes the CSV files): skipped"; exit 77; fi
 Q=(--threads 1 --verbose 2)

@@ -6,8 +6,7 @@ K=${1:?usage: test_plot.sh path/to/kiln}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+source "$(dirname "$0")/lib.sh"   # ok, bad (expect_fail is redefined below: exit status and stderr)
 # expect_fail NAME RC PATTERN CMD...: exit status RC and the (fixed-string) PATTERN on stderr
 expect_fail() {
   local name=$1 want=$2 pat=$3; shift 3
