@@ -321,6 +321,10 @@ typedef struct kiln_fit_opts {
     uint64_t device_augment_seed;      /* the seed of the kiln_augment_opts whose crop/flip the
                                           device reproduces (kiln_augment_opts.seed): example i of
                                           epoch e draws from kiln_data_example_key(this, e, i) */
+    struct kiln_dist *dist;            /* data parallelism across processes (include/kiln/dist.h):
+                                          the batch size is the global batch, each of the N
+                                          ranks trains on its 1/N of it, gradients all-reduced;
+                                          NULL or one process: alone */
 } kiln_fit_opts;
 /* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
  * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf.

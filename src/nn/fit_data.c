@@ -137,12 +137,15 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
     if (o->steps_per_epoch < 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: steps_per_epoch %d is negative", o->steps_per_epoch);
     if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
     kiln_status st;
-    m->float_labels = kiln_data_label_dtype(train) == KILN_F32;
-    if ((st = nn_ensure_train(m, batch))) return st;
-    m->last_fit_batch = batch;
-    nn_cb_state *cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
+    nn_dist_fit df;           /* o->dist: this rank's part of each global batch (fit_dist.c) */
+    nn_cb_state *cbs = NULL;
     kiln_data_iter *it = NULL;
-    if (o->n_callbacks > 0 && !cbs) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
+    if ((st = nn_dist_begin(&df, m, &train, &batch, &o))) goto done;
+    m->float_labels = kiln_data_label_dtype(train) == KILN_F32;
+    if ((st = nn_ensure_train(m, batch)) || (st = nn_dist_session(&df, m))) goto done;
+    m->last_fit_batch = batch;
+    cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
+    if (o->n_callbacks > 0 && !cbs) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory"); goto done; }
     if ((st = nn_callbacks_begin(m, o, cbs))) goto done;
     m->stop = false;
     nn_forward *f = &m->train;
@@ -191,19 +194,20 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;
             if ((st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) goto done;
             double l = kiln_tensor_get(f->loss_t, 0), c, k;
+            nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
+            if ((st = nn_dist_step(&df, &l, &c, &k))) goto done;   /* over every rank's rows */
             if (!isfinite(l)) {
                 if (prog.verbose) fputc('\n', stdout);
                 st = kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the loss became %s at epoch %d, step %lld (learning rate %g): training diverged; try a lower learning rate (e.g. --lr %g)",
                                     m->name, isnan(l) ? "NaN" : "Inf", epoch, (long long)(s + 1), lr, lr / 10);
                 goto done;
             }
-            nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
             s++;
             sum_loss += l; sum_hit += c; sum_top += k;
             logs.batch = s;
             logs.loss = sum_loss / (double)s;
-            logs.accuracy = sum_hit / (double)(s * batch);
-            logs.top_k = sum_top / (double)(s * batch);
+            logs.accuracy = sum_hit / (double)(s * batch * df.world);
+            logs.top_k = sum_top / (double)(s * batch * df.world);
             logs.lr = lr;
             logs.seconds = kiln_now() - t0;
             nn_progress_batch(&prog, s, &logs);
@@ -216,7 +220,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         if (s == 0) { st = kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: epoch %d had no full batch of %d examples", epoch, batch); goto done; }
         if (m->stop || s != steps) { logs.steps = s; prog.steps = s; }
         if (!m->stop) steps = s;                /* the estimate, corrected */
-        logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch) / logs.seconds : 0;
+        logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch * df.world) / logs.seconds : 0;
         if (val) {
             kiln_eval_result r;
             if ((st = nn_evaluate_pipeline(m, val, &r))) goto done;
@@ -232,8 +236,9 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
     }
 done:
     kiln_data_iter_free(it);
-    nn_callbacks_end(o, cbs);
+    if (cbs) nn_callbacks_end(o, cbs);
     kiln_free(cbs);
+    nn_dist_end(&df, m);
     return st;
 }
 

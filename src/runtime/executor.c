@@ -195,7 +195,7 @@ kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int 
     bind(s, p, feeds, n_feeds);
     bool done;
     st = rt_run_captured(s, rp, &done);
-    if (st == KILN_OK && !done) st = rt_run_steps(s, p, 0, p->n_steps);
+    if (st == KILN_OK && !done) st = s->reduce ? rt_run_reduced(s, p) : rt_run_steps(s, p, 0, p->n_steps);
     bool ahead = false;
     if (st == KILN_OK && n_next > 0 && p->n_feed_copies > 0) st = rt_copy_ahead(s, p, next_feeds, n_next, &ahead);
     for (int sp = 1; sp < s->n_spaces && st == KILN_OK; sp++)   /* device-side errors surface here */

@@ -58,6 +58,7 @@ struct kiln_session {
     bool warned_soft, verbose;
     double *prof;               /* KILN_PROFILE=1: seconds per op (indexed by kiln_op), printed at free */
     int64_t *prof_n;
+    struct rt_reduce *reduce;   /* data parallelism: the gradient all-reduce (grad_reduce.c), or NULL */
 };
 
 static inline size_t node_bytes(const kiln_node *n) { return (size_t)kiln_shape_numel(n->shape) * kiln_dtype_size(n->dtype); }
@@ -73,6 +74,9 @@ kiln_status rt_activate(kiln_session *s, int space);
 kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
                         int n_fetches, kiln_node *const *targets, int n_targets, run_plan **out);
 void rt_plans_free(kiln_session *s);
+/* grad_reduce.c: a run with the gradient all-reduce between the backward pass and the updates */
+kiln_status rt_run_reduced(kiln_session *s, kiln_plan *p);
+void rt_reduce_free(kiln_session *s);
 /* executor.c */
 kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to);
 /* capture.c: runs the plan as a replayed CUDA graph when it can; *done says whether it ran. */

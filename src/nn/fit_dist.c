@@ -1,0 +1,85 @@
+/* kiln_fit's data parallelism across processes (include/kiln/dist.h): the training loop in
+ * fit_data.c stays one loop; these calls shard its pipeline (each rank its B / N rows of every
+ * global batch), start every rank from rank 0's variables, hook the gradient all-reduce into the
+ * session (src/runtime/grad_reduce.c), reduce each step's loss and metrics, and keep the
+ * file-writing callbacks and the progress bar on rank 0. */
+#include <string.h>
+#include "nn/nn_fit.h"
+#include "dist/dist_internal.h"
+#include "runtime/grad_reduce.h"
+#include "data/pipeline_internal.h"
+#include "graph/graph_internal.h"
+
+kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int *batch, const kiln_fit_opts **o) {
+    memset(df, 0, sizeof *df);
+    df->world = 1;
+    kiln_dist *d = (*o)->dist;
+    if (!d || d->size <= 1) return KILN_OK;
+    df->d = d;
+    df->rank = d->rank;
+    df->world = d->size;
+    if (*batch % d->size)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: the batch size %d is the global batch, split over %d processes: "
+                              "make it a multiple of %d (e.g. %d)", *batch, d->size, d->size, (*batch / d->size + 1) * d->size);
+    if (!(df->shard = kiln_data_shard_borrowed(*train, d->rank, d->size))) return nn_data_status();
+    *train = df->shard;
+    *batch /= d->size;
+    df->opts = **o;
+    if (d->rank > 0) {      /* progress and files: rank 0's; every rank keeps the rest */
+        df->opts.verbose = 0;
+        if ((*o)->n_callbacks > 0 && !(df->cbs = kiln_calloc((size_t)(*o)->n_callbacks, sizeof *df->cbs)))
+            return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
+        int n = 0;
+        for (int i = 0; i < (*o)->n_callbacks; i++) {
+            kiln_callback_kind k = (*o)->callbacks[i].kind;
+            if (k != KILN_CB_MODEL_CHECKPOINT && k != KILN_CB_CSV_LOGGER && k != KILN_CB_TENSORBOARD) df->cbs[n++] = (*o)->callbacks[i];
+        }
+        df->opts.callbacks = df->cbs;
+        df->opts.n_callbacks = n;
+    }
+    *o = &df->opts;
+    (void)m;
+    return KILN_OK;
+}
+
+/* Rank 0's variables (weights, optimizer state; not the resident data set, the same file on
+ * every rank) and session step on every rank, then the gradient hook. */
+kiln_status nn_dist_session(nn_dist_fit *df, kiln_model *m) {
+    if (!df->d) return KILN_OK;
+    kiln_status st = KILN_OK;
+    int n = kiln_graph_node_count(m->g);
+    for (int i = 0; i < n && st == KILN_OK; i++) {
+        kiln_node *v = kiln_graph_node(m->g, i);
+        if (v->op != KILN_OP_VARIABLE || !strncmp(kiln_node_name(v), "_data/", 6)) continue;
+        kiln_tensor *t = kiln_tensor_new(kiln_node_dtype(v), kiln_node_shape(v));
+        if (!t) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory broadcasting '%s'", kiln_node_name(v));
+        st = kiln_session_read_variable(m->s, v, t);
+        if (st == KILN_OK) st = kiln_dist_broadcast(df->d, t->data, kiln_tensor_nbytes(t), 0);
+        if (st == KILN_OK && df->rank > 0) st = kiln_session_assign_variable(m->s, v, t);
+        kiln_tensor_free(t);
+    }
+    uint64_t step = kiln_session_step(m->s);
+    if (st == KILN_OK) st = kiln_dist_broadcast(df->d, &step, sizeof step, 0);
+    if (st == KILN_OK) kiln_session_set_step(m->s, step);
+    if (st == KILN_OK) st = kiln_session_set_grad_reduce(m->s, kiln_dist_grad_mean, df->d, df->d->bucket_bytes);
+    return st;
+}
+
+kiln_status nn_dist_step(nn_dist_fit *df, double *loss, double *correct, double *topk) {
+    if (!df->d) return KILN_OK;
+    double v[3] = { *loss, *correct, *topk };
+    kiln_status st = kiln_dist_allreduce_sum_f64(df->d, v, 3);
+    *loss = v[0] / df->world;     /* every rank's loss is the mean over the same number of rows */
+    *correct = v[1];
+    *topk = v[2];
+    df->d->stats.steps++;
+    return st;
+}
+
+void nn_dist_end(nn_dist_fit *df, kiln_model *m) {
+    if (!df->d) return;
+    if (m->s) kiln_session_set_grad_reduce(m->s, NULL, NULL, 0);
+    kiln_data_free(df->shard);     /* borrows the caller's pipeline: frees only itself */
+    kiln_free(df->cbs);
+    df->d = NULL;
+}
