@@ -26,6 +26,7 @@ typedef struct args {
     bool data_given;           /* --data given (else the default data set) */
     bool help, data_on_device, log_placement, strict_load, save_best;
     const char *json_out;      /* summary --json FILE: write the model as Keras model JSON */
+    struct kiln_dist *dist;    /* train under mpirun: this process's place in the job (tools/cli_dist.c) */
 } args;
 
 /* The command's bit (CMD_*), 0 for an unknown name. */

@@ -14,6 +14,7 @@
 #include "tools/commands.h"
 #include "tools/cli_args.h"
 #include "tools/cli_data.h"
+#include "tools/cli_dist.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 
@@ -735,10 +736,10 @@ static int cmd_train(args *a) {
                                                      .batch_size = a->batch, .shuffle_seed = 0, .verbose = a->verbose,
                                                      .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
                                                      .device_crop_pad = aug.crop_pad, .device_flip = aug.flip,
-                                                     .device_augment_seed = aug.seed });
+                                                     .device_augment_seed = aug.seed, .dist = a->dist });
     else if (initial < a->epochs)
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
-                                                    .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb });
+                                                    .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb, .dist = a->dist });
     else if (a->load) printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
     else printf("--epochs 0: nothing to train; evaluating the initial weights\n");
     double secs = cli_now() - t0;
@@ -1078,7 +1079,7 @@ int main(int argc, char **argv) {
     if (!a.data) a.data = DEFAULT_DATA;
     if (!a.help && fn != cmd_summary && (rc = cli_check_data_opts(&a, cmd))) return rc;
     if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model && !a.model_file) a.model = "fashion_cnn";
-    rc = fn(&a);
+    rc = fn == cmd_train ? cli_dist_run(&a, cmd_train) : fn(&a);
     kiln_model_free(ckpt_model);      /* a --model-file or checkpoint model no path took */
     return rc;
 }
