@@ -181,7 +181,14 @@ static void train_usage(FILE *f) {
         "  kiln train --model cifar_cnn --data cifar10:/data/cifar-10-batches-bin --augment flip,crop \\\n"
         "             --optimizer momentum --lr 0.01 --batch-size 128 --epochs 30 --workers 2\n"
         "  kiln train --model cifar_cnn --data images:photos/ --validation-split 0.2\n"
-        "  kiln train --model mlp --data csv:train.csv --loss binary_crossentropy --tensorboard logs\n");
+        "  kiln train --model mlp --data csv:train.csv --loss binary_crossentropy --tensorboard logs\n"
+        "  mpirun -np 4 kiln train --model cifar_cnn --data cifar10:DIR --batch-size 256\n\n"
+        "several processes or machines (MPI): start kiln train with mpirun; --batch-size is then the\n"
+        "global batch, each of the N processes trains on its 1/N of it and the gradients are\n"
+        "all-reduced, so N processes train as one with that batch; rank 0 prints and writes files;\n"
+        "each process takes cores / processes-per-machine threads and, with several GPUs, the GPU of\n"
+        "its local rank; a failing process ends the whole job. Details: README, 'Training on several\n"
+        "GPUs or machines'\n");
 }
 
 static void eval_usage(FILE *f) {
