@@ -325,6 +325,12 @@ typedef struct kiln_fit_opts {
                                           the batch size is the global batch, each of the N
                                           ranks trains on its 1/N of it, gradients all-reduced;
                                           NULL or one process: alone */
+    const char *devices;               /* one process, several GPUs (TensorFlow's MirroredStrategy):
+                                          "all", or a list such as "gpu:0,gpu:1" (the first must be
+                                          gpu:0): one replica of the training step per GPU, each on
+                                          its B / N rows of every batch, gradients averaged with
+                                          NCCL, the same update on every replica; batch norm keeps
+                                          per-replica statistics. NULL, "" or one GPU: as compiled */
 } kiln_fit_opts;
 /* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
  * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf.

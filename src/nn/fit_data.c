@@ -172,7 +172,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
                 if (x && (st = kiln_data_iter_next(it, &nx, &ny))) goto done;
             } else if ((st = kiln_data_iter_next(it, &x, &y))) goto done;
             if (!x) break;
-            if (x->shape.dim[0] != batch) continue;       /* a kept remainder: skipped, like kiln_fit */
+            if (x->shape.dim[0] != batch * df.split) continue;   /* a kept remainder: skipped, like kiln_fit */
             double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)steps, (double)epochs);
             if ((st = nn_set_lr(m, lr))) goto done;
             kiln_feed feeds[2] = { { f->x, x }, { f->y, y } };
@@ -192,10 +192,15 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             }
             kiln_feed next[2] = { { f->x, nx }, { f->y, ny } };
             int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;
-            if ((st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) goto done;
-            double l = kiln_tensor_get(f->loss_t, 0), c, k;
-            nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
-            if ((st = nn_dist_step(&df, &l, &c, &k))) goto done;   /* over every rank's rows */
+            double l, c, k;
+            if (df.split > 1) {       /* mirrored replicas on several GPUs (fit_dist.c) */
+                if ((st = nn_mirror_step(&df, m, x, y, &l, &c, &k))) goto done;
+            } else {
+                if ((st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) goto done;
+                l = kiln_tensor_get(f->loss_t, 0);
+                nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
+                if ((st = nn_dist_step(&df, &l, &c, &k))) goto done;   /* over every rank's rows */
+            }
             if (!isfinite(l)) {
                 if (prog.verbose) fputc('\n', stdout);
                 st = kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the loss became %s at epoch %d, step %lld (learning rate %g): training diverged; try a lower learning rate (e.g. --lr %g)",

@@ -16,11 +16,15 @@ struct rt_reduce {
     int *ids;                /* [cap] the gradients of this run */
     float *stage;            /* host staging for device gradients */
     size_t stage_bytes;
+    bool defer;              /* replicas: stop after the backward pass (kiln_session_run_rest goes on) */
+    kiln_plan *pending;      /* the run stopped there, its gradients in ids[0..n_pending) */
+    int pending_at, n_pending;
 };
 
 kiln_status kiln_session_set_grad_reduce(kiln_session *s, kiln_grad_reduce_fn fn, void *user, size_t bucket_bytes) {
     if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce: NULL session");
     if (!fn) { rt_reduce_free(s); return KILN_OK; }
+    if (s->reduce && s->reduce->defer) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce: the session is a replica (deferred)");
     if (!s->reduce && !(s->reduce = kiln_calloc(1, sizeof *s->reduce)))
         return kiln_set_error(KILN_OUT_OF_MEMORY, "gradient all-reduce: out of host memory");
     s->reduce->fn = fn;
@@ -168,12 +172,79 @@ static kiln_status reduce_grads(kiln_session *s, kiln_plan *p, int n) {
 
 kiln_status rt_run_reduced(kiln_session *s, kiln_plan *p) {
     int n = 0, at = 0;
+    s->reduce->pending = NULL;
     kiln_status st = find_grads(s, p, &n, &at);
     if (st != KILN_OK) return st;
     if (n == 0) return rt_run_steps(s, p, 0, p->n_steps);
     if ((st = rt_run_steps(s, p, 0, at)) != KILN_OK) return st;
+    if (s->reduce->defer) {
+        s->reduce->pending = p;
+        s->reduce->pending_at = at;
+        s->reduce->n_pending = n;
+        return KILN_OK;
+    }
     for (int sp = 1; sp < s->n_spaces; sp++)      /* device work before the reduction is done */
         if ((p->device_space == sp || p->device_space == -2) && (st = s->be[sp]->sync(s->be[sp])) != KILN_OK) return st;
     if ((st = reduce_grads(s, p, n)) != KILN_OK) return st;
     return rt_run_steps(s, p, at, p->n_steps);
+}
+
+/* ---- replicas (src/runtime/replicas.c): the run stops after the backward pass ---- */
+
+kiln_status kiln_session_set_grad_defer(kiln_session *s) {
+    if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_defer: NULL session");
+    if (!s->reduce && !(s->reduce = kiln_calloc(1, sizeof *s->reduce)))
+        return kiln_set_error(KILN_OUT_OF_MEMORY, "gradient all-reduce: out of host memory");
+    s->reduce->defer = true;
+    s->reduce->bucket = (size_t)4 << 20;
+    return KILN_OK;
+}
+
+bool rt_reduce_pending(const kiln_session *s) { return s->reduce && s->reduce->pending; }
+
+void rt_reduce_cancel(kiln_session *s) { if (s->reduce) s->reduce->pending = NULL; }
+
+kiln_status kiln_session_grad_ranges(kiln_session *s, void **ptr, size_t *count, int max, int *n_out) {
+    struct rt_reduce *r = s->reduce;
+    *n_out = 0;
+    if (!r || !r->pending) return KILN_OK;
+    kiln_plan *p = r->pending;
+    int *ids = r->ids, n = r->n_pending, k = 0;
+    for (int i = 0; i < n; i++) {
+        kiln_node *g = s->g->nodes[ids[i]];
+        if (g->dtype != KILN_F32 || p->home[g->id] == KILN_SPACE_HOST)
+            return kiln_set_error(KILN_UNSUPPORTED, "replicas: gradient '%s' is %s in %s memory; only f32 gradients on the GPU are "
+                                  "all-reduced with NCCL", g->name, kiln_dtype_name(g->dtype), p->home[g->id] ? "device" : "host");
+    }
+    sort_by_place(s, p, ids, n);
+    for (int a = 0; a < n;) {
+        int sp = p->home[ids[a]], b = a + 1;
+        while (b < n && p->home[ids[b]] == sp) {
+            kiln_node *prev = s->g->nodes[ids[b - 1]];
+            char *end = (char *)s->data[sp][prev->id] + node_bytes(prev), *next = s->data[sp][ids[b]];
+            if (next < end || next - end >= 64 || (next - end) % 4) break;
+            b++;
+        }
+        kiln_node *last = s->g->nodes[ids[b - 1]];
+        char *lo = s->data[sp][ids[a]], *hi = (char *)s->data[sp][last->id] + node_bytes(last);
+        if (k >= max) return kiln_set_error(KILN_INTERNAL, "replicas: more than %d gradient ranges", max);
+        ptr[k] = lo;
+        count[k++] = (size_t)(hi - lo) / sizeof(float);
+        a = b;
+    }
+    *n_out = k;
+    return KILN_OK;
+}
+
+kiln_status kiln_session_run_rest(kiln_session *s, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches) {
+    struct rt_reduce *r = s->reduce;
+    if (!r || !r->pending) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_run_rest: no run waits for its gradients");
+    kiln_plan *p = r->pending;
+    r->pending = NULL;
+    kiln_status st = rt_run_steps(s, p, r->pending_at, p->n_steps);
+    for (int sp = 1; sp < s->n_spaces && st == KILN_OK; sp++)
+        if (p->device_space == sp || p->device_space == -2) st = s->be[sp]->sync(s->be[sp]);
+    if (st == KILN_OK) st = rt_read_fetches(s, p, fetches, outs, n_fetches);
+    if (st == KILN_OK) s->step++;
+    return st;
 }

@@ -76,9 +76,12 @@ kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, ki
 void rt_plans_free(kiln_session *s);
 /* grad_reduce.c: a run with the gradient all-reduce between the backward pass and the updates */
 kiln_status rt_run_reduced(kiln_session *s, kiln_plan *p);
+bool rt_reduce_pending(const kiln_session *s);   /* a replica's run waits for its all-reduce */
+void rt_reduce_cancel(kiln_session *s);          /* ... and will not be finished (an error) */
 void rt_reduce_free(kiln_session *s);
 /* executor.c */
 kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to);
+kiln_status rt_read_fetches(kiln_session *s, kiln_plan *p, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches);
 /* capture.c: runs the plan as a replayed CUDA graph when it can; *done says whether it ran. */
 kiln_status rt_run_captured(kiln_session *s, run_plan *rp, bool *done);
 /* copy_ahead.c */
