@@ -3,7 +3,9 @@
 # openmpi-bin) gives `mpirun -np N kiln train`; without it src/dist/dist_nompi.c runs one process
 # and says what to install when started as several. Option: -DKILN_MPI=OFF.
 # Tests (registered at the end of the configure): test_dist_mpi (2 ranks == 1 process, SGD and
-# Adam, checkpoints both ways) and test_dist_cli (mpirun kiln train, a failing rank, resume).
+# Adam, checkpoints both ways), test_dist_cli (mpirun kiln train, a failing rank, resume) and
+# test_mirrored_cli (kiln train --gpus on two simulated GPUs; test_mirrored_cudasim, the C API
+# equivalence, is in tests/cudasim/CMakeLists.txt).
 
 option(KILN_MPI "Build multi-process data parallelism when MPI is found" ON)
 set(KILN_MPI_BUILT OFF)
@@ -37,6 +39,9 @@ else()
 endif()
 
 function(kiln_dist_tests)
+  if(TARGET kiln_cuda_sim)   # kiln train --gpus on two simulated GPUs (the NCCL shim)
+    add_test(NAME test_mirrored_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/dist/test_mirrored_cli.sh $<TARGET_FILE:kiln_cli> $<TARGET_FILE:kiln_cuda_sim>)
+  endif()
   if(NOT KILN_MPI_BUILT OR NOT KILN_MPIEXEC)
     return()
   endif()

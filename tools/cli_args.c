@@ -63,6 +63,8 @@ static const cli_opt opts[] = {
     { "--test-csv", K_STR, T | E | P, F(test_csv), 0, 0, 0 },
     { "--tensorboard", K_STR, T, F(tensorboard), 0, 0, 0 },
     { "--tensorboard-every", K_INT, T, F(tensorboard_every), 1, 1 << 30, 0 },
+    { "--gpus", K_STR, T, F(gpus), 0, 0, 0 },
+    { "--devices", K_STR, T, F(devices_list), 0, 0, 0 },
 };
 #undef F
 #define N_OPTS (sizeof opts / sizeof opts[0])

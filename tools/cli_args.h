@@ -27,6 +27,8 @@ typedef struct args {
     bool help, data_on_device, log_placement, strict_load, save_best;
     const char *json_out;      /* summary --json FILE: write the model as Keras model JSON */
     struct kiln_dist *dist;    /* train under mpirun: this process's place in the job (tools/cli_dist.c) */
+    const char *gpus, *devices_list;   /* train --gpus N|all, --devices LIST (mirrored replicas) */
+    const char *fit_devices;   /* what they ask of kiln_fit_opts.devices (tools/cli_dist.c), or NULL */
 } args;
 
 /* The command's bit (CMD_*), 0 for an unknown name. */

@@ -4,6 +4,7 @@
  * waits forever in an all-reduce. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "kiln/kiln.h"
 #include "tools/cli_args.h"
@@ -14,7 +15,46 @@ static int env_int(const char *name, int dflt) {
     return v && *v ? atoi(v) : dflt;
 }
 
+/* --gpus N|all / --devices LIST -> a->fit_devices ("all", "0,1,2", the list): 0 or 2 (usage). */
+static int parse_gpus(args *a) {
+    static char list[256];
+    if (a->gpus && a->devices_list) { fprintf(stderr, "kiln train: give --gpus or --devices, not both\n"); return 2; }
+    if (a->devices_list) { a->fit_devices = a->devices_list; return 0; }
+    if (!a->gpus) return 0;
+    if (!strcmp(a->gpus, "all")) { a->fit_devices = "all"; return 0; }
+    char *end;
+    long n = strtol(a->gpus, &end, 10);
+    if (end == a->gpus || *end || n < 1 || n > 16) {
+        fprintf(stderr, "kiln train: --gpus %s: give a number of GPUs (1 to 16) or all\n", a->gpus);
+        return 2;
+    }
+    if (n == 1) return 0;                  /* one GPU: the usual single-device run */
+    size_t k = 0;
+    for (long i = 0; i < n; i++) k += (size_t)snprintf(list + k, sizeof list - k, "%s%ld", i ? "," : "", i);
+    a->fit_devices = list;
+    return 0;
+}
+
+static int run_mirrored(args *a, int (*train)(args *)) {
+    int n = 1;
+    if (!strcmp(a->fit_devices, "all")) {
+        kiln_device_info info[32];
+        int nd = 0;
+        n = 0;
+        if (kiln_device_list(info, 32, &nd) == KILN_OK)
+            for (int i = 0; i < nd && i < 32; i++) n += info[i].kind == KILN_DEVICE_KIND_GPU;
+    } else {
+        for (const char *c = a->fit_devices; *c; c++) n += *c == ',';
+    }
+    if (n > 1 && a->batch % n == 0)
+        printf("Mirrored: %d replicas (%s), global batch %d = %d per replica; gradients averaged with NCCL\n", n, a->fit_devices,
+               a->batch, a->batch / n);
+    return train(a);
+}
+
 int cli_dist_run(args *a, int (*train)(args *)) {
+    if (!a->help && parse_gpus(a)) return 2;
+    if (!a->help && a->fit_devices && kiln_dist_launched_size() <= 1) return run_mirrored(a, train);
     if (a->help || kiln_dist_launched_size() <= 1) return train(a);
     kiln_dist *d = NULL;
     if (kiln_dist_init(NULL, NULL, &d) != KILN_OK) {

@@ -175,7 +175,11 @@ static void train_usage(FILE *f) {
         "                      epoch are dropped and new rows appended\n"
         "  --limit N           train on the first N training examples only (quick tries)\n"
         "  --verbose N         0 quiet, 1 progress bar (default; one line per epoch when the output\n"
-        "                      is not a terminal), 2 one line per epoch\n\n"
+        "                      is not a terminal), 2 one line per epoch\n"
+        "  --gpus N|all        one process, several GPUs (MirroredStrategy): a replica of the training\n"
+        "                      step on each of GPUs 0..N-1, each on batch-size / N rows of every batch,\n"
+        "                      gradients averaged with NCCL, the same update everywhere\n"
+        "  --devices LIST      the same on the GPUs listed, e.g. gpu:0,gpu:1 (the first must be gpu:0)\n\n"
         "examples:\n"
         "  kiln train\n"
         "  kiln train --model cifar_cnn --data cifar10:/data/cifar-10-batches-bin --augment flip,crop \\\n"
@@ -743,10 +747,11 @@ static int cmd_train(args *a) {
                                                      .batch_size = a->batch, .shuffle_seed = 0, .verbose = a->verbose,
                                                      .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
                                                      .device_crop_pad = aug.crop_pad, .device_flip = aug.flip,
-                                                     .device_augment_seed = aug.seed, .dist = a->dist });
+                                                     .device_augment_seed = aug.seed, .dist = a->dist, .devices = a->fit_devices });
     else if (initial < a->epochs)
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
-                                                    .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb, .dist = a->dist });
+                                                    .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb, .dist = a->dist,
+                                                    .devices = a->fit_devices });
     else if (a->load) printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
     else printf("--epochs 0: nothing to train; evaluating the initial weights\n");
     double secs = cli_now() - t0;

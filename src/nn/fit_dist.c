@@ -108,7 +108,7 @@ static kiln_status mirrored_session(nn_dist_fit *df, kiln_model *m) {
             !(df->rep_outs[2 * k + 1] = kiln_tensor_new(f->out_t->dtype, f->out_t->shape)))
             st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
     df->lr_synced = m->lr_current;
-    if (st == KILN_OK && getenv("KILN_LOG_DEVICE_PLACEMENT"))
+    if (st == KILN_OK && (m->copts.log_device_placement || getenv("KILN_LOG_DEVICE_PLACEMENT")))
         for (int k = 0; k < df->split; k++) fprintf(stderr, "kiln: replica %d of %d: /device:GPU:%d\n", k, df->split, df->gpus[k]);
     return st;
 }
