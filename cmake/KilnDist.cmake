@@ -56,6 +56,10 @@ function(kiln_dist_tests)
   add_test(NAME test_dist_mpi COMMAND ${_mpi} $<TARGET_FILE:test_dist_mpi> WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
   # one thread per rank: two ranks on two cores
   set_tests_properties(test_dist_mpi PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=1" TIMEOUT 300)
+  if(TARGET kiln_cuda_sim)   # each rank on a simulated GPU: gradients through the host staging buffer
+    add_test(NAME test_dist_mpi_cudasim COMMAND ${_mpi} $<TARGET_FILE:test_dist_mpi> WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+    set_tests_properties(test_dist_mpi_cudasim PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=1;KILN_CUDA_MODULE=$<TARGET_FILE:kiln_cuda_sim>" TIMEOUT 300)
+  endif()
   string(REPLACE ";" " " _mpi_str "${_mpi}")
   add_test(NAME test_dist_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/dist/test_dist_cli.sh $<TARGET_FILE:kiln_cli> "${_mpi_str}")
   set_tests_properties(test_dist_cli PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=1" TIMEOUT 300)

@@ -147,10 +147,39 @@ static void test_errors(kiln_dataset *train) {
     kiln_model_free(m);
 }
 
-int main(void) {
+/* --one (tests/gpu/run.sh on a machine with one GPU): NCCL loads, a 1-rank communicator's
+ * all-reduce leaves the data as it is, and devices = "gpu:0" trains as the plain run does. */
+static int one_gpu(void) {
+    const kiln_cuda_module *mod = kiln_cuda();
+    int gpu = 0;
+    void *comm = NULL;
+    CHECK(mod != NULL);
+    if (!mod) return check_summary("test_mirrored --one");
+    CHECK_OK(mod->comm_new(&gpu, 1, &comm));
+    const kiln_backend *b = kiln_cuda_backend(0);
+    float host[7] = { 1, -2, 3.5f, 0, 1e-3f, 7, -9 }, back[7];
+    float *dev = b->alloc(b, sizeof host);
+    size_t count = 7;
+    CHECK_OK(b->copy(b, dev, host, sizeof host, KILN_COPY_H2D));
+    if (comm) CHECK_OK(mod->allreduce_mean(comm, &dev, &count, 1));
+    CHECK_OK(b->copy(b, back, dev, sizeof back, KILN_COPY_D2H));
+    CHECK_OK(b->sync(b));
+    CHECK(memcmp(host, back, sizeof host) == 0);
+    b->free(b, dev);
+    mod->comm_free(comm);
+    kiln_dataset *train = separable(256, 11);
+    kiln_model *m = tiny(kiln_adam(0.01));
+    CHECK_OK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "gpu:0" }));
+    kiln_model_free(m);
+    kiln_dataset_free(train);
+    return check_summary("test_mirrored --one");
+}
+
+int main(int argc, char **argv) {
+    if (!kiln_gpu_available()) { fprintf(stderr, "test_mirrored: no (simulated) GPU: %s\n", kiln_gpu_unavailable_reason()); return 1; }
+    if (argc > 1 && !strcmp(argv[1], "--one")) return one_gpu();
     snprintf(dir, sizeof dir, "/tmp/kiln_mirrored_XXXXXX");
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
-    if (!kiln_gpu_available()) { fprintf(stderr, "test_mirrored: no (simulated) GPU: %s\n", kiln_gpu_unavailable_reason()); return 1; }
     kiln_dataset *train = separable(512, 11);
     test_nccl();
     test_equivalence(train, kiln_sgd(0.1), "sgd", 1e-5);
