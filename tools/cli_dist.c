@@ -76,16 +76,17 @@ int cli_dist_run(args *a, int (*train)(args *)) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         a->threads = cores / (local > 0 ? local : 1) > 1 ? (int)(cores / (local > 0 ? local : 1)) : 1;
     }
-    /* one GPU per local rank by default */
-    static char dev[32];
-    kiln_device_info info[64];
-    int n_dev = 0, n_gpu = 0;
-    if (!a->device && kiln_gpu_available() && kiln_device_list(info, 64, &n_dev) == KILN_OK) {
-        for (int i = 0; i < n_dev && i < 64; i++) n_gpu += info[i].kind == KILN_DEVICE_KIND_GPU;
-        if (n_gpu > 1) {
-            snprintf(dev, sizeof dev, "gpu:%d", local_rank % n_gpu);
-            a->device = dev;
-        }
+    /* one GPU per local rank by default: CUDA_VISIBLE_DEVICES set before CUDA first loads (the
+     * GPUs counted from /dev/nvidiaN, without starting CUDA) */
+    int n_gpu = 0;
+    char path[32], vis[16];
+    for (int i = 0; i < 64; i++) {
+        snprintf(path, sizeof path, "/dev/nvidia%d", i);
+        if (access(path, F_OK) == 0) n_gpu++;
+    }
+    if (n_gpu > 1 && !getenv("CUDA_VISIBLE_DEVICES")) {
+        snprintf(vis, sizeof vis, "%d", local_rank % n_gpu);
+        setenv("CUDA_VISIBLE_DEVICES", vis, 1);
     }
     if (rank > 0) {                 /* progress, summaries, "Saved:": rank 0's */
         fflush(stdout);
