@@ -62,6 +62,18 @@ static void sort_by_place(kiln_session *s, kiln_plan *p, int *ids, int n) {
     }
 }
 
+/* Sorted ids without a second gradient sharing the storage of one before it (a view), which would
+ * be averaged twice. */
+static int dedup(kiln_session *s, kiln_plan *p, int *ids, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (k > 0 && p->home[ids[i]] == p->home[ids[k - 1]] && s->data[p->home[ids[i]]][ids[i]] == s->data[p->home[ids[k - 1]]][ids[k - 1]])
+            continue;
+        ids[k++] = ids[i];
+    }
+    return k;
+}
+
 /* Marks this run's gradients (ids, *n) and returns the step after the last one writing them. */
 static kiln_status find_grads(kiln_session *s, kiln_plan *p, int *n, int *at) {
     struct rt_reduce *r = s->reduce;
@@ -155,6 +167,7 @@ static kiln_status reduce_grads(kiln_session *s, kiln_plan *p, int n) {
                                   g->name, kiln_dtype_name(g->dtype));
     }
     sort_by_place(s, p, ids, n);
+    n = dedup(s, p, ids, n);
     for (int a = 0; a < n;) {
         int sp = p->home[ids[a]], b = a + 1;
         while (b < n && p->home[ids[b]] == sp) {   /* extend while the next starts within 64 bytes of the end */
@@ -217,6 +230,7 @@ kiln_status kiln_session_grad_ranges(kiln_session *s, void **ptr, size_t *count,
                                   "all-reduced with NCCL", g->name, kiln_dtype_name(g->dtype), p->home[g->id] ? "device" : "host");
     }
     sort_by_place(s, p, ids, n);
+    n = dedup(s, p, ids, n);
     for (int a = 0; a < n;) {
         int sp = p->home[ids[a]], b = a + 1;
         while (b < n && p->home[ids[b]] == sp) {
