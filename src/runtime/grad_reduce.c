@@ -46,6 +46,16 @@ static bool is_update(const kiln_plan_step *st) {
     return st->kind == KILN_STEP_KERNEL && (kiln_op_get(st->node->op)->flags & KILN_OPF_UPDATE) && st->node->n_in >= 2;
 }
 
+/* An optimizer update of a trainable variable: its gradient is what replicas average. Updates of
+ * non-trainable variables (gradient accumulators "_accum/w" summing micro-batch gradients, and
+ * their reset) are not: with accumulation the all-reduce happens once, in the run whose
+ * optimizer update reads the accumulated gradient. */
+static bool reduces(const kiln_plan_step *st) {
+    if (!is_update(st)) return false;
+    const kiln_node *v = st->node->in[0];
+    return v->op != KILN_OP_VARIABLE || kiln_node_is_trainable(v);
+}
+
 /* Orders ids by (space, address): insertion sort, there are tens of gradients. */
 static void sort_by_place(kiln_session *s, kiln_plan *p, int *ids, int n) {
     for (int i = 1; i < n; i++) {
@@ -89,7 +99,7 @@ static kiln_status find_grads(kiln_session *s, kiln_plan *p, int *n, int *at) {
     *n = 0;
     int first_update = -1;
     for (int i = 0; i < p->n_steps; i++) {
-        if (!is_update(&p->steps[i])) continue;
+        if (!reduces(&p->steps[i])) continue;
         if (first_update < 0) first_update = i;
         kiln_node *g = p->steps[i].node->in[1];
         if (r->mark[g->id] == 1) continue;
