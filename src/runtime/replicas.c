@@ -77,6 +77,9 @@ kiln_status kiln_replicas_new(kiln_session *s0, const int *gpus, int n, kiln_rep
             if (gpus[j] == gpus[k]) st = kiln_set_error(KILN_INVALID_ARGUMENT, "replicas: GPU %d listed twice", gpus[k]);
         if (st == KILN_OK && !(r->s[k] = kiln_session_new_with_device(s0->g, &s0->opts, be)))
             st = kiln_set_error(KILN_DEVICE_ERROR, "replicas: the session of GPU %d: %s", gpus[k], kiln_last_error());
+        /* replica 0 logs the placement once (the placement log names a session's only GPU
+         * /device:GPU:0 whichever it is); nn/fit_dist.c lists each replica's GPU */
+        if (r->s[k]) r->s[k]->opts.log_device_placement = false;
     }
     for (int k = 0; k < n && st == KILN_OK; k++) st = kiln_session_set_grad_defer(r->s[k]);
     if (st == KILN_OK) st = mod->comm_new(gpus, n, &r->comm);
