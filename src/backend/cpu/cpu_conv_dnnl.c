@@ -85,9 +85,10 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
 
 /* Activations stay in Kiln's NHWC when both channel counts are whole AVX-512 vectors: oneDNN's
  * NHWC kernels (brgconv forward) then match its blocked ones, and the two reorders of each
- * activation (about a fifth of the convolution time on cifar_cnn) disappear. Thin layers (the
- * RGB input, C = 3) run faster blocked, reorders included. KILN_DNNL_LAYOUT=any|nhwc forces one
- * choice (A/B benchmarks). */
+ * activation (about a fifth of the convolution time on cifar_cnn) disappear. Thin layers (the RGB
+ * or grey input) let oneDNN choose, which is faster for them, reorders included; so does a mix
+ * (NHWC on one side only), for which oneDNN 2.6 has only its reference kernel.
+ * KILN_DNNL_LAYOUT=any|nhwc forces one choice (A/B benchmarks). */
 static bool nhwc_activations(const dconv_key *k) {
     const char *v = getenv("KILN_DNNL_LAYOUT");
     if (v && !strcmp(v, "any")) return false;
@@ -95,11 +96,11 @@ static bool nhwc_activations(const dconv_key *k) {
     return k->G == 1 && k->C % 16 == 0 && k->CO % 16 == 0;
 }
 
-static bool build(dconv *e) {
+/* Builds e's primitive, with the activations in NHWC or in the layouts oneDNN picks. */
+static bool build_as(dconv *e, bool nhwc) {
     const dconv_key *k = &e->k;
     dnnl_memory_desc_t any[3];
     if (!user_descs(k, &e->user[0], &e->user[1], &e->user[2])) return false;
-    bool nhwc = nhwc_activations(k);
     for (int i = 0; i < 3; i++) {
         int nd = e->user[i].ndims;
         if (nhwc && i != 1) { any[i] = e->user[i]; continue; }   /* Kiln's own NHWC: no reorder */
@@ -139,6 +140,10 @@ static bool build(dconv *e) {
              dnnl_primitive_desc_create(&pd, &cd, attr, engine, fpd) == dnnl_success;
     dnnl_primitive_attr_destroy(attr);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
+    const char *impl = NULL;
+    if (ok && nhwc && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+        !strncmp(impl, "ref", 3))
+        ok = false;     /* oneDNN's reference kernel: far slower than reordering into blocked layouts */
     if (!ok) { if (pd) dnnl_primitive_desc_destroy(pd); return false; }
     /* the layouts oneDNN chose; which operand is the output depends on the op */
     dnnl_query_t q[3] = { dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md };
@@ -161,6 +166,15 @@ static bool build(dconv *e) {
     ok = ok && dnnl_primitive_create(&e->prim, pd) == dnnl_success;
     dnnl_primitive_desc_destroy(pd);
     return ok;
+}
+
+static bool build(dconv *e) {
+    if (nhwc_activations(&e->k)) {
+        if (build_as(e, true)) return true;
+        for (int i = 0; i < 3; i++) if (e->reorder[i]) { dnnl_primitive_destroy(e->reorder[i]); e->reorder[i] = NULL; }
+        if (e->prim) { dnnl_primitive_destroy(e->prim); e->prim = NULL; }
+    }
+    return build_as(e, false);
 }
 
 /* The cached convolution for n (with the fused epilogue epi, forward only), built on first sight;
