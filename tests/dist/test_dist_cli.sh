@@ -44,6 +44,13 @@ secs=$(( $(date +%s) - start ))
 grep -q "rank 1 of 2 .*failed: .*bad.csv: line 101 has 3 fields but the first row has 5" <<<"$out" && ok || bad "the failing rank's message: $(head -c 600 <<<"$out")"
 [ "$secs" -lt 30 ] && ok || bad "the job took $secs s to end"
 
+# a NaN on one rank (its data blows the loss up) stops every rank at the same step (the loss is
+# reduced), and the job ends naming the rank
+awk 'BEGIN{srand(4); print "a,b,c,d,label"; for(i=0;i<640;i++) printf "%.4g,%.4f,%.4f,%.4f,%d\n",(rand()*2-1)*1e18,rand(),rand(),rand(),i%3}' > "$tmp/huge.csv"
+out=$(timeout 60 "${MPI_BASE[@]}" -np 1 "$K" "${T[@]}" --epochs 2 --optimizer sgd --lr 1e6 : -np 1 "$K" train --model mlp \
+      --data csv:"$tmp/huge.csv" --batch-size 64 --epochs 2 --optimizer sgd --lr 1e6 --threads 1 2>&1); rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "rank [01] of 2 .*failed: .*the loss became NaN at epoch 1" <<<"$out" && ok || bad "a NaN on one rank (rc $rc): $(head -c 600 <<<"$out")"
+
 # checkpoints resume across process counts: the 2-process one in 1 process, a 1-process one in 2
 expect "a 2-process checkpoint resumes in one process" "Resuming from .*ck2.safetensors at epoch 2" "$K" "${T[@]}" --epochs 3 --load "$tmp/ck2.safetensors"
 "$K" "${T[@]}" --epochs 1 --save "$tmp/ck1.safetensors" > /dev/null 2>&1 || bad "one-process checkpoint"
