@@ -321,6 +321,13 @@ typedef struct kiln_fit_opts {
     uint64_t device_augment_seed;      /* the seed of the kiln_augment_opts whose crop/flip the
                                           device reproduces (kiln_augment_opts.seed): example i of
                                           epoch e draws from kiln_data_example_key(this, e, i) */
+    /* Gradient accumulation: > 1 runs each batch of B examples as this many micro-batches of
+     * B / accumulate_steps (B must be divisible by it) and sums their gradients, averaged, into
+     * ONE optimizer update: the update of the whole batch's mean loss, with the activation memory
+     * of the micro-batch (kiln_model_memory shows it). Loss and metrics are over the whole batch.
+     * Batch normalization sees micro-batch statistics (and updates its moving averages once per
+     * micro-batch), so a model with batch norm trains slightly differently. 0 or 1: none. */
+    int accumulate_steps;
 } kiln_fit_opts;
 /* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
  * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf.

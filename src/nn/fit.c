@@ -145,6 +145,7 @@ kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_op
     if (n_train / batch == 0)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: batch size %d is larger than the %lld training examples; use a smaller --batch-size", batch, (long long)n_train);
     kiln_dataset *index_ds = NULL;
+    if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit"))) return st;
     if (o->data_on_device && (st = resident_begin(m, train, n_train, batch, o, &index_ds))) {
         kiln_dataset_free(index_ds);
         kiln_tensor_free(m->res.idx_t);

@@ -138,7 +138,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
     if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
     kiln_status st;
     m->float_labels = kiln_data_label_dtype(train) == KILN_F32;
-    if ((st = nn_ensure_train(m, batch))) return st;
+    if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit")) || (st = nn_ensure_train(m, batch))) return st;
     m->last_fit_batch = batch;
     nn_cb_state *cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
     kiln_data_iter *it = NULL;
@@ -189,15 +189,20 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             }
             kiln_feed next[2] = { { f->x, nx }, { f->y, ny } };
             int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;
-            if ((st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) goto done;
-            double l = kiln_tensor_get(f->loss_t, 0), c, k;
+            double l, c = 0, k = 0;
+            if (f->accumulate > 1) {        /* N micro-batches, one update (fit_accumulate.c) */
+                if ((st = nn_accum_run(m, f, feeds, n_feeds, y, next, n_next, &l, &c, &k))) goto done;
+            } else {
+                if ((st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) goto done;
+                l = kiln_tensor_get(f->loss_t, 0);
+            }
             if (!isfinite(l)) {
                 if (prog.verbose) fputc('\n', stdout);
                 st = kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the loss became %s at epoch %d, step %lld (learning rate %g): training diverged; try a lower learning rate (e.g. --lr %g)",
                                     m->name, isnan(l) ? "NaN" : "Inf", epoch, (long long)(s + 1), lr, lr / 10);
                 goto done;
             }
-            nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
+            if (f->accumulate <= 1) nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
             s++;
             sum_loss += l; sum_hit += c; sum_top += k;
             logs.batch = s;
