@@ -135,7 +135,7 @@ static kiln_status grow_arenas(kiln_session *s, kiln_plan *p) {
     return KILN_OK;
 }
 
-static kiln_status build_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
+kiln_status rt_build_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
                               int n_fetches, kiln_node *const *targets, int n_targets, kiln_plan **out) {
     kiln_status st = rt_grow_ids(s);
     if (st != KILN_OK || (st = rt_place(s)) != KILN_OK) return st;
@@ -153,7 +153,7 @@ kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, ki
     run_plan *rp = find_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets);
     if (rp) { *out = rp; return KILN_OK; }
     kiln_plan *p = NULL;
-    kiln_status st = build_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &p);
+    kiln_status st = rt_build_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &p);
     if (st == KILN_OK) st = bind_sources(s, p, feeds, n_feeds);
     if (st == KILN_OK) st = check_updates(p);
     if (st == KILN_OK) st = grow_arenas(s, p);

@@ -73,6 +73,10 @@ kiln_status rt_activate(kiln_session *s, int space);
 kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
                         int n_fetches, kiln_node *const *targets, int n_targets, run_plan **out);
 void rt_plans_free(kiln_session *s);
+/* The plan for this fetch set, built afresh (placement, the plan; nothing bound, cached or
+ * allocated on a device): plan_query.c's reports. feeds: only their nodes are read. */
+kiln_status rt_build_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
+                          int n_fetches, kiln_node *const *targets, int n_targets, kiln_plan **out);
 /* executor.c */
 kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to);
 /* capture.c: runs the plan as a replayed CUDA graph when it can; *done says whether it ran. */
