@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include <sys/stat.h>
 #include "kiln/kiln.h"
@@ -667,6 +668,31 @@ static kiln_status set_class_names(const args *a, kiln_model *m, const kiln_data
     return st;
 }
 
+/* --batch-size auto: the largest multiple of 8 (and of --accumulate) whose planned training step
+ * fits: in --gpu-memory-limit or the GPU's free memory, on the CPU in --memory-limit or half the
+ * physical memory; at most the training examples. */
+static int auto_batch(args *a, kiln_model *m, int64_t n_train) {
+    bool gpu = kiln_gpu_available() && (!a->device || (strcmp(a->device, "cpu") && strcmp(a->device, "ref")));
+    size_t limit = 0;
+    const char *why;
+    if (gpu && a->gpu_mem_mib > 0) { limit = (size_t)a->gpu_mem_mib << 20; why = "--gpu-memory-limit"; }
+    else if (gpu) why = "the GPU's free memory";
+    else if (a->memory_limit_mib > 0) { limit = (size_t)a->memory_limit_mib << 20; why = "--memory-limit"; }
+    else {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        limit = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : (size_t)1 << 30;
+        why = "half the physical memory (--memory-limit MIB to choose)";
+    }
+    int b = 0;
+    size_t peak = 0;
+    int cap = n_train < CLI_MAX_BATCH ? (int)n_train : CLI_MAX_BATCH;
+    if (kiln_model_max_batch(m, limit, a->accumulate, 8, cap, &b, &peak) != KILN_OK) return fail("train", 1);
+    printf("Batch size auto: %d, the largest multiple of 8%s whose planned training step fits in %s (%.1f MiB): it needs %.1f MiB\n",
+           b, a->accumulate > 1 ? " and of --accumulate" : "", why, (limit ? limit : peak) / 1048576.0, peak / 1048576.0);
+    a->batch = b;
+    return 0;
+}
+
 static int cmd_train(args *a) {
     if (a->help) { train_usage(stdout); return 0; }
     kiln_optimizer opt;
@@ -713,6 +739,7 @@ static int cmd_train(args *a) {
         initial = kiln_model_epoch(m);
         printf("Resuming from %s at epoch %d\n", a->load, initial);
     }
+    if (a->batch_auto && (rc = auto_batch(a, m, n_train))) goto out;
     if (a->data_on_device) {
         if (kiln_data_label_dtype(ds.train) == KILN_F32) { fprintf(stderr, "kiln train: --data-on-device takes class-id labels; these are values (mse)\n"); rc = 2; goto out; }
         if (aug.cutout_size > 0) { fprintf(stderr, "kiln train: --data-on-device does crop and flip on the device, not cutout\n"); rc = 2; goto out; }
