@@ -77,6 +77,9 @@ void rt_plans_free(kiln_session *s);
  * allocated on a device): plan_query.c's reports. feeds: only their nodes are read. */
 kiln_status rt_build_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
                           int n_fetches, kiln_node *const *targets, int n_targets, kiln_plan **out);
+/* oom_advice.c: the out-of-memory error's advice for plan p whose arena in space sp did not fit
+ * (avail: what can be allocated there, 0 unknown; vars: the variables' bytes) into buf. */
+void rt_oom_advice(const kiln_plan *p, int sp, size_t avail, size_t vars, char *buf, size_t n);
 /* executor.c */
 kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to);
 /* capture.c: runs the plan as a replayed CUDA graph when it can; *done says whether it ran. */
