@@ -65,6 +65,7 @@ static const cli_opt opts[] = {
     { "--tensorboard-every", K_INT, T, F(tensorboard_every), 1, 1 << 30, 0 },
     { "--accumulate", K_INT, T | S, F(accumulate), 1, CLI_MAX_BATCH, 0 },
     { "--memory-limit", K_INT, T, F(memory_limit_mib), 1, 1 << 30, 0 },
+    { "--debug-numerics", K_FLAG, T, F(debug_numerics), 0, 0, 0 },
 };
 #undef F
 #define N_OPTS (sizeof opts / sizeof opts[0])

@@ -121,6 +121,11 @@ static void train_usage(FILE *f) {
         "                      of a micro-batch (see kiln summary --batch-size B --accumulate N). Batch\n"
         "                      norm sees micro-batch statistics\n"
         "  --memory-limit MIB  --batch-size auto on the CPU: the memory the step may plan for\n"
+        "  --debug-numerics    check every op's output for NaN/Inf as each step runs (TensorFlow's\n"
+        "                      enable_check_numerics; slow): the first one stops training, naming the\n"
+        "                      epoch, step, op and layer, before that step's update. Without it a NaN/Inf\n"
+        "                      loss stops training too, naming the epoch, step and the first layer whose\n"
+        "                      weights went non-finite\n"
         "  --optimizer NAME    sgd, momentum (0.9), adam (default), adamw, rmsprop, adagrad\n"
         "  --lr X              learning rate (default 0.001 for adam/adamw/rmsprop, 0.01 otherwise)\n"
         "  --schedule NAME     learning-rate schedule (per epoch, from --lr): constant (default);\n"
@@ -786,11 +791,12 @@ static int cmd_train(args *a) {
                                                      .batch_size = a->batch, .shuffle_seed = 0, .verbose = a->verbose,
                                                      .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
                                                      .device_crop_pad = aug.crop_pad, .device_flip = aug.flip,
-                                                     .device_augment_seed = aug.seed, .accumulate_steps = a->accumulate });
+                                                     .device_augment_seed = aug.seed, .accumulate_steps = a->accumulate,
+                                                     .debug_numerics = a->debug_numerics });
     else if (initial < a->epochs)
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
                                                     .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb,
-                                                    .accumulate_steps = a->accumulate });
+                                                    .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics });
     else if (a->load) printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
     else printf("--epochs 0: nothing to train; evaluating the initial weights\n");
     double secs = cli_now() - t0;

@@ -328,6 +328,11 @@ typedef struct kiln_fit_opts {
      * Batch normalization sees micro-batch statistics (and updates its moving averages once per
      * micro-batch), so a model with batch norm trains slightly differently. 0 or 1: none. */
     int accumulate_steps;
+    /* Check every op's output for NaN/Inf as each step runs (TF's enable_check_numerics): the first
+     * one stops training with KILN_NUMERIC_ERROR naming the epoch, step, op and its layer, before
+     * that step's update. Slow; for finding where numbers go wrong. Without it a non-finite loss
+     * stops training too, naming the epoch, step and the first layer whose weights went non-finite. */
+    bool debug_numerics;
 } kiln_fit_opts;
 /* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
  * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf.
