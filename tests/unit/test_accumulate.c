@@ -5,8 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 #include "kiln/nn.h"
+
+/* KILN_TEST_DEVICE=auto: the GPU when one answers (the *_cudasim tests), else the CPU */
+static const char *test_device(void) { return getenv("KILN_TEST_DEVICE") ? getenv("KILN_TEST_DEVICE") : "cpu"; }
 
 static kiln_model *mlp(kiln_optimizer opt, double clip) {
     kiln_model *m = kiln_sequential("acc_mlp", KILN_SHAPE(8));
@@ -14,7 +18,7 @@ static kiln_model *mlp(kiln_optimizer opt, double clip) {
     kiln_layer_dense(m, &(kiln_dense_opts){ .units = 16, .activation = KILN_TANH, .l2 = 1e-3 });
     kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3 });
     opt.clip_norm = clip;
-    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = opt, .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = "cpu" }));
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = opt, .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = test_device() }));
     return m;
 }
 
@@ -28,7 +32,7 @@ static kiln_model *convnet(kiln_optimizer opt, double clip) {
     kiln_layer_flatten(m, NULL);
     kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3 });
     opt.clip_norm = clip;
-    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = opt, .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = "cpu" }));
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = opt, .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = test_device() }));
     return m;
 }
 
@@ -86,7 +90,8 @@ static void test_errors(void) {
     CHECK_OK(kiln_fit(m, train, &(kiln_fit_opts){ .batch_size = 32, .accumulate_steps = 4 }));
     CHECK_OK(kiln_fit(m, train, &(kiln_fit_opts){ .batch_size = 32 }));
     /* accumulators are not checkpointed */
-    const char *path = "test_accumulate.safetensors";
+    char path[64];
+    snprintf(path, sizeof path, "test_accumulate_%d.safetensors", (int)getpid());
     CHECK_OK(kiln_fit(m, train, &(kiln_fit_opts){ .batch_size = 32, .accumulate_steps = 2 }));
     CHECK_OK(kiln_model_save(m, path, true));
     kiln_safetensors *f = NULL;
