@@ -500,7 +500,9 @@ static kiln_data *train_pipeline(const args *a, kiln_data *src, bool images, con
 
 /* source -> [cache] -> batch (the last partial batch kept) -> [prefetch] */
 static kiln_data *eval_pipeline(const args *a, kiln_data *src, bool images) {
-    kiln_data *d = kiln_data_batch(maybe_cache(src, images), a->batch > 0 ? a->batch : 64, false);
+    /* with --accumulate, evaluation runs in micro-batches too: it needs no more memory than training */
+    int eb = a->batch > 0 ? a->batch : 64;
+    kiln_data *d = kiln_data_batch(maybe_cache(src, images), a->accumulate > 1 && eb % a->accumulate == 0 ? eb / a->accumulate : eb, false);
     if (a->prefetch > 0) d = kiln_data_prefetch(d, a->prefetch, a->workers > 0 ? a->workers : 1);
     return d;
 }

@@ -256,7 +256,9 @@ kiln_status kiln_fit_data(kiln_model *m, kiln_data *train, const kiln_fit_opts *
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: give .validation (a dataset) or .validation_data (a pipeline), not both");
     kiln_data *val = o->validation_data, *owned = NULL;
     if (o->validation) {
-        owned = kiln_data_batch(kiln_data_from_dataset(o->validation, false), kiln_data_batch_size(train), false);
+        int64_t eb = kiln_data_batch_size(train);     /* in micro-batches with accumulation */
+        if (o->accumulate_steps > 1 && eb % o->accumulate_steps == 0) eb /= o->accumulate_steps;
+        owned = kiln_data_batch(kiln_data_from_dataset(o->validation, false), eb, false);
         if (!owned) return nn_data_status();
         val = owned;
     }
