@@ -79,6 +79,21 @@ static void same_step(const char *what, kiln_model *(*make)(kiln_optimizer, doub
     kiln_dataset_free(train);
 }
 
+/* resident data (data_on_device): the fed example indices are sliced per micro-batch too */
+static void test_resident(void) {
+    kiln_dataset *train = separable(256, 12);
+    kiln_model *whole = convnet(kiln_sgd(0.1), 0), *acc = convnet(kiln_sgd(0.1), 0);
+    kiln_fit_opts fo = { .epochs = 1, .batch_size = 32, .steps_per_epoch = 2, .shuffle_seed = 4, .data_on_device = true };
+    CHECK_OK(kiln_fit(whole, train, &fo));
+    fo.accumulate_steps = 4;
+    CHECK_OK(kiln_fit(acc, train, &fo));
+    double d = weight_diff(whole, acc);
+    CHECK_MSG(d <= 2e-6, "data_on_device: weights differ by %g", d);
+    kiln_model_free(whole);
+    kiln_model_free(acc);
+    kiln_dataset_free(train);
+}
+
 static void test_errors(void) {
     kiln_dataset *train = separable(64, 1);
     kiln_model *m = mlp(kiln_sgd(0.1), 0);
@@ -109,6 +124,7 @@ int main(void) {
     same_step("momentum, mlp, 8 micro-batches, clipnorm", mlp, kiln_momentum(0.1, 0.9, false), 0.5, 3, 8, 1e-5);
     same_step("adam, mlp, 4 micro-batches, 5 steps", mlp, kiln_adam(0.01), 0, 5, 4, 1e-5);
     same_step("adam, conv, 2 micro-batches, 5 steps", convnet, kiln_adam(0.01), 0, 5, 2, 1e-5);
+    test_resident();
     test_errors();
     return check_summary("test_accumulate");
 }
