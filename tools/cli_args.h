@@ -29,6 +29,11 @@ typedef struct args {
     struct kiln_dist *dist;    /* train under mpirun: this process's place in the job (tools/cli_dist.c) */
     const char *gpus, *devices_list;   /* train --gpus N|all, --devices LIST (mirrored replicas) */
     const char *fit_devices;   /* what they ask of kiln_fit_opts.devices (tools/cli_dist.c), or NULL */
+    int accumulate;            /* --accumulate N: micro-batches per step (0: none) */
+    bool batch_auto;           /* --batch-size auto */
+    bool batch_given;          /* --batch-size given (summary: print the training step's memory) */
+    int memory_limit_mib;      /* --memory-limit MIB (train --batch-size auto on the CPU; 0: not given) */
+    bool debug_numerics;       /* --debug-numerics */
 } args;
 
 /* The command's bit (CMD_*), 0 for an unknown name. */

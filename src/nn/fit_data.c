@@ -137,13 +137,16 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
     if (o->steps_per_epoch < 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: steps_per_epoch %d is negative", o->steps_per_epoch);
     if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
     kiln_status st;
-    nn_dist_fit df;           /* o->dist: this rank's part of each global batch (fit_dist.c) */
+    nn_dist_fit df;           /* o->dist / o->devices: this rank's or replica's part of each global batch (fit_dist.c) */
     nn_cb_state *cbs = NULL;
     kiln_data_iter *it = NULL;
     if ((st = nn_dist_begin(&df, m, &train, &batch, &o))) goto done;
     m->float_labels = kiln_data_label_dtype(train) == KILN_F32;
-    if ((st = nn_ensure_train(m, batch)) || (st = nn_dist_session(&df, m))) goto done;
+    if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit")) || (st = nn_ensure_train(m, batch)) ||
+        (st = nn_dist_session(&df, m)))
+        goto done;
     m->last_fit_batch = batch;
+    kiln_session_set_check_numerics(m->s, o->debug_numerics);
     cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
     if (o->n_callbacks > 0 && !cbs) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory"); goto done; }
     if ((st = nn_callbacks_begin(m, o, cbs))) goto done;
@@ -192,19 +195,21 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             }
             kiln_feed next[2] = { { f->x, nx }, { f->y, ny } };
             int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;
-            double l, c, k;
-            if (df.split > 1) {       /* mirrored replicas on several GPUs (fit_dist.c) */
-                if ((st = nn_mirror_step(&df, m, x, y, &l, &c, &k))) goto done;
-            } else {
-                if ((st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) goto done;
+            double l = 0, c = 0, k = 0;
+            if (df.split > 1)               /* mirrored replicas on several GPUs (fit_dist.c) */
+                st = nn_mirror_step(&df, m, x, y, &l, &c, &k);
+            else if (f->accumulate > 1)     /* N micro-batches, one update (fit_accumulate.c) */
+                st = nn_accum_run(m, f, feeds, n_feeds, y, next, n_next, &l, &c, &k);
+            else if (!(st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) {
                 l = kiln_tensor_get(f->loss_t, 0);
                 nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
-                if ((st = nn_dist_step(&df, &l, &c, &k))) goto done;   /* over every rank's rows */
             }
+            if (st == KILN_NUMERIC_ERROR && o->debug_numerics) st = nn_numerics_step(m, epoch, s + 1);   /* numerics.c */
+            if (!st && df.split <= 1) st = nn_dist_step(&df, &l, &c, &k);   /* over every rank's rows (MPI) */
+            if (st) { if (prog.verbose) fputc('\n', stdout); goto done; }
             if (!isfinite(l)) {
                 if (prog.verbose) fputc('\n', stdout);
-                st = kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the loss became %s at epoch %d, step %lld (learning rate %g): training diverged; try a lower learning rate (e.g. --lr %g)",
-                                    m->name, isnan(l) ? "NaN" : "Inf", epoch, (long long)(s + 1), lr, lr / 10);
+                st = nn_numerics_loss(m, epoch, s + 1, lr, l);
                 goto done;
             }
             s++;
@@ -240,6 +245,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         if ((st = nn_callbacks_epoch_end(m, o, cbs, &logs))) goto done;
     }
 done:
+    if (m->s) kiln_session_set_check_numerics(m->s, false);
     kiln_data_iter_free(it);
     if (cbs) nn_callbacks_end(o, cbs);
     kiln_free(cbs);
@@ -260,7 +266,9 @@ kiln_status kiln_fit_data(kiln_model *m, kiln_data *train, const kiln_fit_opts *
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: give .validation (a dataset) or .validation_data (a pipeline), not both");
     kiln_data *val = o->validation_data, *owned = NULL;
     if (o->validation) {
-        owned = kiln_data_batch(kiln_data_from_dataset(o->validation, false), kiln_data_batch_size(train), false);
+        int64_t eb = kiln_data_batch_size(train);     /* in micro-batches with accumulation */
+        if (o->accumulate_steps > 1 && eb % o->accumulate_steps == 0) eb /= o->accumulate_steps;
+        owned = kiln_data_batch(kiln_data_from_dataset(o->validation, false), eb, false);
         if (!owned) return nn_data_status();
         val = owned;
     }

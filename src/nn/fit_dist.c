@@ -52,6 +52,9 @@ static kiln_status begin_mirrored(nn_dist_fit *df, int *batch, const kiln_fit_op
     if ((*o)->dist && (*o)->dist->size > 1)
         return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: devices with several processes: under mpirun give each process one GPU");
     if ((*o)->data_on_device) return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: data_on_device with several devices is not supported");
+    if ((*o)->accumulate_steps > 1)
+        return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: gradient accumulation with several devices is not supported yet (use a "
+                              "larger global batch over the GPUs instead)");
     if (*batch % n)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: the batch size %d is the global batch, split over %d GPUs: make it a "
                               "multiple of %d (e.g. %d)", *batch, n, n, (*batch / n + 1) * n);

@@ -93,6 +93,24 @@ static void test_equivalence(kiln_dataset *train, kiln_optimizer opt, const char
     kiln_model_free(two);
 }
 
+/* Gradient accumulation on 2 ranks (global batch 64, 2 micro-batches of 16 per rank) == 1 process
+ * with batch 64; the all-reduce runs once per optimizer step, not per micro-batch. */
+static void test_accumulation(kiln_dataset *train) {
+    kiln_model *one = tiny(kiln_adam(0.01)), *two = tiny(kiln_adam(0.01));
+    CHECK_OK(kiln_fit(one, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64 }));
+    kiln_dist_stats before = kiln_dist_get_stats(dist);
+    CHECK_OK(kiln_fit(two, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .accumulate_steps = 2, .dist = dist }));
+    kiln_dist_stats after = kiln_dist_get_stats(dist);
+    double sum, d = var_diff(one, two, &sum);
+    if (rank == 0) printf("accumulation 2 x 16 on 2 ranks vs 1 x 64: max |variable diff| %.3g, %lld all-reduces for %lld steps\n", d,
+                          (long long)(after.calls - before.calls), (long long)(after.steps - before.steps));
+    CHECK_MSG(d <= 1e-5, "accumulation: variables differ by %g", d);
+    CHECK_MSG(after.calls - before.calls == after.steps - before.steps, "%lld all-reduces for %lld steps",
+              (long long)(after.calls - before.calls), (long long)(after.steps - before.steps));
+    kiln_model_free(one);
+    kiln_model_free(two);
+}
+
 /* A checkpoint from epoch 1 resumes for epoch 2 on `ranks_b` processes, against the same
  * continuation on the other count. */
 static void test_checkpoints(kiln_dataset *train) {
@@ -200,6 +218,7 @@ int main(int argc, char **argv) {
     test_equivalence(train, kiln_sgd(0.1), "sgd", 1e-5);
     test_equivalence(train, kiln_adam(0.01), "adam", 1e-4);
     test_checkpoints(train);
+    test_accumulation(train);
     test_rank0_files(train);
     kiln_dataset_free(train);
     CHECK_OK(kiln_dist_barrier(dist));
