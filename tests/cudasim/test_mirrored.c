@@ -144,6 +144,8 @@ static void test_errors(kiln_dataset *train) {
     CHECK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "gpu:1,gpu:0" }) == KILN_INVALID_ARGUMENT);
     CHECK(strstr(kiln_last_error(), "first device must be gpu:0") != NULL);
     CHECK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "gpu:0,gpu:0" }) == KILN_INVALID_ARGUMENT);
+    CHECK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "all", .accumulate_steps = 2 }) == KILN_UNSUPPORTED);
+    CHECK(strstr(kiln_last_error(), "accumulation with several devices") != NULL);
     kiln_model_free(m);
 }
 
