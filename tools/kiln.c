@@ -92,6 +92,13 @@ static void usage(FILE *f) {
     "  --metrics LIST      accuracy (binary accuracy for one output unit), top_k (top-5), none;\n" \
     "                      comma-separated (default: accuracy, none for mse)\n"
 
+#define PRECISION_HELP \
+    "  --precision P       float32 (default); mixed_bfloat16 (bf16): convolutions and dense layers\n" \
+    "                      compute in bf16 with f32 accumulation, everything else (activations, batch\n" \
+    "                      norm, softmax, loss, metrics, weights, optimizer state) stays f32 (a CPU\n" \
+    "                      without AVX512-BF16/AMX trains in f32 and says so); mixed_float16 (fp16):\n" \
+    "                      the same in f16 with dynamic loss scaling (for GPUs; slow on the CPU)\n"
+
 static void train_usage(FILE *f) {
     fprintf(f,
         "usage: kiln train [options]\n\n"
@@ -138,6 +145,7 @@ static void train_usage(FILE *f) {
         "                                size at a random offset (the usual CIFAR recipe)\n"
         "                        cutout  blank a random square of a quarter of the image side\n"
         "                      e.g. --augment flip,crop (default: none; the test set is never augmented)\n"
+        PRECISION_HELP
         "  --prefetch N        batches prepared ahead of the training step (default 2; 0 prepares\n"
         "                      each batch on the training thread when it is needed)\n"
         "  --workers N         threads preparing batches when prefetching (default 1)\n"
@@ -254,6 +262,7 @@ static void summary_usage(FILE *f) {
         "                      (with --load: its weights are loaded from the checkpoint)\n"
         "  --json FILE         also write the model as Keras model JSON (keras.models.model_from_json\n"
         "                      reads it; so does --model-file): a built-in model to start your own from\n"
+        PRECISION_HELP
         "\nexamples:\n"
         "  kiln summary --model-file model.json        # a model Keras saved with model.to_json()\n"
         "  kiln summary --model cifar_cnn --json cifar_cnn.json\n", kiln_model_preset_names());
@@ -568,7 +577,8 @@ static kiln_compile_opts compile_opts(const args *a, const kiln_model *m, kiln_d
     kiln_loss_kind loss = cli_loss(a, m, labels);
     return (kiln_compile_opts){ .optimizer = opt, .schedule = sched, .loss = loss,
                                 .from_logits = !kiln_model_outputs_probabilities(m), .metrics = cli_metrics(a, loss), .device = a->device,
-                                .num_threads = a->threads, .log_device_placement = a->log_placement };
+                                .num_threads = a->threads, .log_device_placement = a->log_placement,
+                                .precision = cli_precision(a) };
 }
 
 /* Says which examples eval / predict use when the source has no test split. */
@@ -1044,6 +1054,7 @@ static int cmd_summary(args *a) {
     if (!m && !(m = kiln_model_preset(a->model, KILN_SCALAR, 10))) return fail("summary", 2);
     if (a->load) printf("Checkpoint %s: model %s, epoch %d\n", a->load, kiln_model_name(m), kiln_model_epoch(m));
     kiln_model_summary(m, stdout);
+    if (a->precision) printf("Precision: %s\n", kiln_precision_name(cli_precision(a)));
     int rc = a->json_out ? write_json(m, a->json_out) : 0;
     kiln_model_free(m);
     return rc;
@@ -1070,6 +1081,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(cmd, "summary")) fn = cmd_summary;
     else { fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", cmd); return 2; }
     int rc = cli_parse(argc, argv, &a, cmd);
+    if (!rc) rc = cli_check_precision(&a, cmd);
     if (rc) return rc;
     model_file = a.model_file;
     if (ONNX_FILE(&a) && a.model) { fprintf(stderr, "kiln %s: --model and --model-file both name a model; give one\n", cmd); return 2; }

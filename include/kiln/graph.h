@@ -30,6 +30,12 @@ void kiln_graph_pop_scope(kiln_graph *g);
  * "cuda:0", "/cpu:0", "cpu". Returns KILN_INVALID_ARGUMENT for a string it cannot parse. */
 kiln_status kiln_graph_push_device(kiln_graph *g, const char *device);
 void kiln_graph_pop_device(kiln_graph *g);
+/* Mixed precision, like torch.autocast: while set to KILN_BF16 or KILN_F16, kiln_matmul and
+ * kiln_conv2d built on f32 operands cast them to that dtype and compute with f32 accumulation
+ * and an f32 output (their gradients likewise; each gradient comes back f32). KILN_F32 turns it
+ * off (the default); any other dtype is KILN_INVALID_ARGUMENT. Other ops are not affected. */
+kiln_status kiln_graph_set_autocast(kiln_graph *g, kiln_dtype compute);
+kiln_dtype kiln_graph_autocast(const kiln_graph *g);
 
 /* Node accessors. */
 const char *kiln_node_name(const kiln_node *n);

@@ -49,12 +49,14 @@ static kiln_status build_layers(kiln_model *m, nn_forward *f) {
     nn_fwd c = { .m = m, .g = m->g, .batch = f->batch, .training = f->training, .dtype = f->dtype };
     for (int i = 0; i < m->n_layers; i++) m->layers[i]->node = NULL;
     m->input->node = f->x;
+    kiln_graph_set_autocast(m->g, nn_precision_compute_dtype(m));   /* the layers only: losses stay f32 */
     for (int i = 0; i < m->n_layers; i++) {
         kiln_layer *l = m->layers[i];
         if (l->kind == NN_INPUT) continue;
-        if (!nn_layer_forward(&c, l)) return m->status;
+        if (!nn_layer_forward(&c, l)) { kiln_graph_set_autocast(m->g, KILN_F32); return m->status; }
         if (l == m->output) break;
     }
+    kiln_graph_set_autocast(m->g, KILN_F32);
     f->out = m->output->node;
     return KILN_OK;
 }

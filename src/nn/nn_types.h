@@ -92,6 +92,7 @@ struct kiln_model {
     bool compiled;
     kiln_compile_opts copts;
     char device[32];
+    kiln_precision precision;  /* the policy in effect (src/nn/precision.c): copts' or FLOAT32 */
     /* graph and session */
     kiln_graph *g;
     kiln_session *s;
@@ -125,5 +126,9 @@ static inline bool nn_is_data_var(const char *name) { return strncmp(name, NN_DA
 /* nn_base.c: the first error sticks to the model (later calls return it). */
 kiln_status nn_fail(kiln_model *m, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 kiln_status nn_check(const kiln_model *m);     /* re-raises the sticky error as kiln_last_error */
+/* precision.c: the policy a compiled model gets on its device (a downgrade to FLOAT32 said once),
+ * and the dtype its layers' convolutions and matmuls compute in (KILN_F32: no autocast). */
+kiln_precision nn_precision_resolve(const kiln_model *m);
+kiln_dtype nn_precision_compute_dtype(const kiln_model *m);
 
 #endif

@@ -14,6 +14,7 @@
 
 typedef struct dconv_key {
     int op, G;
+    int dt[3];                         /* oneDNN data type of operands 0, 1, 2 (f32; bf16 inputs when mixed) */
     int64_t N, H, W, C, OH, OW, CO;
     int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
 } dconv_key;
@@ -47,8 +48,23 @@ static bool key_of(const kiln_node *n, dconv_key *k) {
     k->kh = (int)ws.dim[0]; k->kw = (int)ws.dim[1];
     k->sh = a->sh; k->sw = a->sw; k->dh = a->dh > 0 ? a->dh : 1; k->dw = a->dw > 0 ? a->dw : 1;
     k->pt = a->pt; k->pb = a->pb; k->pl = a->pl; k->pr = a->pr;
+    /* operand dtypes: the output is the node's, the inputs their own (mixed: bf16 in, f32 out) */
+    kiln_dtype d0 = n->op == KILN_OP_CONV2D_BWD_INPUT ? n->dtype : n->in[0]->dtype;
+    kiln_dtype d1 = n->op == KILN_OP_CONV2D_BWD_FILTER ? n->dtype : n->op == KILN_OP_CONV2D ? n->in[1]->dtype : n->in[0]->dtype;
+    kiln_dtype d2 = n->op == KILN_OP_CONV2D ? n->dtype : n->in[1]->dtype;
+    kiln_dtype d[3] = { d0, d1, d2 };
+    for (int i = 0; i < 3; i++) {
+        if (d[i] != KILN_F32 && d[i] != KILN_BF16) return false;
+        k->dt[i] = d[i] == KILN_F32 ? dnnl_f32 : dnnl_bf16;
+    }
     return k->C % k->G == 0 && k->CO % k->G == 0 && ws.dim[2] == k->C / k->G && ws.dim[3] == k->CO && ys.dim[0] == k->N &&
            k->sh > 0 && k->sw > 0;
+}
+
+/* Mixed precision (acc_f32): bf16 inputs, f32 output, run natively when the CPU has bf16. */
+static bool cpu_conv_is_mixed_bf16(const kiln_node *n) {
+    return n->attrs.acc_f32 && n->dtype == KILN_F32 && n->in[0]->dtype == KILN_BF16 && n->in[1]->dtype == KILN_BF16 &&
+           cpu_has_bf16();
 }
 
 static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -57,17 +73,17 @@ static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
  * HWIO weights (logical O, I, H, W, or G, O/G, I/G, H, W with groups). */
 static bool user_descs(const dconv_key *k, dnnl_memory_desc_t *x, dnnl_memory_desc_t *w, dnnl_memory_desc_t *y) {
     dnnl_dims_t xd = { k->N, k->C, k->H, k->W }, yd = { k->N, k->CO, k->OH, k->OW };
-    if (dnnl_memory_desc_init_by_tag(x, 4, xd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(y, 4, yd, dnnl_f32, dnnl_nhwc) != dnnl_success)
+    if (dnnl_memory_desc_init_by_tag(x, 4, xd, (dnnl_data_type_t)k->dt[0], dnnl_nhwc) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(y, 4, yd, (dnnl_data_type_t)k->dt[2], dnnl_nhwc) != dnnl_success)
         return false;
     int64_t Cg = k->C / k->G, COg = k->CO / k->G;
     if (k->G == 1) {
         dnnl_dims_t wd = { k->CO, k->C, k->kh, k->kw };
-        return dnnl_memory_desc_init_by_tag(w, 4, wd, dnnl_f32, dnnl_hwio) == dnnl_success;
+        return dnnl_memory_desc_init_by_tag(w, 4, wd, (dnnl_data_type_t)k->dt[1], dnnl_hwio) == dnnl_success;
     }
     /* [kh, kw, Cg, G*COg]: g stride COg, o stride 1, i stride CO, h stride kw*Cg*CO, w stride Cg*CO */
     dnnl_dims_t wd = { k->G, COg, Cg, k->kh, k->kw }, st = { COg, 1, k->CO, (int64_t)k->kw * Cg * k->CO, Cg * k->CO };
-    return dnnl_memory_desc_init_by_strides(w, 5, wd, dnnl_f32, st) == dnnl_success;
+    return dnnl_memory_desc_init_by_strides(w, 5, wd, (dnnl_data_type_t)k->dt[1], st) == dnnl_success;
 }
 
 static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, dnnl_primitive_t *out) {
@@ -86,16 +102,26 @@ static bool build(dconv *e) {
     if (!user_descs(k, &e->user[0], &e->user[1], &e->user[2])) return false;
     for (int i = 0; i < 3; i++) {
         int nd = e->user[i].ndims;
-        if (dnnl_memory_desc_init_by_tag(&any[i], nd, e->user[i].dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success) return false;
+        if (dnnl_memory_desc_init_by_tag(&any[i], nd, e->user[i].dims, e->user[i].data_type, dnnl_format_tag_any) != dnnl_success)
+            return false;
     }
     dnnl_dims_t strides = { k->sh, k->sw }, dil = { k->dh - 1, k->dw - 1 }, pl = { k->pt, k->pl }, pr = { k->pb, k->pr };
+    /* a backward op's forward hint computes in the inputs' dtype (mixed: bf16 throughout) */
+    dnnl_memory_desc_t hint[3];
+    dnnl_data_type_t ht = k->op == KILN_OP_CONV2D_BWD_INPUT ? (dnnl_data_type_t)k->dt[1] : (dnnl_data_type_t)k->dt[0];
+    for (int i = 0; i < 3; i++) {
+        hint[i] = any[i];
+        if (k->op != KILN_OP_CONV2D &&
+            dnnl_memory_desc_init_by_tag(&hint[i], any[i].ndims, any[i].dims, ht, dnnl_format_tag_any) != dnnl_success)
+            return false;
+    }
     dnnl_primitive_attr_t attr;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
     dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     dnnl_convolution_desc_t fd, cd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
-    bool ok = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &any[0], &any[1],
-                                                         NULL, &any[2], strides, dil, pl, pr) == dnnl_success &&
+    bool ok = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &hint[0], &hint[1],
+                                                         NULL, &hint[2], strides, dil, pl, pr) == dnnl_success &&
               dnnl_primitive_desc_create(&fpd, &fd, attr, engine, NULL) == dnnl_success;
     if (ok && k->op == KILN_OP_CONV2D) { pd = fpd; fpd = NULL; }
     else if (ok && k->op == KILN_OP_CONV2D_BWD_INPUT)
@@ -216,7 +242,7 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
 kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n) {
     const char *v = getenv("KILN_CPU_DNNL");    /* 0: im2col + sgemm (A/B, tests) */
     if (v && *v == '0') return NULL;
-    return cpu_is_f32(n) && entry_for(n) ? k_dnnl_conv : NULL;
+    return (cpu_is_f32(n) || cpu_conv_is_mixed_bf16(n)) && entry_for(n) ? k_dnnl_conv : NULL;
 }
 
 #else   /* no oneDNN in this build */
