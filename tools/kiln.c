@@ -723,6 +723,7 @@ static int cmd_train(args *a) {
     printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
            ONNX_FILE(a) ? a->model_file : a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
            a->optimizer, opt.lr, a->batch, a->epochs, a->epochs == 1 ? "" : "s");
+    if (a->precision) printf("Precision: %s\n", kiln_precision_name(kiln_model_precision(m)));
     char aug_desc[64] = "";
     if (augmenting(&aug))
         snprintf(aug_desc, sizeof aug_desc, ", augment%s%s%s", aug.flip ? " flip" : "", aug.crop_pad ? " crop" : "", aug.cutout_size ? " cutout" : "");
