@@ -191,6 +191,17 @@ kiln_node *kiln_accuracy(kiln_graph *g, kiln_node *logits, kiln_node *labels);
 kiln_status kiln_gradients(kiln_graph *g, kiln_node *loss, kiln_node *const *xs, int n,
                            kiln_node **grads_out);
 
+/* ---- dynamic loss scaling (mixed_float16; Keras LossScaleOptimizer, PyTorch GradScaler) ----
+ * kiln_all_finite: an f32 scalar, 1 when every element of xs[0..n-1] is finite, else 0.
+ * kiln_loss_scale_update (runs in the step, mutating its three f32 scalar variables): when
+ * finite is 1, good += 1 and, once good reaches growth_interval, scale *= 2 and good = 0; when
+ * finite is 0, scale /= 2 (not below 1), good = 0 and skipped += 1. Feed the optimizer lr / finite
+ * (kiln_div): an update whose learning rate is not finite changes neither the variable nor its
+ * slots, so the overflowed step is skipped. Output: the f32 scalar 0. */
+kiln_node *kiln_all_finite(kiln_graph *g, kiln_node *const *xs, int n);
+kiln_node *kiln_loss_scale_update(kiln_graph *g, kiln_node *scale, kiln_node *good, kiln_node *skipped, kiln_node *finite,
+                                  int growth_interval);
+
 /* ---- optimizers: update ops applied in the graph ----
  * Each returns one node; running it (as a target) applies the update to every variable.
  * `lr` may be NULL (then lr_value is used) or a scalar f32 node (e.g. a variable a schedule

@@ -265,6 +265,8 @@ typedef struct kiln_logs {
     double val_loss, val_accuracy, val_top_k;
     bool has_val;
     double lr, seconds, images_per_sec;
+    int64_t skipped_steps;      /* mixed_float16: steps skipped for non-finite gradients, in all of training */
+    double loss_scale;          /* mixed_float16: the loss scale at the end of the epoch (else 0) */
 } kiln_logs;
 /* Return true to stop training (after the current batch / epoch). */
 typedef bool (*kiln_callback_fn)(kiln_model *m, const kiln_logs *logs, void *user);

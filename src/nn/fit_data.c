@@ -191,6 +191,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;
             if ((st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) goto done;
             double l = kiln_tensor_get(f->loss_t, 0), c, k;
+            if (!isfinite(l) && f->loss_scale) continue;     /* mixed_float16: the step was skipped (counted in the graph) */
             if (!isfinite(l)) {
                 if (prog.verbose) fputc('\n', stdout);
                 st = kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the loss became %s at epoch %d, step %lld (learning rate %g): training diverged; try a lower learning rate (e.g. --lr %g)",
@@ -217,6 +218,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         if (m->stop || s != steps) { logs.steps = s; prog.steps = s; }
         if (!m->stop) steps = s;                /* the estimate, corrected */
         logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch) / logs.seconds : 0;
+        nn_precision_logs(m, f, &logs);
         if (val) {
             kiln_eval_result r;
             if ((st = nn_evaluate_pipeline(m, val, &r))) goto done;

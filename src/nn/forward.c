@@ -89,9 +89,9 @@ static kiln_node *add_l2(kiln_model *m, kiln_node *loss) {
 }
 
 /* grads[i] = d loss / d vars[i], clipped by global norm when the optimizer asks. */
-static kiln_status build_gradients(kiln_model *m, kiln_node *loss, kiln_node *const *vars, int n, kiln_node **grads) {
+static kiln_status build_gradients(kiln_model *m, nn_forward *f, kiln_node *loss, kiln_node *const *vars, int n, kiln_node **grads) {
     kiln_graph *g = m->g;
-    if (kiln_gradients(g, loss, vars, n, grads) != KILN_OK)
+    if (nn_precision_gradients(m, f, loss, vars, n, grads) != KILN_OK)
         return nn_fail(m, kiln_graph_status(g) ? kiln_graph_status(g) : KILN_INTERNAL, "model '%s': gradients: %s", m->name, kiln_last_error());
     if (!(m->copts.optimizer.clip_norm > 0)) return KILN_OK;
     /* a separate output: kiln_clip_by_global_norm clears its output before reading its input */
@@ -115,10 +115,15 @@ static kiln_status build_step(kiln_model *m, nn_forward *f) {
         st = nn_fail(m, KILN_OUT_OF_MEMORY, "model '%s': out of host memory for %d gradients", m->name, n);
     if (!st) {
         f->loss = add_l2(m, f->loss);
-        st = build_gradients(m, f->loss, vars, n, grads);
+        st = build_gradients(m, f, f->loss, vars, n, grads);
     }
+    kiln_node *lr = m->lr_var;
+    if (f->step_lr) m->lr_var = f->step_lr;          /* loss scaling: lr / finite(grads) skips a bad step */
     if (!st && !(f->step = nn_build_optimizer(m, m->g, vars, grads, n)))
         st = m->status ? m->status : nn_fail(m, kiln_graph_status(m->g), "model '%s': optimizer: %s", m->name, kiln_graph_error(m->g));
+    m->lr_var = lr;
+    if (!st && f->scale_update && !(f->step = kiln_group(m->g, (kiln_node *[]){ f->step, f->scale_update }, 2)))
+        st = nn_fail(m, kiln_graph_status(m->g), "model '%s': loss scaling: %s", m->name, kiln_graph_error(m->g));
     kiln_free(vars);
     kiln_free(grads);
     return st;

@@ -53,3 +53,48 @@ kiln_dtype nn_precision_compute_dtype(const kiln_model *m) {
     default: return KILN_F32;
     }
 }
+
+/* Dynamic loss scaling, as Keras' LossScaleOptimizer and PyTorch's GradScaler: the loss is
+ * multiplied by the scale before the backward pass (so small f16 gradients do not flush to 0),
+ * the gradients divided by it after; a step whose gradients are not all finite is skipped (the
+ * updates read lr / finite = Inf, which leaves variables and slots alone) and halves the scale;
+ * 2000 good steps in a row double it. All of it is graph ops in the step. */
+#define LOSS_SCALE_INIT 32768.0
+#define LOSS_SCALE_GROWTH_INTERVAL 2000
+
+kiln_status nn_precision_gradients(kiln_model *m, nn_forward *f, kiln_node *loss, kiln_node *const *vars, int n, kiln_node **grads) {
+    kiln_graph *g = m->g;
+    f->loss_scale = f->skipped_steps = f->step_lr = f->scale_update = NULL;
+    if (m->precision != KILN_PRECISION_MIXED_FLOAT16 || n == 0) return kiln_gradients(g, loss, vars, n, grads);
+    kiln_node *scale = kiln_variable_trainable(g, "loss_scale/scale", KILN_F32, KILN_SCALAR, kiln_init_constant(LOSS_SCALE_INIT), false);
+    kiln_node *good = kiln_variable_trainable(g, "loss_scale/good_steps", KILN_F32, KILN_SCALAR, kiln_init_constant(0), false);
+    kiln_node *skipped = kiln_variable_trainable(g, "loss_scale/skipped_steps", KILN_F32, KILN_SCALAR, kiln_init_constant(0), false);
+    kiln_status st = kiln_gradients(g, kiln_mul(g, loss, scale), vars, n, grads);
+    if (st) return st;
+    kiln_node *inv = kiln_div(g, kiln_scalar(g, KILN_F32, 1.0), scale);
+    for (int i = 0; i < n; i++) grads[i] = kiln_mul(g, grads[i], inv);
+    kiln_node *finite = kiln_all_finite(g, grads, n);
+    f->scale_update = kiln_loss_scale_update(g, scale, good, skipped, finite, LOSS_SCALE_GROWTH_INTERVAL);
+    f->step_lr = kiln_div(g, m->lr_var, finite);
+    f->loss_scale = scale;
+    f->skipped_steps = skipped;
+    return kiln_graph_status(g);
+}
+
+void nn_precision_logs(kiln_model *m, const nn_forward *f, kiln_logs *l) {
+    if (!f->loss_scale || !m->s) return;
+    kiln_tensor *t = kiln_tensor_new(KILN_F32, KILN_SCALAR);
+    if (!t) return;
+    if (kiln_session_read_variable(m->s, f->skipped_steps, t) == KILN_OK) l->skipped_steps = (int64_t)kiln_tensor_get(t, 0);
+    if (kiln_session_read_variable(m->s, f->loss_scale, t) == KILN_OK) l->loss_scale = kiln_tensor_get(t, 0);
+    kiln_tensor_free(t);
+}
+
+const char *nn_precision_csv_header(const kiln_model *m) {
+    return m->compiled && m->precision == KILN_PRECISION_MIXED_FLOAT16 ? ",skipped_steps,loss_scale" : "";
+}
+
+void nn_precision_csv_row(const kiln_model *m, const kiln_logs *l, char *buf, size_t n) {
+    if (*nn_precision_csv_header(m)) snprintf(buf, n, ",%lld,%g", (long long)l->skipped_steps, l->loss_scale);
+    else if (n) buf[0] = 0;
+}

@@ -59,6 +59,28 @@ static kiln_node *b_bwd_filter_s2_g2(kiln_graph *g, kiln_node **x, kiln_node **e
     UNUSED; return conv(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, 1, 2, KILN_SHAPE(3, 3, 8, 32));
 }
 
+/* AllFinite over two inputs of different sizes; the NaN/Inf pass makes it 0 */
+static kiln_node *b_all_finite(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { UNUSED; return kiln_all_finite(g, x, 2); }
+/* 11 inputs: two AllFinite nodes combined with Minimum */
+static kiln_node *b_all_finite_11(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED;
+    kiln_node *xs[11];
+    for (int i = 0; i < 11; i++) xs[i] = i == 10 ? x[0] : kiln_scalar_like(g, x[0], i);
+    return kiln_all_finite(g, xs, 11);
+}
+/* scale 1024, good 1999 of 2000: a finite step doubles the scale; the NaN/Inf pass halves it */
+static kiln_node *update_case(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne, int interval) {
+    kiln_node *scale = kiln_variable_trainable(g, "scale", KILN_F32, KILN_SCALAR, kiln_init_constant(1024), false);
+    kiln_node *good = kiln_variable_trainable(g, "good", KILN_F32, KILN_SCALAR, kiln_init_constant(1999), false);
+    kiln_node *skipped = kiln_variable_trainable(g, "skipped", KILN_F32, KILN_SCALAR, kiln_init_constant(3), false);
+    kiln_node *u = kiln_loss_scale_update(g, scale, good, skipped, kiln_all_finite(g, x, 1), interval);
+    e[0] = scale; e[1] = good; e[2] = skipped;
+    *ne = 3;
+    return u;
+}
+static kiln_node *b_update_grow(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { return update_case(g, x, e, ne, 2000); }
+static kiln_node *b_update_count(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { return update_case(g, x, e, ne, 5000); }
+
 #define HALF (DT_F16 | DT_BF16)
 #define MIXED_TOL 1e-4
 /* nonfinite_any: oneDNN's bf16 backward-weights kernel runs over zero-padded rows of dy, so an
@@ -67,6 +89,13 @@ static kiln_node *b_bwd_filter_s2_g2(kiln_graph *g, kiln_node **x, kiln_node **e
 #define C2(op_, lbl, sa, sb, fn) { op_, lbl, 2, { F, F }, { sa, sb }, { -1, -1 }, { 1, 1 }, fn, HALF, false, 0, MIXED_TOL, 0, true }
 
 const op_case cases_mixed[] = {
+    { KILN_OP_ALL_FINITE, "all_finite [37,29], [5]", 2, { F, F }, { S(37, 29), S(5) }, { -1e30, -1 }, { 1e30, 1 }, b_all_finite,
+      DT_FLOATS | HALF, false, 0, 0, 0 },
+    { KILN_OP_ALL_FINITE, "all_finite of 11 tensors", 1, { F }, { S(7, 3) }, { -1 }, { 1 }, b_all_finite_11, DT_F32, false, 0, 0, 0 },
+    { KILN_OP_LOSS_SCALE_UPDATE, "loss_scale_update: growth at 2000 good steps (NaN pass: halve, count)", 1, { F }, { S(4, 3) },
+      { -1 }, { 1 }, b_update_grow, DT_F32, false, 0, 0, 0 },
+    { KILN_OP_LOSS_SCALE_UPDATE, "loss_scale_update: count a good step", 1, { F }, { S(4, 3) }, { -1 }, { 1 }, b_update_count,
+      DT_F32, false, 0, 0, 0 },
     /* f32 -> half: round to nearest even; f16 overflows to +-inf past 65520 and flushes tiny values */
     { KILN_OP_CAST, "cast f32 -> bf16 [37,29]", 1, { KILN_F32 }, { S(37, 29) }, { -3 }, { 3 }, b_cast_bf16, DT_F32, false, 0, 1e-300, 0 },
     { KILN_OP_CAST, "cast f32 -> f16 [37,29]", 1, { KILN_F32 }, { S(37, 29) }, { -3 }, { 3 }, b_cast_f16, DT_F32, false, 0, 1e-300, 0 },

@@ -164,6 +164,91 @@ static void check_names(void) {
     kiln_model_free(m);
 }
 
+/* ---- dynamic loss scaling (mixed_float16) with an engineered overflow ---- */
+static double read_var(kiln_model *m, const char *name) {
+    kiln_node *v = kiln_graph_find(kiln_model_graph(m), name);
+    kiln_tensor *t = kiln_tensor_new(KILN_F32, KILN_SCALAR);
+    double x = v && kiln_session_read_variable(kiln_model_session(m), v, t) == KILN_OK ? kiln_tensor_get(t, 0) : NAN;
+    kiln_tensor_free(t);
+    return x;
+}
+
+static void set_var(kiln_model *m, const char *name, double x) {
+    kiln_node *v = kiln_graph_find(kiln_model_graph(m), name);
+    kiln_tensor *t = kiln_tensor_new(KILN_F32, KILN_SCALAR);
+    kiln_tensor_set(t, 0, x);
+    CHECK_MSG(v != NULL, "no variable %s", name);
+    if (v) CHECK_OK(kiln_session_assign_variable(kiln_model_session(m), v, t));
+    kiln_tensor_free(t);
+}
+
+/* Every weight and optimizer slot (not the loss-scale state or the learning rate), concatenated. */
+static double *snapshot(kiln_model *m, int64_t *count) {
+    kiln_graph *g = kiln_model_graph(m);
+    double *all = NULL;
+    int64_t k = 0;
+    for (int i = 0; i < kiln_graph_node_count(g); i++) {
+        kiln_node *n = kiln_graph_node(g, i);
+        if (n->op != KILN_OP_VARIABLE || !strncmp(n->name, "loss_scale/", 11) || !strcmp(n->name, "learning_rate")) continue;
+        kiln_tensor *t = kiln_tensor_new(n->dtype, n->shape);
+        int64_t ne = kiln_shape_numel(n->shape);
+        all = realloc(all, (size_t)(k + ne) * sizeof *all);
+        if (kiln_session_read_variable(kiln_model_session(m), n, t) == KILN_OK)
+            for (int64_t j = 0; j < ne; j++) all[k + j] = kiln_tensor_get(t, j);
+        k += ne;
+        kiln_tensor_free(t);
+    }
+    *count = k;
+    return all;
+}
+
+static void check_loss_scaling(void) {
+    kiln_dataset *ds = kiln_dataset_synthetic(KILN_SHAPE(6), 3, 32, 4);
+    kiln_model *m = kiln_sequential("ls", KILN_SHAPE(6));
+    kiln_model_set_seed(m, 3);
+    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 8, .activation = KILN_RELU });
+    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3 });
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(1e-2), .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+                                                   .from_logits = true, .device = "cpu", .precision = KILN_PRECISION_MIXED_FLOAT16 }));
+    CHECK(kiln_model_precision(m) == KILN_PRECISION_MIXED_FLOAT16);
+    kiln_fit_opts one = { .epochs = 1, .batch_size = 16, .steps_per_epoch = 1 };
+    CHECK_OK(kiln_fit(m, ds, &one));                      /* builds the step: one good step at 2^15 */
+    CHECK_NEAR(read_var(m, "loss_scale/scale"), 32768, 0);
+    CHECK_NEAR(read_var(m, "loss_scale/good_steps"), 1, 0);
+    /* the overflow: a scale near FLT_MAX makes the scaled gradients Inf */
+    set_var(m, "loss_scale/scale", 3e38);
+    int64_t n0, n1;
+    double *before = snapshot(m, &n0);
+    CHECK_OK(kiln_fit(m, ds, &one));
+    double *after = snapshot(m, &n1);
+    int changed = 0;
+    for (int64_t i = 0; i < n0 && n0 == n1; i++) changed += before[i] != after[i];
+    CHECK_MSG(n0 == n1 && n0 > 0 && changed == 0, "skipped step changed %d of %lld weights and slots", changed, (long long)n0);
+    CHECK_NEAR(read_var(m, "loss_scale/scale"), 1.5e38, 1e32);
+    CHECK_NEAR(read_var(m, "loss_scale/skipped_steps"), 1, 0);
+    CHECK_NEAR(read_var(m, "loss_scale/good_steps"), 0, 0);
+    int nh = 0;
+    const kiln_logs *h = kiln_model_history(m, &nh);
+    CHECK_MSG(nh > 0 && h[nh - 1].skipped_steps == 1 && h[nh - 1].loss_scale > 1e38, "history: skipped %lld, scale %g",
+              nh > 0 ? (long long)h[nh - 1].skipped_steps : -1, nh > 0 ? h[nh - 1].loss_scale : 0);
+    free(before); free(after);
+    /* a good step at 1999 good steps: the update is applied and the scale doubles */
+    set_var(m, "loss_scale/scale", 1024);
+    set_var(m, "loss_scale/good_steps", 1999);
+    before = snapshot(m, &n0);
+    CHECK_OK(kiln_fit(m, ds, &one));
+    after = snapshot(m, &n1);
+    changed = 0;
+    for (int64_t i = 0; i < n0 && n0 == n1; i++) changed += before[i] != after[i];
+    CHECK_MSG(changed > 0, "a good step changed no weight");
+    CHECK_NEAR(read_var(m, "loss_scale/scale"), 2048, 0);
+    CHECK_NEAR(read_var(m, "loss_scale/good_steps"), 0, 0);
+    CHECK_NEAR(read_var(m, "loss_scale/skipped_steps"), 1, 0);
+    free(before); free(after);
+    kiln_model_free(m);
+    kiln_dataset_free(ds);
+}
+
 int main(void) {
     const kiln_backend_kind bes[2] = { KILN_BACKEND_REF, KILN_BACKEND_CPU };
     for (int b = 0; b < 2; b++) {
@@ -175,5 +260,6 @@ int main(void) {
     }
     check_policy_and_checkpoints();
     check_names();
+    check_loss_scaling();
     return check_summary("test_precision");
 }

@@ -186,3 +186,21 @@ kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n) { (void)n; return NULL
 size_t cpu_bf16_matmul_workspace(const kiln_node *n) { (void)n; return 0; }
 
 #endif
+
+/* AllFinite over f32 gradients (loss scaling): one pass, OpenMP over elements. */
+static kiln_status k_all_finite(const kiln_kctx *c) {
+    int bad = 0;
+    for (int k = 0; k < c->n_in && !bad; k++) {
+        const uint32_t *x = c->in[k].data;    /* exponent bits all ones: Inf or NaN */
+        int64_t n = c->in[k].numel;
+        #pragma omp parallel for reduction(|:bad) schedule(static) num_threads(cpu_par(c, n))
+        for (int64_t i = 0; i < n; i++) bad |= (x[i] & 0x7f800000u) == 0x7f800000u;
+    }
+    ((float *)c->out.data)[0] = bad ? 0.0f : 1.0f;
+    return KILN_OK;
+}
+
+kiln_kernel_fn cpu_all_finite_kernel(const kiln_node *n) {
+    for (int k = 0; k < n->n_in; k++) if (n->in[k]->dtype != KILN_F32) return NULL;
+    return k_all_finite;
+}

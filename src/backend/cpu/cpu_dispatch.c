@@ -21,6 +21,8 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
         return cpu_pool_kernel(n);
     case KILN_OP_RANDOM_CROP_FLIP:
         return cpu_data_kernel(n);
+    case KILN_OP_ALL_FINITE:
+        return cpu_all_finite_kernel(n);
     case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA:
         return cpu_norm_kernel(n);
     default: break;

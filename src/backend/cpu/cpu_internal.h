@@ -75,4 +75,5 @@ bool cpu_has_bf16(void);                                  /* AVX512-BF16 or AMX-
 kiln_kernel_fn cpu_cast_kernel(const kiln_node *n);
 kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n);
 size_t cpu_bf16_matmul_workspace(const kiln_node *n);
+kiln_kernel_fn cpu_all_finite_kernel(const kiln_node *n);   /* loss scaling */
 #endif
