@@ -29,6 +29,7 @@ typedef struct op_case {
     bool nonfinite_any;      /* NaN/Inf parity relaxed: every non-finite ref output must be
                                 non-finite here too, but a NaN may stand for an Inf and may appear
                                 where ref is finite (bf16 kernels that multiply Inf by a zero pad) */
+    double gpu_tol;          /* the cuda backend's bound when it differs from tol (0: tol) */
 } op_case;
 
 #define DT_F32 (1u << KILN_F32)
