@@ -97,7 +97,7 @@ static void usage(FILE *f) {
     "                      compute in bf16 with f32 accumulation, everything else (activations, batch\n" \
     "                      norm, softmax, loss, metrics, weights, optimizer state) stays f32 (a CPU\n" \
     "                      without AVX512-BF16/AMX trains in f32 and says so); mixed_float16 (fp16):\n" \
-    "                      the same in f16 with dynamic loss scaling (for GPUs; slow on the CPU)\n"
+    "                      the same in f16 with dynamic loss scaling (for GPUs; no faster on the CPU)\n"
 
 static void train_usage(FILE *f) {
     fprintf(f,

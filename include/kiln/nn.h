@@ -231,7 +231,8 @@ enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
  *                   Kiln says so once and trains in f32.
  *   MIXED_FLOAT16   the same in f16, with dynamic loss scaling (start 2^15; a step whose
  *                   gradients are not finite is skipped and the scale halved; doubled after 2000
- *                   good steps). The CPU has no f16 kernels: there, f16 products run on ref. */
+ *                   good steps). On the CPU the f16 operands are widened to f32 for the products (exact, no
+ *                   speed-up: no f16 arithmetic is assumed there). */
 typedef enum kiln_precision {
     KILN_PRECISION_FLOAT32 = 0, KILN_PRECISION_MIXED_BFLOAT16, KILN_PRECISION_MIXED_FLOAT16, KILN_PRECISION_COUNT
 } kiln_precision;

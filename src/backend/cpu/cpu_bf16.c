@@ -3,8 +3,8 @@
  * accumulation and an f32 output (acc_f32, made by the precision policy) through oneDNN's matmul.
  * bf16 products run here only when the CPU has AVX512-BF16 or AMX-BF16 (cpu_has_bf16): elsewhere
  * oneDNN would emulate them slower than f32, so the policy keeps f32 (src/nn/precision.c) and a
- * hand-built bf16 graph runs on ref. f16 products have no CPU kernel (this CPU generation has no
- * f16 arithmetic): they run on ref, which is exact but slow. */
+ * hand-built bf16 graph runs on ref. f16 products (mixed_float16) are widened to f32 and run on
+ * the f32 kernels (exact: an f16 x f16 product fits f32), as no f16 arithmetic is assumed. */
 #include <stdlib.h>
 #include <pthread.h>
 #include "backend/cpu/cpu_internal.h"
@@ -73,6 +73,41 @@ kiln_kernel_fn cpu_cast_kernel(const kiln_node *n) {
     if (from == KILN_F32 && to == KILN_F16) return k_f32_to_f16;
     if (from == KILN_F16 && to == KILN_F32) return k_f16_to_f32;
     return NULL;
+}
+
+/* MatMul acc_f32 on f16 operands (mixed_float16): no f16 arithmetic on this CPU generation, so
+ * both operands are widened to f32 in the workspace (exact) and multiplied by sgemm: the same
+ * numbers as f16 products with f32 accumulation. */
+static bool mm_f16_dims(const kiln_node *n, int64_t *M, int64_t *N, int64_t *K) {
+    if (n->op != KILN_OP_MATMUL || !n->attrs.acc_f32 || n->dtype != KILN_F32 || n->in[0]->dtype != KILN_F16 ||
+        n->in[1]->dtype != KILN_F16 || n->in[0]->shape.rank != 2 || n->in[1]->shape.rank != 2)
+        return false;
+    *M = n->shape.dim[0]; *N = n->shape.dim[1];
+    *K = n->attrs.trans_a ? n->in[0]->shape.dim[0] : n->in[0]->shape.dim[1];
+    return true;
+}
+
+static void widen(const kiln_kctx *c, const uint16_t *h, float *f, int64_t n) {
+    #pragma omp parallel for schedule(static) num_threads(cpu_par(c, n))
+    for (int64_t i = 0; i < n; i++) f[i] = kiln_f16_to_f32(h[i]);
+}
+
+static kiln_status k_matmul_f16(const kiln_kctx *c) {
+    int64_t M = 0, N = 0, K = 0;
+    mm_f16_dims(c->node, &M, &N, &K);
+    float *a = (float *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63), *b = a + ((M * K + 15) & ~(int64_t)15);
+    widen(c, c->in[0].data, a, M * K);
+    widen(c, c->in[1].data, b, K * N);
+    bool ta = c->node->attrs.trans_a, tb = c->node->attrs.trans_b;
+    cpu_sgemm(ta, tb, M, N, K, 1.0f, a, ta ? M : K, b, tb ? K : N, 0.0f, c->out.data, N, cpu_threads(c));
+    if (c->epi_bias || c->epi_relu) cpu_epilogue(c, c->out.data, M, N);
+    return KILN_OK;
+}
+
+static size_t matmul_f16_workspace(const kiln_node *n) {
+    int64_t M, N, K;
+    if (!mm_f16_dims(n, &M, &N, &K)) return 0;
+    return (size_t)(((M * K + 15) & ~(int64_t)15) + K * N) * 4 + 64;
 }
 
 #ifdef KILN_HAVE_DNNL
@@ -169,6 +204,8 @@ static kiln_status k_matmul_bf16(const kiln_kctx *c) {
 }
 
 kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n) {
+    int64_t M, N, K;
+    if (mm_f16_dims(n, &M, &N, &K)) return k_matmul_f16;
     if (n->op != KILN_OP_MATMUL || !n->attrs.acc_f32 || n->dtype != KILN_F32 || n->in[0]->dtype != KILN_BF16 ||
         n->in[1]->dtype != KILN_BF16 || !cpu_has_bf16())
         return NULL;
@@ -176,14 +213,19 @@ kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n) {
 }
 
 size_t cpu_bf16_matmul_workspace(const kiln_node *n) {
+    size_t f16 = matmul_f16_workspace(n);
+    if (f16) return f16;
     dmm *e = cpu_bf16_matmul_kernel(n) ? entry_for(n) : NULL;
     return e ? e->ws : 0;
 }
 
 #else
 
-kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n) { (void)n; return NULL; }
-size_t cpu_bf16_matmul_workspace(const kiln_node *n) { (void)n; return 0; }
+kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n) {
+    int64_t M, N, K;
+    return mm_f16_dims(n, &M, &N, &K) ? k_matmul_f16 : NULL;
+}
+size_t cpu_bf16_matmul_workspace(const kiln_node *n) { return matmul_f16_workspace(n); }
 
 #endif
 

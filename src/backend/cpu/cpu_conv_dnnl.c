@@ -15,6 +15,7 @@
 typedef struct dconv_key {
     int op, G;
     int dt[3];                         /* oneDNN data type of operands 0, 1, 2 (f32; bf16 inputs when mixed) */
+    int up16;                          /* bit i: operand i is f16 in Kiln, widened to f32 for oneDNN (mixed f16) */
     int64_t N, H, W, C, OH, OW, CO;
     int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
 } dconv_key;
@@ -27,7 +28,8 @@ typedef struct dconv {
     dnnl_primitive_t prim;
     dnnl_memory_desc_t user[3], inner[3], scratch;
     dnnl_primitive_t reorder[3];       /* user -> inner for inputs, inner -> user for the output */
-    size_t off[3], scratch_off, ws;    /* workspace layout: inner buffers, then the scratchpad */
+    size_t off[3], scratch_off, ws;    /* workspace layout: inner buffers, then the scratchpad, */
+    size_t up_off[3];                  /* then the f32 copies of f16 operands (key.up16) */
 } dconv;
 
 #define DCONV_CACHE 128
@@ -54,6 +56,9 @@ static bool key_of(const kiln_node *n, dconv_key *k) {
     kiln_dtype d2 = n->op == KILN_OP_CONV2D ? n->dtype : n->in[1]->dtype;
     kiln_dtype d[3] = { d0, d1, d2 };
     for (int i = 0; i < 3; i++) {
+        /* f16 operands (mixed_float16; no CPU f16 arithmetic here) are widened to f32 exactly:
+         * an f16 x f16 product is exact in f32, so this is f16 with f32 accumulation */
+        if (d[i] == KILN_F16 && n->attrs.acc_f32 && n->dtype == KILN_F32) { k->up16 |= 1 << i; d[i] = KILN_F32; }
         if (d[i] != KILN_F32 && d[i] != KILN_BF16) return false;
         k->dt[i] = d[i] == KILN_F32 ? dnnl_f32 : dnnl_bf16;
     }
@@ -61,10 +66,10 @@ static bool key_of(const kiln_node *n, dconv_key *k) {
            k->sh > 0 && k->sw > 0;
 }
 
-/* Mixed precision (acc_f32): bf16 inputs, f32 output, run natively when the CPU has bf16. */
-static bool cpu_conv_is_mixed_bf16(const kiln_node *n) {
-    return n->attrs.acc_f32 && n->dtype == KILN_F32 && n->in[0]->dtype == KILN_BF16 && n->in[1]->dtype == KILN_BF16 &&
-           cpu_has_bf16();
+/* Mixed precision (acc_f32): bf16 inputs natively when the CPU has bf16; f16 inputs widened to f32. */
+static bool cpu_conv_is_mixed(const kiln_node *n) {
+    if (!n->attrs.acc_f32 || n->dtype != KILN_F32 || n->in[1]->dtype != n->in[0]->dtype) return false;
+    return n->in[0]->dtype == KILN_F16 || (n->in[0]->dtype == KILN_BF16 && cpu_has_bf16());
 }
 
 static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -152,7 +157,10 @@ static bool build(dconv *e) {
     const dnnl_memory_desc_t *sp = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
     if (sp) e->scratch = *sp;
     e->scratch_off = at;
-    e->ws = at + (sp ? align64(dnnl_memory_desc_get_size(sp)) : 0) + 64;
+    at += sp ? align64(dnnl_memory_desc_get_size(sp)) : 0;
+    for (int i = 0; i < 3; i++)
+        if (k->up16 & (1 << i)) { e->up_off[i] = at; at += align64(dnnl_memory_desc_get_size(&e->user[i])); }
+    e->ws = at + 64;
     ok = ok && dnnl_primitive_create(&e->prim, pd) == dnnl_success;
     dnnl_primitive_desc_destroy(pd);
     return ok;
@@ -200,6 +208,15 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
     else if (k->op == KILN_OP_CONV2D_BWD_INPUT) { user[0] = c->out.data; user[1] = c->in[0].data; user[2] = c->in[1].data; }
     else { user[0] = c->in[0].data; user[1] = c->out.data; user[2] = c->in[1].data; }
     int out = k->op == KILN_OP_CONV2D ? 2 : k->op == KILN_OP_CONV2D_BWD_INPUT ? 0 : 1;
+    for (int i = 0; i < 3; i++)           /* f16 inputs widened to f32 (mixed_float16) */
+        if (k->up16 & (1 << i)) {
+            float *w32 = (float *)(ws + e->up_off[i]);
+            const uint16_t *h = user[i];
+            int64_t n = (int64_t)(dnnl_memory_desc_get_size(&e->user[i]) / 4);
+            #pragma omp parallel for schedule(static) num_threads(cpu_par(c, n))
+            for (int64_t j = 0; j < n; j++) w32[j] = kiln_f16_to_f32(h[j]);
+            user[i] = w32;
+        }
     dnnl_stream_t st = NULL;
     dnnl_memory_t um[3] = { 0 }, im[3] = { 0 }, sm = NULL;
     bool ok = dnnl_stream_create(&st, engine, dnnl_stream_default_flags) == dnnl_success;
@@ -242,7 +259,7 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
 kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n) {
     const char *v = getenv("KILN_CPU_DNNL");    /* 0: im2col + sgemm (A/B, tests) */
     if (v && *v == '0') return NULL;
-    return (cpu_is_f32(n) || cpu_conv_is_mixed_bf16(n)) && entry_for(n) ? k_dnnl_conv : NULL;
+    return (cpu_is_f32(n) || cpu_conv_is_mixed(n)) && entry_for(n) ? k_dnnl_conv : NULL;
 }
 
 #else   /* no oneDNN in this build */
