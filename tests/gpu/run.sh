@@ -247,7 +247,7 @@ fi
 say ""
 say "== summary ($(( $(date +%s) - START )) s) =="
 for k in build test_ops test_ops_own test_large accuracy test_ops_half accuracy_bf16 kiln_bench kiln_bench_bf16 torch_peer kiln_vs_torch; do
-  printf "%-12s %s\n" "$k" "${ROW[$k]:-not run}" | tee -a "$RESULTS"
+  printf "%-16s %s\n" "$k" "${ROW[$k]:-not run}" | tee -a "$RESULTS"
 done
 say "results: $RESULTS"
 [ $FAILS -eq 0 ]

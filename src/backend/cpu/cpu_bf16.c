@@ -48,12 +48,22 @@ static kiln_status k_bf16_to_f32(const kiln_kctx *c) {
     return KILN_OK;
 }
 
+/* f16 conversions: the compiler's _Float16 (F16C instructions with -march=native, libgcc's
+ * correctly rounded routines otherwise) where it has one, else src/core/dtype.c's */
+#ifdef __FLT16_MAX__
+static inline uint16_t to_f16(float f) { _Float16 h = (_Float16)f; uint16_t u; memcpy(&u, &h, 2); return u; }
+static inline float from_f16(uint16_t u) { _Float16 h; memcpy(&h, &u, 2); return (float)h; }
+#else
+static inline uint16_t to_f16(float f) { return kiln_f32_to_f16(f); }
+static inline float from_f16(uint16_t u) { return kiln_f16_to_f32(u); }
+#endif
+
 static kiln_status k_f32_to_f16(const kiln_kctx *c) {
     const float *x = c->in[0].data;
     uint16_t *y = c->out.data;
     int64_t n = c->out.numel;
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, n))
-    for (int64_t i = 0; i < n; i++) y[i] = kiln_f32_to_f16(x[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = to_f16(x[i]);
     return KILN_OK;
 }
 
@@ -62,7 +72,7 @@ static kiln_status k_f16_to_f32(const kiln_kctx *c) {
     float *y = c->out.data;
     int64_t n = c->out.numel;
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, n))
-    for (int64_t i = 0; i < n; i++) y[i] = kiln_f16_to_f32(x[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = from_f16(x[i]);
     return KILN_OK;
 }
 
@@ -89,7 +99,7 @@ static bool mm_f16_dims(const kiln_node *n, int64_t *M, int64_t *N, int64_t *K) 
 
 static void widen(const kiln_kctx *c, const uint16_t *h, float *f, int64_t n) {
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, n))
-    for (int64_t i = 0; i < n; i++) f[i] = kiln_f16_to_f32(h[i]);
+    for (int64_t i = 0; i < n; i++) f[i] = from_f16(h[i]);
 }
 
 static kiln_status k_matmul_f16(const kiln_kctx *c) {
