@@ -1,6 +1,6 @@
 /* Microbenchmark of the cpu backend's heavy kernels on the reference models' layer shapes:
  * GFLOP/s of MatMul (forward + both gradients) and Conv2D / Conv2DBackpropInput /
- * Conv2DBackpropFilter, plus raw cblas_sgemm on a large square matrix as the machine's peak.
+ * Conv2DBackpropFilter, GB/s of the memory-bound pooling / ReLU-gradient / bias-gradient ops, plus raw cblas_sgemm on a large square matrix as the machine's peak.
  *
  * Build (a CMake target, on by default with -DKILN_BENCH=ON), from the repository root:
  *   cmake -S . -B build && cmake --build build --target bench_cpu_kernels
@@ -86,6 +86,27 @@ static void bench_dense(const char *name, int M, int K, int Nn) {
     printf("%-34s fwd %7.1f  dx     %7.1f  dW         %7.1f GFLOP/s\n", name, f, bi, bw);
 }
 
+/* Memory-bound ops: GB/s of the bytes each must read and write at least once. */
+static void bench_pool(const char *name, int N, int H, int W, int C, int k, int st) {
+    int OH = (H + st - 1) / st, OW = (W + st - 1) / st;
+    int ph = (OH - 1) * st + k - H; ph = ph > 0 ? ph : 0;
+    int pw = (OW - 1) * st + k - W; pw = pw > 0 ? pw : 0;
+    kiln_shape xs = KILN_SHAPE(N, H, W, C), ys = KILN_SHAPE(N, OH, OW, C);
+    kiln_node n = { 0 };
+    n.attrs = (kiln_attrs){ .kh = k, .kw = k, .sh = st, .sw = st, .pt = ph / 2, .pb = ph - ph / 2, .pl = pw / 2, .pr = pw - pw / 2 };
+    double xb = 4.0 * N * H * W * C, yb = 4.0 * N * OH * OW * C;
+    n.op = KILN_OP_MAX_POOL; n.shape = ys;
+    double f = time_node(&n, 1, (kiln_shape[]){ xs }, xb + yb);
+    n.op = KILN_OP_MAX_POOL_GRAD; n.shape = xs;                     /* reads x, y, dy; writes dx */
+    double g = time_node(&n, 3, (kiln_shape[]){ xs, ys, ys }, 2 * xb + 2 * yb);
+    n.op = KILN_OP_RELU_GRAD; n.shape = xs;                          /* reads y, dy; writes dx */
+    double r = time_node(&n, 2, (kiln_shape[]){ xs, xs }, 3 * xb);
+    n.op = KILN_OP_REDUCE_SUM; n.shape = KILN_SHAPE(C);              /* the bias gradient */
+    n.attrs = (kiln_attrs){ .n_axes = 3, .axes = { 0, 1, 2 } };
+    double b = time_node(&n, 1, (kiln_shape[]){ xs }, xb);
+    printf("%-34s pool %5.1f  pool_grad %5.1f  relu_grad %5.1f  bias_grad %5.1f GB/s\n", name, f, g, r, b);
+}
+
 int main(int argc, char **argv) {
     threads = argc > 1 ? atoi(argv[1]) : 0;
     kiln_set_num_threads(threads);
@@ -108,11 +129,15 @@ int main(int argc, char **argv) {
     printf("-- Fashion CNN (batch 64)\n");
     bench_conv("conv1 28x28x1 -> 32, 3x3 SAME", 64, 28, 28, 1, 32, 3);
     bench_conv("conv2 14x14x32 -> 64, 3x3 SAME", 64, 14, 14, 32, 64, 3);
+    bench_pool("pool1 28x28x32 2x2/2", 64, 28, 28, 32, 2, 2);
+    bench_pool("pool2 14x14x64 2x2/2", 64, 14, 14, 64, 2, 2);
     bench_dense("dense 3136 -> 128", 64, 3136, 128);
     bench_dense("dense 128 -> 10", 64, 128, 10);
     printf("-- CIFAR CNN (batch 128)\n");
     bench_conv("conv1 32x32x3 -> 64, 5x5 SAME", 128, 32, 32, 3, 64, 5);
     bench_conv("conv2 16x16x64 -> 64, 5x5 SAME", 128, 16, 16, 64, 64, 5);
+    bench_pool("pool1 32x32x64 3x3/2 SAME", 128, 32, 32, 64, 3, 2);
+    bench_pool("pool2 16x16x64 3x3/2 SAME", 128, 16, 16, 64, 3, 2);
     bench_dense("dense 4096 -> 384", 128, 4096, 384);
     bench_dense("dense 384 -> 192", 128, 384, 192);
     bench_dense("dense 192 -> 10", 128, 192, 10);

@@ -176,29 +176,44 @@ static void test_tiny_model(kiln_backend_kind be) {
     kiln_graph_free(g);
 }
 
-/* conv -> bias -> relu and matmul -> bias -> relu are fused into one cpu kernel: values and
- * gradients must match ref (which never fuses), including when the pre-activation is fetched
- * (no fusion) and when a relu follows a conv without bias. */
-static void test_fusion(void) {
+static double rel_err(const kiln_tensor *a, const kiln_tensor *b) {
+    double err = 0, scale = 1;
+    int64_t n = kiln_shape_numel(a->shape);
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(kiln_tensor_get(a, i)));
+    for (int64_t i = 0; i < n; i++) err = fmax(err, fabs(kiln_tensor_get(a, i) - kiln_tensor_get(b, i)));
+    return err / scale;
+}
+
+/* conv -> bias -> relu [-> max pool] and matmul -> bias -> relu are fused into one cpu kernel
+ * (oneDNN's bias and post-op where it runs the convolution; a MaxPoolGrad -> ReluGrad pair into
+ * one pass): values and gradients must match ref (which never fuses), including when the
+ * pre-activation is fetched (no fusion) and when a relu follows a conv without bias. cin/c1:
+ * channel counts (multiples of 16 keep oneDNN's activations in NHWC); pool: 0 none, 2: 2x2/2
+ * (windows apart), 3: 3x3/2 SAME (windows overlap). */
+static void test_fusion(int cin, int c1, int pool) {
+    const int N = 3, H = 6, W = 6;
+    int ph = pool ? (H + 1) / 2 : H, pw = pool ? (W + 1) / 2 : W, F = ph * pw * c1;
     kiln_graph *g = kiln_graph_new();
-    kiln_node *x = kiln_placeholder(g, "x", KILN_F32, KILN_SHAPE(3, 6, 6, 2));
-    kiln_node *k1 = kiln_variable(g, "k1", KILN_F32, KILN_SHAPE(3, 3, 2, 4), kiln_init_glorot_uniform(1));
-    kiln_node *b1 = kiln_variable(g, "b1", KILN_F32, KILN_SHAPE(4), kiln_init_uniform(-0.5, 0.5, 2));
-    kiln_node *k2 = kiln_variable(g, "k2", KILN_F32, KILN_SHAPE(3, 3, 4, 4), kiln_init_glorot_uniform(3));
-    kiln_node *w = kiln_variable(g, "w", KILN_F32, KILN_SHAPE(144, 5), kiln_init_glorot_uniform(4));
+    kiln_node *x = kiln_placeholder(g, "x", KILN_F32, KILN_SHAPE(N, H, W, cin));
+    kiln_node *k1 = kiln_variable(g, "k1", KILN_F32, KILN_SHAPE(3, 3, cin, c1), kiln_init_glorot_uniform(1));
+    kiln_node *b1 = kiln_variable(g, "b1", KILN_F32, KILN_SHAPE(c1), kiln_init_uniform(-0.5, 0.5, 2));
+    kiln_node *k2 = kiln_variable(g, "k2", KILN_F32, KILN_SHAPE(3, 3, c1, c1), kiln_init_glorot_uniform(3));
+    kiln_node *w = kiln_variable(g, "w", KILN_F32, KILN_SHAPE(F, 5), kiln_init_glorot_uniform(4));
     kiln_node *bw = kiln_variable(g, "bw", KILN_F32, KILN_SHAPE(5), kiln_init_uniform(-0.5, 0.5, 5));
     kiln_conv_params same = { .padding = KILN_SAME };
     kiln_node *pre = kiln_bias_add(g, kiln_conv2d(g, x, k1, &same), b1);
     kiln_node *h = kiln_relu(g, pre);
     kiln_node *h2 = kiln_relu(g, kiln_conv2d(g, h, k2, &same));          /* no bias */
-    kiln_node *flat = kiln_reshape(g, h2, KILN_SHAPE(3, 144));
+    if (pool == 2) h2 = kiln_max_pool2d(g, h2, &(kiln_pool_params){ .size_h = 2, .size_w = 2 });
+    if (pool == 3) h2 = kiln_max_pool2d(g, h2, &(kiln_pool_params){ .size_h = 3, .size_w = 3, .stride_h = 2, .stride_w = 2, .padding = KILN_SAME });
+    kiln_node *flat = kiln_reshape(g, h2, KILN_SHAPE(N, F));
     kiln_node *out = kiln_relu(g, kiln_bias_add(g, kiln_matmul(g, flat, w, false, false), bw));
     kiln_node *loss = kiln_reduce_sum(g, kiln_square(g, out), NULL, 0, false);
     kiln_node *vars[5] = { k1, b1, k2, w, bw }, *grads[5];
     CHECK_OK(kiln_gradients(g, loss, vars, 5, grads));
-    kiln_tensor *tx = kiln_tensor_new(KILN_F32, KILN_SHAPE(3, 6, 6, 2));
+    kiln_tensor *tx = kiln_tensor_new(KILN_F32, KILN_SHAPE(N, H, W, cin));
     kiln_rng r = kiln_rng_new(9);
-    for (int i = 0; i < 216; i++) kiln_tensor_set(tx, i, kiln_rng_normal(&r));
+    for (int i = 0; i < N * H * W * cin; i++) kiln_tensor_set(tx, i, kiln_rng_normal(&r));
     kiln_node *fetch[7] = { loss, out, grads[0], grads[1], grads[2], grads[3], grads[4] };
     kiln_tensor *res[2][7] = { { 0 } };
     kiln_backend_kind be[2] = { KILN_BACKEND_REF, KILN_BACKEND_CPU };
@@ -209,11 +224,8 @@ static void test_fusion(void) {
     }
     for (int f = 0; f < 7; f++) {
         if (!res[0][f] || !res[1][f]) { CHECK(false); continue; }
-        double err = 0, scale = 1;
-        int64_t n = kiln_shape_numel(res[0][f]->shape);
-        for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(kiln_tensor_get(res[0][f], i)));
-        for (int64_t i = 0; i < n; i++) err = fmax(err, fabs(kiln_tensor_get(res[0][f], i) - kiln_tensor_get(res[1][f], i)));
-        CHECK_MSG(err / scale < 1e-4, "fused fetch %d: cpu vs ref error %g", f, err / scale);
+        double e = rel_err(res[0][f], res[1][f]);
+        CHECK_MSG(e < 1e-4, "fused fetch %d (cin %d, c1 %d, pool %d): cpu vs ref error %g", f, cin, c1, pool, e);
     }
     /* fetching the pre-activation keeps it (no fusion past it) and its value matches ref */
     kiln_tensor *pv[2] = { 0 };
@@ -226,9 +238,8 @@ static void test_fusion(void) {
         kiln_tensor_free(o2[1]);
         kiln_session_free(s);
     }
-    double e = 0;
-    for (int i = 0; pv[0] && pv[1] && i < 3 * 36 * 4; i++) e = fmax(e, fabs(kiln_tensor_get(pv[0], i) - kiln_tensor_get(pv[1], i)));
-    CHECK_MSG(pv[0] && pv[1] && e < 1e-5, "pre-activation error %g", e);
+    double e = pv[0] && pv[1] ? rel_err(pv[0], pv[1]) : 1;
+    CHECK_MSG(e < 1e-5, "pre-activation error %g (cin %d, c1 %d)", e, cin, c1);
     kiln_tensor_free(pv[0]); kiln_tensor_free(pv[1]);
     for (int b = 0; b < 2; b++) for (int f = 0; f < 7; f++) kiln_tensor_free(res[b][f]);
     kiln_tensor_free(tx);
@@ -240,7 +251,11 @@ int main(void) {
     test_user_errors();
     test_device_strings();
     test_memory_plan();
-    test_fusion();
+    test_fusion(2, 4, 0);
+    test_fusion(16, 16, 0);     /* oneDNN in NHWC */
+    test_fusion(2, 4, 2);
+    test_fusion(16, 32, 2);
+    test_fusion(3, 16, 3);
     test_tiny_model(KILN_BACKEND_REF);
     test_tiny_model(KILN_BACKEND_CPU);
     return check_summary("test_graph");

@@ -14,11 +14,14 @@
 
 typedef struct dconv_key {
     int op, G;
+    int epi;                           /* forward only: EPI_BIAS | EPI_RELU fused as oneDNN bias + post-op */
     int dt[3];                         /* oneDNN data type of operands 0, 1, 2 (f32; bf16 inputs when mixed) */
     int up16;                          /* bit i: operand i is f16 in Kiln, widened to f32 for oneDNN (mixed f16) */
     int64_t N, H, W, C, OH, OW, CO;
     int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
 } dconv_key;
+
+enum { EPI_BIAS = 1, EPI_RELU = 2 };
 
 /* One cached convolution: the primitive, and per operand the user (Kiln) and oneDNN layouts with
  * the reorder between them (NULL when they match). Operands: 0 x / dx, 1 w / dw, 2 y / dy. */
@@ -26,7 +29,7 @@ typedef struct dconv {
     dconv_key k;
     bool ok;
     dnnl_primitive_t prim;
-    dnnl_memory_desc_t user[3], inner[3], scratch;
+    dnnl_memory_desc_t user[3], inner[3], scratch, bias;
     dnnl_primitive_t reorder[3];       /* user -> inner for inputs, inner -> user for the output */
     size_t off[3], scratch_off, ws;    /* workspace layout: inner buffers, then the scratchpad, */
     size_t up_off[3];                  /* then the f32 copies of f16 operands (key.up16) */
@@ -101,32 +104,62 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
     return s == dnnl_success;
 }
 
-static bool build(dconv *e) {
+/* Activations stay in Kiln's NHWC when both channel counts are whole AVX-512 vectors: oneDNN's
+ * NHWC kernels (brgconv forward) then match its blocked ones, and the two reorders of each
+ * activation (about a fifth of the convolution time on cifar_cnn) disappear. Thin layers (the RGB
+ * or grey input) let oneDNN choose, which is faster for them, reorders included; so does a mix
+ * (NHWC on one side only), for which oneDNN 2.6 has only its reference kernel.
+ * KILN_DNNL_LAYOUT=any|nhwc forces one choice (A/B benchmarks). */
+static bool nhwc_activations(const dconv_key *k) {
+    const char *v = getenv("KILN_DNNL_LAYOUT");
+    if (v && !strcmp(v, "any")) return false;
+    if (v && !strcmp(v, "nhwc")) return true;
+    return k->G == 1 && k->C % 16 == 0 && k->CO % 16 == 0;
+}
+
+/* Builds e's primitive, with the activations in NHWC or in the layouts oneDNN picks. */
+static bool build_as(dconv *e, bool nhwc) {
     const dconv_key *k = &e->k;
     dnnl_memory_desc_t any[3];
     if (!user_descs(k, &e->user[0], &e->user[1], &e->user[2])) return false;
     for (int i = 0; i < 3; i++) {
         int nd = e->user[i].ndims;
+        if (nhwc && i != 1) { any[i] = e->user[i]; continue; }   /* Kiln's own NHWC: no reorder */
         if (dnnl_memory_desc_init_by_tag(&any[i], nd, e->user[i].dims, e->user[i].data_type, dnnl_format_tag_any) != dnnl_success)
             return false;
     }
-    dnnl_dims_t strides = { k->sh, k->sw }, dil = { k->dh - 1, k->dw - 1 }, pl = { k->pt, k->pl }, pr = { k->pb, k->pr };
     /* a backward op's forward hint computes in the inputs' dtype (mixed: bf16 throughout) */
     dnnl_memory_desc_t hint[3];
     dnnl_data_type_t ht = k->op == KILN_OP_CONV2D_BWD_INPUT ? (dnnl_data_type_t)k->dt[1] : (dnnl_data_type_t)k->dt[0];
     for (int i = 0; i < 3; i++) {
         hint[i] = any[i];
-        if (k->op != KILN_OP_CONV2D &&
-            dnnl_memory_desc_init_by_tag(&hint[i], any[i].ndims, any[i].dims, ht, dnnl_format_tag_any) != dnnl_success)
+        if (k->op != KILN_OP_CONV2D && hint[i].data_type != ht &&
+            dnnl_memory_desc_init_by_tag(&hint[i], any[i].ndims, any[i].dims, ht, nhwc && i != 1 ? dnnl_nhwc : dnnl_format_tag_any) !=
+                dnnl_success)
             return false;
     }
+    dnnl_dims_t strides = { k->sh, k->sw }, dil = { k->dh - 1, k->dw - 1 }, pl = { k->pt, k->pl }, pr = { k->pb, k->pr };
     dnnl_primitive_attr_t attr;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
     dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (k->epi & EPI_RELU) {
+        dnnl_post_ops_t po;
+        bool po_ok = dnnl_post_ops_create(&po) == dnnl_success;
+        po_ok = po_ok && dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success &&
+                dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+        if (po) dnnl_post_ops_destroy(po);
+        if (!po_ok) { dnnl_primitive_attr_destroy(attr); return false; }
+    }
+    dnnl_dims_t bd = { k->CO };
+    if ((k->epi & EPI_BIAS) && dnnl_memory_desc_init_by_tag(&e->bias, 1, bd, dnnl_f32, dnnl_a) != dnnl_success) {
+        dnnl_primitive_attr_destroy(attr);
+        return false;
+    }
     dnnl_convolution_desc_t fd, cd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
     bool ok = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &hint[0], &hint[1],
-                                                         NULL, &hint[2], strides, dil, pl, pr) == dnnl_success &&
+                                                         (k->epi & EPI_BIAS) ? &e->bias : NULL, &hint[2], strides, dil, pl,
+                                                         pr) == dnnl_success &&
               dnnl_primitive_desc_create(&fpd, &fd, attr, engine, NULL) == dnnl_success;
     if (ok && k->op == KILN_OP_CONV2D) { pd = fpd; fpd = NULL; }
     else if (ok && k->op == KILN_OP_CONV2D_BWD_INPUT)
@@ -139,6 +172,10 @@ static bool build(dconv *e) {
              dnnl_primitive_desc_create(&pd, &cd, attr, engine, fpd) == dnnl_success;
     dnnl_primitive_attr_destroy(attr);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
+    const char *impl = NULL;
+    if (ok && nhwc && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+        !strncmp(impl, "ref", 3))
+        ok = false;     /* oneDNN's reference kernel: far slower than reordering into blocked layouts */
     if (!ok) { if (pd) dnnl_primitive_desc_destroy(pd); return false; }
     /* the layouts oneDNN chose; which operand is the output depends on the op */
     dnnl_query_t q[3] = { dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md };
@@ -166,10 +203,21 @@ static bool build(dconv *e) {
     return ok;
 }
 
-/* The cached convolution for n, built on first sight; NULL when oneDNN cannot run it. */
-static dconv *entry_for(const kiln_node *n) {
+static bool build(dconv *e) {
+    if (nhwc_activations(&e->k)) {
+        if (build_as(e, true)) return true;
+        for (int i = 0; i < 3; i++) if (e->reorder[i]) { dnnl_primitive_destroy(e->reorder[i]); e->reorder[i] = NULL; }
+        if (e->prim) { dnnl_primitive_destroy(e->prim); e->prim = NULL; }
+    }
+    return build_as(e, false);
+}
+
+/* The cached convolution for n (with the fused epilogue epi, forward only), built on first sight;
+ * NULL when oneDNN cannot run it. */
+static dconv *entry_for(const kiln_node *n, int epi) {
     dconv_key k;
     if (!key_of(n, &k)) return NULL;
+    k.epi = n->op == KILN_OP_CONV2D ? epi : 0;
     dconv *e = NULL;
     pthread_mutex_lock(&cache_lock);
     for (int i = 0; i < n_cache && !e; i++)
@@ -186,9 +234,12 @@ static dconv *entry_for(const kiln_node *n) {
     return e && e->ok ? e : NULL;
 }
 
+/* Room for the plain convolution and its bias + relu variant (the common fused epilogue): the
+ * plan does not know yet which epilogue the step will fuse. */
 size_t cpu_dnnl_conv_workspace(const kiln_node *n) {
-    dconv *e = entry_for(n);
-    return e ? e->ws : 0;
+    dconv *e = entry_for(n, 0), *f = n->op == KILN_OP_CONV2D ? entry_for(n, EPI_BIAS | EPI_RELU) : NULL;
+    size_t ws = e ? e->ws : 0;
+    return f && f->ws > ws ? f->ws : ws;
 }
 
 static bool run(dnnl_primitive_t p, dnnl_stream_t s, int nargs, const dnnl_exec_arg_t *args) {
@@ -196,7 +247,12 @@ static bool run(dnnl_primitive_t p, dnnl_stream_t s, int nargs, const dnnl_exec_
 }
 
 static kiln_status k_dnnl_conv(const kiln_kctx *c) {
-    dconv *e = entry_for(c->node);
+    /* The planned workspace is the plain convolution's; the fused variant is used when it fits
+     * in it (it does unless oneDNN picks a kernel with a larger scratchpad), else the epilogue
+     * runs as a pass of its own. */
+    int epi = (c->epi_bias ? EPI_BIAS : 0) | (c->epi_relu ? EPI_RELU : 0);
+    dconv *e = epi ? entry_for(c->node, epi) : NULL;
+    if (!e || !c->workspace || c->ws_bytes < e->ws) { e = entry_for(c->node, 0); epi = 0; }
     if (!e) return kiln_set_error(KILN_INTERNAL, "%s: no oneDNN convolution for this shape", c->node->name);
     if (!c->workspace || c->ws_bytes < e->ws)
         return kiln_set_error(KILN_INTERNAL, "%s: oneDNN convolution workspace is %zu bytes, needs %zu", c->node->name, c->ws_bytes, e->ws);
@@ -218,12 +274,13 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
             user[i] = w32;
         }
     dnnl_stream_t st = NULL;
-    dnnl_memory_t um[3] = { 0 }, im[3] = { 0 }, sm = NULL;
+    dnnl_memory_t um[3] = { 0 }, im[3] = { 0 }, sm = NULL, bm = NULL;
     bool ok = dnnl_stream_create(&st, engine, dnnl_stream_default_flags) == dnnl_success;
     for (int i = 0; i < 3 && ok; i++) {
         ok = dnnl_memory_create(&um[i], &e->user[i], engine, user[i]) == dnnl_success;
         if (ok && e->reorder[i]) ok = dnnl_memory_create(&im[i], &e->inner[i], engine, ws + e->off[i]) == dnnl_success;
     }
+    if (ok && (epi & EPI_BIAS)) ok = dnnl_memory_create(&bm, &e->bias, engine, c->epi_bias->data) == dnnl_success;
     if (ok && dnnl_memory_desc_get_size(&e->scratch) > 0)
         ok = dnnl_memory_create(&sm, &e->scratch, engine, ws + e->scratch_off) == dnnl_success;
     dnnl_memory_t m[3];
@@ -235,16 +292,21 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
         int a0 = k->op == KILN_OP_CONV2D_BWD_INPUT ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
         int a1 = k->op == KILN_OP_CONV2D_BWD_FILTER ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
         int a2 = k->op == KILN_OP_CONV2D ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
-        ok = run(e->prim, st, sm ? 4 : 3, (dnnl_exec_arg_t[]){ { a0, m[0] }, { a1, m[1] }, { a2, m[2] }, { DNNL_ARG_SCRATCHPAD, sm } });
+        dnnl_exec_arg_t args[5] = { { a0, m[0] }, { a1, m[1] }, { a2, m[2] } };
+        int na = 3;
+        if (sm) args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, sm };
+        if (bm) args[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, bm };
+        ok = run(e->prim, st, na, args);
     }
     if (ok && e->reorder[out])            /* the result back into Kiln's layout */
         ok = run(e->reorder[out], st, 2, (dnnl_exec_arg_t[]){ { DNNL_ARG_FROM, im[out] }, { DNNL_ARG_TO, um[out] } });
     if (ok) ok = dnnl_stream_wait(st) == dnnl_success;
     for (int i = 0; i < 3; i++) { if (um[i]) dnnl_memory_destroy(um[i]); if (im[i]) dnnl_memory_destroy(im[i]); }
     if (sm) dnnl_memory_destroy(sm);
+    if (bm) dnnl_memory_destroy(bm);
     if (st) dnnl_stream_destroy(st);
     if (!ok) return kiln_set_error(KILN_INTERNAL, "%s: oneDNN convolution failed", c->node->name);
-    if (k->op == KILN_OP_CONV2D && (c->epi_bias || c->epi_relu)) {   /* fused bias + relu, rows split over the threads */
+    if (k->op == KILN_OP_CONV2D && !epi && (c->epi_bias || c->epi_relu)) {   /* unfused bias + relu, rows split over the threads */
         int64_t rows = k->N * k->OH * k->OW, per = (rows + 63) / 64;
         float *y = (float *)c->out.data;
         #pragma omp parallel for schedule(static) num_threads(cpu_par(c, rows * k->CO))
@@ -259,7 +321,7 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
 kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n) {
     const char *v = getenv("KILN_CPU_DNNL");    /* 0: im2col + sgemm (A/B, tests) */
     if (v && *v == '0') return NULL;
-    return (cpu_is_f32(n) || cpu_conv_is_mixed(n)) && entry_for(n) ? k_dnnl_conv : NULL;
+    return (cpu_is_f32(n) || cpu_conv_is_mixed(n)) && entry_for(n, 0) ? k_dnnl_conv : NULL;
 }
 
 #else   /* no oneDNN in this build */

@@ -45,10 +45,11 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
     }
 }
 
-/* Conv2D and 2-D MatMul apply a bias + relu epilogue while their output is still in cache. */
+/* Conv2D and 2-D MatMul apply a bias + relu epilogue while their output is still in cache;
+ * MaxPoolGrad a ReluGrad mask. */
 bool kiln_cpu_fuses(const kiln_node *n) {
     if (!n || n->dtype != KILN_F32) return false;
-    if (n->op == KILN_OP_CONV2D) return kiln_cpu_kernel(n) != NULL;
+    if (n->op == KILN_OP_CONV2D || n->op == KILN_OP_MAX_POOL_GRAD) return kiln_cpu_kernel(n) != NULL;
     if (n->op == KILN_OP_MATMUL) return kiln_cpu_kernel(n) != NULL;
     return false;
 }
