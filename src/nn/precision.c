@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "nn/nn_types.h"
+#include "core/core.h"
 #include "kiln/device.h"
 
 static const char *const names[KILN_PRECISION_COUNT] = { "float32", "mixed_bfloat16", "mixed_float16" };
@@ -38,8 +39,8 @@ kiln_precision nn_precision_resolve(const kiln_model *m) {
     if (p == KILN_PRECISION_FLOAT32) return p;
     bool on_cpu = !strcmp(m->device, "cpu") || (!strcmp(m->device, "auto") && !kiln_gpu_available());
     if (on_cpu && p == KILN_PRECISION_MIXED_BFLOAT16 && !kiln_cpu_has_bf16()) {
-        fprintf(stderr, "kiln: model '%s': this CPU has no bf16 instructions (AVX512-BF16 or AMX): mixed_bfloat16 runs as float32\n",
-                m->name);
+        kiln_log_msg(KILN_LOG_WARNING, "kiln: model '%s': this CPU has no bf16 instructions (AVX512-BF16 or AMX): mixed_bfloat16 runs as float32",
+                     m->name);
         return KILN_PRECISION_FLOAT32;
     }
     return p;
