@@ -28,15 +28,15 @@ static const cli_opt opts[] = {
     { "--data", K_STR, T | E | P, F(data), 0, 0, 0 },
     { "--image", K_LIST, P, F(images), 0, 0, 0 },
     { "--validation-split", K_REAL, T | E | P, F(val_split), 0, 1, OPEN_LO | OPEN_HI },
-    { "--batch-size", K_INT, T | E | P, F(batch), 1, CLI_MAX_BATCH, 0 },
+    { "--batch-size", K_INT, T | E | P | S, F(batch), 1, CLI_MAX_BATCH, 0 },
     { "--count", K_INT, P, F(count), 1, 100000, 0 },
     { "--threads", K_INT, T | E | P, F(threads), 0, CLI_MAX_THREADS, 0 },
-    { "--device", K_STR, T | E | P, F(device), 0, 0, 0 },
+    { "--device", K_STR, T | E | P | S, F(device), 0, 0, 0 },
     { "--log-device-placement", K_FLAG, T | E | P, F(log_placement), 0, 0, 0 },
     { "--prefetch", K_INT, T | E, F(prefetch), 0, 256, 0 },
     { "--workers", K_INT, T | E, F(workers), 0, 256, 0 },
     { "--epochs", K_INT, T, F(epochs), 0, CLI_MAX_EPOCHS, 0 },
-    { "--optimizer", K_STR, T, F(optimizer), 0, 0, 0 },
+    { "--optimizer", K_STR, T | S, F(optimizer), 0, 0, 0 },
     { "--lr", K_REAL, T, F(lr), 0, 1e6, OPEN_LO },
     { "--schedule", K_STR, T, F(schedule), 0, 0, 0 },
     { "--lr-step-epochs", K_INT, T, F(lr_step_epochs), 1, CLI_MAX_EPOCHS, 0 },
@@ -64,6 +64,9 @@ static const cli_opt opts[] = {
     { "--test-csv", K_STR, T | E | P, F(test_csv), 0, 0, 0 },
     { "--tensorboard", K_STR, T, F(tensorboard), 0, 0, 0 },
     { "--tensorboard-every", K_INT, T, F(tensorboard_every), 1, 1 << 30, 0 },
+    { "--accumulate", K_INT, T | S, F(accumulate), 1, CLI_MAX_BATCH, 0 },
+    { "--memory-limit", K_INT, T, F(memory_limit_mib), 1, 1 << 30, 0 },
+    { "--debug-numerics", K_FLAG, T, F(debug_numerics), 0, 0, 0 },
     { "--precision", K_STR, T | S, F(precision), 0, 0, 0 },
 };
 #undef F
@@ -156,6 +159,8 @@ int cli_parse(int argc, char **argv, args *a, const char *cmd) {
         if (eq) val = eq + 1;
         else if (i + 1 < argc && !is_option_word(argv[i + 1])) val = argv[++i];
         else { fprintf(stderr, "kiln %s: option %s needs a value (see kiln %s --help)\n", cmd, name, cmd); return 2; }
+        if (!strcmp(name, "--batch-size")) a->batch_given = true;
+        if (!strcmp(name, "--batch-size") && !strcmp(val, "auto") && (bit & CMD_TRAIN)) { a->batch_auto = true; continue; }
         if (set_value(cmd, o, val, a)) return 2;
         /* --image a.png b.png: the words up to the next option are files too */
         while (o->kind == K_LIST && i + 1 < argc && strncmp(argv[i + 1], "--", 2))

@@ -26,6 +26,11 @@ typedef struct args {
     bool data_given;           /* --data given (else the default data set) */
     bool help, data_on_device, log_placement, strict_load, save_best;
     const char *json_out;      /* summary --json FILE: write the model as Keras model JSON */
+    int accumulate;            /* --accumulate N: micro-batches per step (0: none) */
+    bool batch_auto;           /* --batch-size auto */
+    bool batch_given;          /* --batch-size given (summary: print the training step's memory) */
+    int memory_limit_mib;      /* --memory-limit MIB (train --batch-size auto on the CPU; 0: not given) */
+    bool debug_numerics;       /* --debug-numerics */
     const char *precision;     /* --precision float32 | mixed_bfloat16 (bf16) | mixed_float16 (fp16); NULL: float32 */
 } args;
 

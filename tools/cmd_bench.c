@@ -27,6 +27,8 @@ static void bench_usage(FILE *f) {
         "  --seed N           default 1\n"
         "  --precision P      float32 (default), mixed_bfloat16 (bf16) or mixed_float16 (fp16): see\n"
         "                     kiln train --help\n"
+        "  --infer yes|no     time inference too (default yes); no: training only, e.g. for a\n"
+        "                     KILN_PROFILE=1 per-op profile of the training step alone\n"
         "\n"
         "train MiB: memory of training, the resident data set included. GPU: the peak of Kiln's\n"
         "device allocator (weights, optimizer state, activations, cuDNN workspaces, data). CPU: the\n"
@@ -44,7 +46,7 @@ typedef struct bench_result { double train_ips, infer_ips, train_mib; int steps;
  * at least `steps` steps have run, by the wall clock around kiln_fit (the data set's upload at its
  * start included). Inference: as many predict passes over the same examples, after one warm-up. */
 static kiln_status bench_one(const char *model, const char *device, int batch, int steps, bool adam, int threads,
-                             uint64_t seed, kiln_precision precision, bench_result *r) {
+                             uint64_t seed, bool infer, kiln_precision precision, bench_result *r) {
     bool cifar = !strcmp(model, "cifar_cnn");
     kiln_shape in = cifar ? KILN_SHAPE(32, 32, 3) : KILN_SHAPE(28, 28, 1);
     kiln_status st = KILN_OK;
@@ -74,6 +76,7 @@ static kiln_status bench_one(const char *model, const char *device, int batch, i
     kiln_session *s = kiln_model_session(m);
     if (gpu && kiln_device_memory_stats(0, &ms) == KILN_OK) r->train_mib = (double)ms.peak / 1048576.0;
     else if (!gpu && s) r->train_mib = (double)(kiln_session_planned_bytes(s) + kiln_session_variable_bytes(s)) / 1048576.0;
+    if (!infer) goto out;
     const kiln_tensor *x = kiln_dataset_x(ds);
     kiln_eval_opts eo = { .batch_size = batch };
     if ((st = kiln_predict(m, x, &eo, &pred))) goto out;
@@ -103,6 +106,7 @@ int cmd_bench(int argc, char **argv) {
     int batch = 128, steps = 0, threads = 0;
     uint64_t seed = 1;
     kiln_precision precision = KILN_PRECISION_FLOAT32;
+    bool infer = true;
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { bench_usage(stdout); return 0; }
@@ -117,6 +121,8 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(o, "--threads")) bad = cli_int32("bench", o, v, 1, CLI_MAX_THREADS, &threads);
         else if (!strcmp(o, "--seed")) bad = cli_u64("bench", o, v, &seed);
         else if (!strcmp(o, "--precision")) bad = parse_precision(v, &precision);
+        else if (!strcmp(o, "--infer") && (!strcmp(v, "yes") || !strcmp(v, "no"))) infer = !strcmp(v, "yes");
+        else if (!strcmp(o, "--infer")) { fprintf(stderr, "kiln bench: --infer takes yes or no, not '%s'\n", v); return 2; }
         else { fprintf(stderr, "kiln bench: unknown option '%s' (see kiln bench --help)\n", o); return 2; }
         if (bad) return 2;
     }
@@ -145,7 +151,7 @@ int cmd_bench(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
         if (!want[k]) continue;
         int n_steps = steps > 0 ? steps : k ? 392 : 40;   /* a GPU step is quick: about one epoch of 50,000 */
-        if (bench_one(model, names[k], batch, n_steps, adam, threads, seed, precision, res[k]) != KILN_OK) {
+        if (bench_one(model, names[k], batch, n_steps, adam, threads, seed, infer, precision, res[k]) != KILN_OK) {
             fprintf(stderr, "kiln bench: %s: %s\n", names[k], kiln_last_error());
             return 1;
         }

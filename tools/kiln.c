@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include <sys/stat.h>
 #include "kiln/kiln.h"
@@ -118,6 +119,20 @@ static void train_usage(FILE *f) {
         "                      with --load, training continues from the saved epoch up to N\n"
         "  --batch-size N      examples per training step (default 64, 1..1048576); a last smaller batch of an\n"
         "                      epoch is skipped in training (the test set is evaluated whole)\n"
+        "  --batch-size auto   the largest batch (a multiple of 8) whose planned training step fits in\n"
+        "                      the GPU's free memory (or --gpu-memory-limit), on the CPU in --memory-limit\n"
+        "                      (default: half the physical memory); printed before training starts\n"
+        "  --accumulate N      gradient accumulation: run each batch as N micro-batches of batch/N (the\n"
+        "                      batch must be divisible by N) and make ONE update from their averaged\n"
+        "                      gradients: the same update as the whole batch, with the activation memory\n"
+        "                      of a micro-batch (see kiln summary --batch-size B --accumulate N). Batch\n"
+        "                      norm sees micro-batch statistics\n"
+        "  --memory-limit MIB  --batch-size auto on the CPU: the memory the step may plan for\n"
+        "  --debug-numerics    check every op's output for NaN/Inf as each step runs (TensorFlow's\n"
+        "                      enable_check_numerics; slow): the first one stops training, naming the\n"
+        "                      epoch, step, op and layer, before that step's update. Without it a NaN/Inf\n"
+        "                      loss stops training too, naming the epoch, step and the first layer whose\n"
+        "                      weights went non-finite\n"
         "  --optimizer NAME    sgd, momentum (0.9), adam (default), adamw, rmsprop, adagrad\n"
         "  --lr X              learning rate (default 0.001 for adam/adamw/rmsprop, 0.01 otherwise)\n"
         "  --schedule NAME     learning-rate schedule (per epoch, from --lr): constant (default);\n"
@@ -262,10 +277,18 @@ static void summary_usage(FILE *f) {
         "                      (with --load: its weights are loaded from the checkpoint)\n"
         "  --json FILE         also write the model as Keras model JSON (keras.models.model_from_json\n"
         "                      reads it; so does --model-file): a built-in model to start your own from\n"
+        "  --batch-size B      also print the memory of its training step for batches of B, from the\n"
+        "                      step's memory plan: per layer the parameters, weight / gradient /\n"
+        "                      optimizer-state bytes and the forward values kept, then the step's arena\n"
+        "                      (activations, gradients, workspaces), the variables and the peak\n"
+        "  --accumulate N      ... with gradient accumulation: micro-batches of B/N (kiln train --accumulate)\n"
+        "  --optimizer NAME    the optimizer whose state is counted (default adam)\n"
+        "  --device D          plan for auto (default), cpu, gpu (the GPU's plan needs a GPU), ref\n"
         PRECISION_HELP
         "\nexamples:\n"
         "  kiln summary --model-file model.json        # a model Keras saved with model.to_json()\n"
-        "  kiln summary --model cifar_cnn --json cifar_cnn.json\n", kiln_model_preset_names());
+        "  kiln summary --model cifar_cnn --json cifar_cnn.json\n"
+        "  kiln summary --model cifar_cnn --batch-size 128 --accumulate 4\n", kiln_model_preset_names());
 }
 
 static int fail(const char *cmd, int rc) { fprintf(stderr, "kiln %s: %s\n", cmd, kiln_last_error()); return rc; }
@@ -486,7 +509,9 @@ static kiln_data *train_pipeline(const args *a, kiln_data *src, bool images, con
 
 /* source -> [cache] -> batch (the last partial batch kept) -> [prefetch] */
 static kiln_data *eval_pipeline(const args *a, kiln_data *src, bool images) {
-    kiln_data *d = kiln_data_batch(maybe_cache(src, images), a->batch > 0 ? a->batch : 64, false);
+    /* with --accumulate, evaluation runs in micro-batches too: it needs no more memory than training */
+    int eb = a->batch > 0 ? a->batch : 64;
+    kiln_data *d = kiln_data_batch(maybe_cache(src, images), a->accumulate > 1 && eb % a->accumulate == 0 ? eb / a->accumulate : eb, false);
     if (a->prefetch > 0) d = kiln_data_prefetch(d, a->prefetch, a->workers > 0 ? a->workers : 1);
     return d;
 }
@@ -660,12 +685,42 @@ static kiln_status set_class_names(const args *a, kiln_model *m, const kiln_data
     return st;
 }
 
+/* --batch-size auto: the largest multiple of 8 (and of --accumulate) whose planned training step
+ * fits: in --gpu-memory-limit or the GPU's free memory, on the CPU in --memory-limit or half the
+ * physical memory; at most the training examples. */
+static int auto_batch(args *a, kiln_model *m, int64_t n_train) {
+    bool gpu = kiln_gpu_available() && (!a->device || (strcmp(a->device, "cpu") && strcmp(a->device, "ref")));
+    size_t limit = 0;
+    const char *why;
+    if (gpu && a->gpu_mem_mib > 0) { limit = (size_t)a->gpu_mem_mib << 20; why = "--gpu-memory-limit"; }
+    else if (gpu) why = "the GPU's free memory";
+    else if (a->memory_limit_mib > 0) { limit = (size_t)a->memory_limit_mib << 20; why = "--memory-limit"; }
+    else {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        limit = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : (size_t)1 << 30;
+        why = "half the physical memory (--memory-limit MIB to choose)";
+    }
+    int b = 0;
+    size_t peak = 0;
+    int cap = n_train < CLI_MAX_BATCH ? (int)n_train : CLI_MAX_BATCH;
+    if (kiln_model_max_batch(m, limit, a->accumulate, 8, cap, &b, &peak) != KILN_OK) return fail("train", 1);
+    printf("Batch size auto: %d, the largest multiple of 8%s whose planned training step fits in %s (%.1f MiB): it needs %.1f MiB\n",
+           b, a->accumulate > 1 ? " and of --accumulate" : "", why, (limit ? limit : peak) / 1048576.0, peak / 1048576.0);
+    a->batch = b;
+    return 0;
+}
+
 static int cmd_train(args *a) {
     if (a->help) { train_usage(stdout); return 0; }
     kiln_optimizer opt;
     kiln_lr_schedule sched;
     if (parse_optimizer(a, &opt) || parse_schedule(a, &sched) || check_callbacks(a)) return 2;
     if (a->batch < 1) { fprintf(stderr, "kiln train: --batch-size must be at least 1\n"); return 2; }
+    if (a->accumulate > 1 && !a->batch_auto && a->batch % a->accumulate) {
+        fprintf(stderr, "kiln train: --batch-size %d is not divisible by --accumulate %d: each step runs %d micro-batches of equal size "
+                "(e.g. --batch-size %d)\n", a->batch, a->accumulate, a->accumulate, (a->batch / a->accumulate + 1) * a->accumulate);
+        return 2;
+    }
     if (a->data_on_device && !kiln_gpu_available())
         fprintf(stderr, "kiln train: --data-on-device: no GPU (%s); the data set lives in the session's host memory, "
                 "gathered and augmented by the graph as it would be on the GPU\n", kiln_gpu_unavailable_reason());
@@ -701,6 +756,7 @@ static int cmd_train(args *a) {
         initial = kiln_model_epoch(m);
         printf("Resuming from %s at epoch %d\n", a->load, initial);
     }
+    if (a->batch_auto && (rc = auto_batch(a, m, n_train))) goto out;
     if (a->data_on_device) {
         if (kiln_data_label_dtype(ds.train) == KILN_F32) { fprintf(stderr, "kiln train: --data-on-device takes class-id labels; these are values (mse)\n"); rc = 2; goto out; }
         if (aug.cutout_size > 0) { fprintf(stderr, "kiln train: --data-on-device does crop and flip on the device, not cutout\n"); rc = 2; goto out; }
@@ -734,6 +790,8 @@ static int cmd_train(args *a) {
         printf("Input: shuffle%s, %d batch%s prefetched by %d worker thread%s\n", aug_desc, a->prefetch, a->prefetch == 1 ? "" : "es",
                a->workers > 0 ? a->workers : 1, a->workers > 1 ? "s" : "");
     else printf("Input: shuffle%s, no prefetch (batches made on the training thread)\n", aug_desc);
+    if (a->accumulate > 1)
+        printf("Gradient accumulation: each step of %d examples runs %d micro-batches of %d, one update\n", a->batch, a->accumulate, a->batch / a->accumulate);
     print_extras(a, &opt, &sched);
     fflush(stdout);
     double t0 = cli_now();
@@ -746,10 +804,12 @@ static int cmd_train(args *a) {
                                                      .batch_size = a->batch, .shuffle_seed = 0, .verbose = a->verbose,
                                                      .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
                                                      .device_crop_pad = aug.crop_pad, .device_flip = aug.flip,
-                                                     .device_augment_seed = aug.seed });
+                                                     .device_augment_seed = aug.seed, .accumulate_steps = a->accumulate,
+                                                     .debug_numerics = a->debug_numerics });
     else if (initial < a->epochs)
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
-                                                    .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb });
+                                                    .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb,
+                                                    .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics });
     else if (a->load) printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
     else printf("--epochs 0: nothing to train; evaluating the initial weights\n");
     double secs = cli_now() - t0;
@@ -1040,6 +1100,25 @@ static int write_json(const kiln_model *m, const char *path) {
     return 0;
 }
 
+/* summary --batch-size B [--accumulate N] [--optimizer O] [--device D]: the training step's memory plan */
+static int print_memory(args *a, kiln_model *m) {
+    kiln_optimizer opt;
+    kiln_lr_schedule sched;
+    if (parse_optimizer(a, &opt) || parse_schedule(a, &sched)) return 2;
+    if (a->accumulate > 1 && a->batch % a->accumulate) {
+        fprintf(stderr, "kiln summary: --batch-size %d is not divisible by --accumulate %d (e.g. --batch-size %d)\n", a->batch, a->accumulate,
+                (a->batch / a->accumulate + 1) * a->accumulate);
+        return 2;
+    }
+    kiln_compile_opts co = compile_opts(a, m, KILN_I32, opt, sched);
+    kiln_memory_report r;
+    if (kiln_compile(m, &co) != KILN_OK || kiln_model_memory(m, a->batch, a->accumulate, &r) != KILN_OK) return fail("summary", 1);
+    printf("\n");
+    kiln_memory_report_print(&r, stdout);
+    kiln_memory_report_free(&r);
+    return 0;
+}
+
 static int cmd_summary(args *a) {
     if (a->help) { summary_usage(stdout); return 0; }
     kiln_model *m = NULL;
@@ -1057,6 +1136,7 @@ static int cmd_summary(args *a) {
     kiln_model_summary(m, stdout);
     if (a->precision) printf("Precision: %s\n", kiln_precision_name(cli_precision(a)));
     int rc = a->json_out ? write_json(m, a->json_out) : 0;
+    if (!rc && (a->batch_given || a->accumulate > 0)) rc = print_memory(a, m);
     kiln_model_free(m);
     return rc;
 }

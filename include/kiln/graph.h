@@ -274,6 +274,10 @@ void kiln_session_set_step(kiln_session *s, uint64_t step);
 size_t kiln_session_planned_bytes(const kiln_session *s);
 /* Bytes held by variables. */
 size_t kiln_session_variable_bytes(const kiln_session *s);
+/* Checks every kernel's output for NaN/Inf as it runs (TF's enable_check_numerics): the first one
+ * stops the run with KILN_NUMERIC_ERROR naming the node, before the nodes after it (the optimizer's
+ * updates) run. Slow (a device's outputs are copied to the host); off by default. */
+void kiln_session_set_check_numerics(kiln_session *s, bool on);
 /* Name of the backend the session runs on ("cpu", "ref", "cuda"). */
 const char *kiln_session_backend(const kiln_session *s);
 

@@ -347,6 +347,18 @@ typedef struct kiln_fit_opts {
     uint64_t device_augment_seed;      /* the seed of the kiln_augment_opts whose crop/flip the
                                           device reproduces (kiln_augment_opts.seed): example i of
                                           epoch e draws from kiln_data_example_key(this, e, i) */
+    /* Gradient accumulation: > 1 runs each batch of B examples as this many micro-batches of
+     * B / accumulate_steps (B must be divisible by it) and sums their gradients, averaged, into
+     * ONE optimizer update: the update of the whole batch's mean loss, with the activation memory
+     * of the micro-batch (kiln_model_memory shows it). Loss and metrics are over the whole batch.
+     * Batch normalization sees micro-batch statistics (and updates its moving averages once per
+     * micro-batch), so a model with batch norm trains slightly differently. 0 or 1: none. */
+    int accumulate_steps;
+    /* Check every op's output for NaN/Inf as each step runs (TF's enable_check_numerics): the first
+     * one stops training with KILN_NUMERIC_ERROR naming the epoch, step, op and its layer, before
+     * that step's update. Slow; for finding where numbers go wrong. Without it a non-finite loss
+     * stops training too, naming the epoch, step and the first layer whose weights went non-finite. */
+    bool debug_numerics;
 } kiln_fit_opts;
 /* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
  * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf.
@@ -446,6 +458,49 @@ kiln_status kiln_model_from_json_file(const char *path, kiln_model **out);
 /* True when the model's output passes through softmax or sigmoid (as Keras models usually end):
  * compile it with .from_logits = false. Kiln's built-in models output logits. */
 bool kiln_model_outputs_probabilities(const kiln_model *m);
+
+/* ---- memory of the training step (from its memory plan, not a formula) ---- */
+typedef struct kiln_layer_memory {
+    const char *name, *type;           /* borrowed from the model */
+    int64_t params;
+    size_t weight_bytes;               /* its variables (trainable or not) */
+    size_t grad_bytes;                 /* the gradients of its weights the update reads */
+    size_t optimizer_bytes;            /* its optimizer slots (momentum, Adam's m, v, t) */
+    size_t activation_bytes;           /* its forward values the plan keeps in the step's arena (the
+                                          arena reuses bytes, so the column sums to more than it) */
+} kiln_layer_memory;
+typedef struct kiln_memory_report {
+    int batch, accumulate, micro_batch;   /* micro_batch = batch / accumulate: the planned step's */
+    const char *backend;               /* where the step's kernels run: "cpu", "ref", "cuda" */
+    const char *optimizer;             /* "adam", "sgd", ... */
+    int64_t params;
+    size_t weight_bytes;               /* the model's variables */
+    size_t grad_bytes;                 /* the plan's gradient block (inside the arena) */
+    size_t optimizer_bytes;            /* optimizer slots and the learning rate */
+    size_t accumulator_bytes;          /* gradient accumulators (accumulate > 1) */
+    size_t arena_bytes;                /* the step's arena: activations, their gradients, the weight
+                                          gradients, kernel workspaces, reused by lifetime (with
+                                          accumulation, the larger of its two plans) */
+    size_t variable_bytes;             /* every variable the step reads, where it runs */
+    size_t peak_bytes;                 /* arena_bytes + variable_bytes: what the step needs there */
+    size_t device_free_bytes;          /* a GPU: what it can still allocate; 0 on the host */
+    int n_layers;
+    kiln_layer_memory *layers;         /* in forward order; owned by the report */
+} kiln_memory_report;
+/* Plans the model's training step for `batch` examples in `accumulate` micro-batches (0 or 1:
+ * none; batch must be divisible by it) on its compiled device, without running it, and fills *out
+ * from the plan. The model must be compiled (the optimizer's state is part of the figures); its
+ * training step is (re)built for that batch. Release with kiln_memory_report_free. */
+kiln_status kiln_model_memory(kiln_model *m, int batch, int accumulate, kiln_memory_report *out);
+void kiln_memory_report_free(kiln_memory_report *r);
+/* The table kiln summary --batch-size prints: per layer and total, then the peak (MiB and bytes). */
+void kiln_memory_report_print(const kiln_memory_report *r, FILE *f);
+/* The largest batch, a multiple of `multiple` (0 -> 8; with accumulation also of accumulate),
+ * at most max_batch (0: no limit but 2^20), whose planned training step fits in limit_bytes there
+ * (0: a GPU's free memory; required on the CPU): planned at one batch, searched over the plan's
+ * batch-sized buffers rescaled (kiln_plan_arena_at), and the answer checked by planning it.
+ * KILN_OUT_OF_MEMORY when not even `multiple` examples fit. *peak (may be NULL): its peak bytes. */
+kiln_status kiln_model_max_batch(kiln_model *m, size_t limit_bytes, int accumulate, int multiple, int max_batch, int *batch, size_t *peak);
 
 /* The graph and session behind a compiled/built model (NULL before the first fit/evaluate/
  * predict/load). Borrowed. */

@@ -145,6 +145,7 @@ kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_op
     if (n_train / batch == 0)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: batch size %d is larger than the %lld training examples; use a smaller --batch-size", batch, (long long)n_train);
     kiln_dataset *index_ds = NULL;
+    if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit"))) return st;
     if (o->data_on_device && (st = resident_begin(m, train, n_train, batch, o, &index_ds))) {
         kiln_dataset_free(index_ds);
         kiln_tensor_free(m->res.idx_t);
@@ -158,8 +159,9 @@ kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_op
     if (n_val_split > 0 && !index_ds) td = kiln_data_take(td, n_train);
     if (!o->no_shuffle) td = kiln_data_shuffle(td, n_train, o->shuffle_seed ^ m->seed);
     td = kiln_data_batch(td, batch, true);
-    if (o->validation) vd = kiln_data_batch(kiln_data_from_dataset(o->validation, false), batch, false);
-    else if (n_val_split > 0) vd = kiln_data_batch(kiln_data_skip(kiln_data_from_dataset(train, false), n_train), batch, false);
+    int eb = batch / nn_accum_n(m);          /* evaluation in micro-batches with accumulation */
+    if (o->validation) vd = kiln_data_batch(kiln_data_from_dataset(o->validation, false), eb, false);
+    else if (n_val_split > 0) vd = kiln_data_batch(kiln_data_skip(kiln_data_from_dataset(train, false), n_train), eb, false);
     if (!td || ((o->validation || n_val_split > 0) && !vd)) st = nn_data_status();
     else st = nn_fit_loop(m, td, vd ? vd : o->validation_data, o);
     kiln_data_free(td);

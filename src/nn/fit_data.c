@@ -138,8 +138,9 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
     if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
     kiln_status st;
     m->float_labels = kiln_data_label_dtype(train) == KILN_F32;
-    if ((st = nn_ensure_train(m, batch))) return st;
+    if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit")) || (st = nn_ensure_train(m, batch))) return st;
     m->last_fit_batch = batch;
+    kiln_session_set_check_numerics(m->s, o->debug_numerics);
     nn_cb_state *cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
     kiln_data_iter *it = NULL;
     if (o->n_callbacks > 0 && !cbs) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
@@ -189,16 +190,20 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             }
             kiln_feed next[2] = { { f->x, nx }, { f->y, ny } };
             int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;
-            if ((st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) goto done;
-            double l = kiln_tensor_get(f->loss_t, 0), c, k;
+            double l, c = 0, k = 0;
+            if (f->accumulate > 1)          /* N micro-batches, one update (fit_accumulate.c) */
+                st = nn_accum_run(m, f, feeds, n_feeds, y, next, n_next, &l, &c, &k);
+            else if (!(st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next)))
+                l = kiln_tensor_get(f->loss_t, 0);
+            if (st == KILN_NUMERIC_ERROR && o->debug_numerics) st = nn_numerics_step(m, epoch, s + 1);   /* numerics.c */
+            if (st) { if (prog.verbose) fputc('\n', stdout); goto done; }
             if (!isfinite(l) && f->loss_scale) continue;     /* mixed_float16: the step was skipped (counted in the graph) */
             if (!isfinite(l)) {
                 if (prog.verbose) fputc('\n', stdout);
-                st = kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the loss became %s at epoch %d, step %lld (learning rate %g): training diverged; try a lower learning rate (e.g. --lr %g)",
-                                    m->name, isnan(l) ? "NaN" : "Inf", epoch, (long long)(s + 1), lr, lr / 10);
+                st = nn_numerics_loss(m, epoch, s + 1, lr, l);
                 goto done;
             }
-            nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
+            if (f->accumulate <= 1) nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
             s++;
             sum_loss += l; sum_hit += c; sum_top += k;
             logs.batch = s;
@@ -233,6 +238,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         if ((st = nn_callbacks_epoch_end(m, o, cbs, &logs))) goto done;
     }
 done:
+    kiln_session_set_check_numerics(m->s, false);
     kiln_data_iter_free(it);
     nn_callbacks_end(o, cbs);
     kiln_free(cbs);
@@ -252,7 +258,9 @@ kiln_status kiln_fit_data(kiln_model *m, kiln_data *train, const kiln_fit_opts *
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: give .validation (a dataset) or .validation_data (a pipeline), not both");
     kiln_data *val = o->validation_data, *owned = NULL;
     if (o->validation) {
-        owned = kiln_data_batch(kiln_data_from_dataset(o->validation, false), kiln_data_batch_size(train), false);
+        int64_t eb = kiln_data_batch_size(train);     /* in micro-batches with accumulation */
+        if (o->accumulate_steps > 1 && eb % o->accumulate_steps == 0) eb /= o->accumulate_steps;
+        owned = kiln_data_batch(kiln_data_from_dataset(o->validation, false), eb, false);
         if (!owned) return nn_data_status();
         val = owned;
     }

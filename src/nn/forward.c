@@ -88,11 +88,14 @@ static kiln_node *add_l2(kiln_model *m, kiln_node *loss) {
     return loss;
 }
 
-/* grads[i] = d loss / d vars[i], clipped by global norm when the optimizer asks. */
+/* grads[i] = d loss / d vars[i] (with accumulation: acc + g/N, accumulate.c), clipped by global
+ * norm when the optimizer asks. */
 static kiln_status build_gradients(kiln_model *m, nn_forward *f, kiln_node *loss, kiln_node *const *vars, int n, kiln_node **grads) {
     kiln_graph *g = m->g;
     if (nn_precision_gradients(m, f, loss, vars, n, grads) != KILN_OK)
         return nn_fail(m, kiln_graph_status(g) ? kiln_graph_status(g) : KILN_INTERNAL, "model '%s': gradients: %s", m->name, kiln_last_error());
+    kiln_status ast = nn_accum_build(m, f, vars, grads, n);
+    if (ast) return ast;
     if (!(m->copts.optimizer.clip_norm > 0)) return KILN_OK;
     /* a separate output: kiln_clip_by_global_norm clears its output before reading its input */
     kiln_node **clipped = kiln_calloc((size_t)(n > 0 ? n : 1), sizeof *clipped);

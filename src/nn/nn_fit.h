@@ -46,6 +46,18 @@ kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled,
 kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train);
 kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *r);
 kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const kiln_fit_opts *o);
+/* fit_accumulate.c: gradient accumulation's checks (sets m->accumulate) and one step of
+ * f->accumulate micro-batches over a whole batch's feeds ([B, ...] each; y: its labels, for the
+ * metrics; next: the next batch's feeds or n_next 0). *loss: the batch's mean loss. */
+#define NN_ACCUM_FEEDS 4
+kiln_status nn_accum_check(kiln_model *m, int batch, int accumulate_steps, const char *who);
+kiln_status nn_accum_run(kiln_model *m, nn_forward *f, const kiln_feed *feeds, int n_feeds, const kiln_tensor *y,
+                         const kiln_feed *next, int n_next, double *loss, double *correct, double *topk);
+/* numerics.c: the error for a non-finite loss at (epoch, step), naming the first layer whose
+ * weights are non-finite; the error for a step stopped by the session's numeric checks
+ * (debug_numerics), naming the layer of the node kiln_last_error names. */
+kiln_status nn_numerics_loss(kiln_model *m, int epoch, int64_t step, double lr, double loss);
+kiln_status nn_numerics_step(kiln_model *m, int epoch, int64_t step);
 /* Status for a pipeline transform that returned NULL (its message is in kiln_last_error). */
 kiln_status nn_data_status(void);
 

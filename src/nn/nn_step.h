@@ -13,6 +13,10 @@ kiln_status nn_build_forward(kiln_model *m, nn_forward *f, int batch, bool train
 /* loss.c: mean loss of out against labels y (the compiled loss); NULL on error (sticky on m). */
 kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node *y, int batch);
 
+/* accumulate.c: with nn_accum_n(m) = N > 1, the accumulators, f->accum_step (acc += g/N) and
+ * f->accum_reset, and grads[i] replaced by acc + g/N for the update; sets f->accumulate. */
+kiln_status nn_accum_build(kiln_model *m, nn_forward *f, kiln_node *const *vars, kiln_node **grads, int n);
+
 /* optimizers.c: the update op for (vars, grads); the learning rate is m->lr_var. */
 kiln_node *nn_build_optimizer(kiln_model *m, kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n);
 

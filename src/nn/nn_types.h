@@ -72,6 +72,9 @@ typedef struct nn_forward {
     /* mixed_float16 training (precision.c): the loss-scaling variables, the lr the updates read
      * (lr / finite(grads)) and the scale update; NULL otherwise */
     kiln_node *loss_scale, *skipped_steps, *step_lr, *scale_update;
+    int accumulate;           /* training: micro-batches per update (1: none; accumulate.c) */
+    kiln_node *accum_step;    /* accumulate > 1: micro-batches 1..N-1's target (acc += g/N) */
+    kiln_node *accum_reset;   /* accumulate > 1: zeroes the accumulators (a target with step) */
     kiln_tensor *out_t, *loss_t;   /* pre-allocated fetch outputs */
 } nn_forward;
 
@@ -106,6 +109,7 @@ struct kiln_model {
     nn_forward infer[NN_MAX_FORWARDS];
     int n_infer;
     int last_fit_batch;
+    int accumulate;           /* gradient accumulation the training step is built for (0, 1: none) */
     /* values to assign after the next build (rebuild / load before build) */
     nn_carry *carry;
     int n_carry;
@@ -122,9 +126,14 @@ struct kiln_model {
     struct { const kiln_dataset *ds; int64_t n; int pad; bool flip; uint64_t seed; kiln_tensor *idx_t, *keys_t; } res;
 };
 
-/* Variables holding resident training data: never checkpointed or carried across rebuilds. */
+/* Variables holding resident training data, and gradient accumulators: never checkpointed or
+ * carried across rebuilds. */
 #define NN_DATA_PREFIX "_data/"
-static inline bool nn_is_data_var(const char *name) { return strncmp(name, NN_DATA_PREFIX, sizeof NN_DATA_PREFIX - 1) == 0; }
+#define NN_ACCUM_PREFIX "_accum/"
+static inline bool nn_is_data_var(const char *name) {
+    return strncmp(name, NN_DATA_PREFIX, sizeof NN_DATA_PREFIX - 1) == 0 || strncmp(name, NN_ACCUM_PREFIX, sizeof NN_ACCUM_PREFIX - 1) == 0;
+}
+static inline int nn_accum_n(const kiln_model *m) { return m->accumulate > 1 ? m->accumulate : 1; }
 
 /* nn_base.c: the first error sticks to the model (later calls return it). */
 kiln_status nn_fail(kiln_model *m, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -67,6 +67,9 @@ kiln_status nn_precision_gradients(kiln_model *m, nn_forward *f, kiln_node *loss
     kiln_graph *g = m->g;
     f->loss_scale = f->skipped_steps = f->step_lr = f->scale_update = NULL;
     if (m->precision != KILN_PRECISION_MIXED_FLOAT16 || n == 0) return kiln_gradients(g, loss, vars, n, grads);
+    if (nn_accum_n(m) > 1)   /* a skipped micro-batch would leave non-finite accumulators behind */
+        return nn_fail(m, KILN_UNSUPPORTED, "model '%s': mixed_float16 (loss scaling) with gradient accumulation (%d steps) is not "
+                       "supported yet: use mixed_bfloat16, which needs no loss scaling, or no accumulation", m->name, nn_accum_n(m));
     kiln_node *scale = kiln_variable_trainable(g, "loss_scale/scale", KILN_F32, KILN_SCALAR, kiln_init_constant(LOSS_SCALE_INIT), false);
     kiln_node *good = kiln_variable_trainable(g, "loss_scale/good_steps", KILN_F32, KILN_SCALAR, kiln_init_constant(0), false);
     kiln_node *skipped = kiln_variable_trainable(g, "loss_scale/skipped_steps", KILN_F32, KILN_SCALAR, kiln_init_constant(0), false);

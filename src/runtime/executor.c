@@ -134,6 +134,7 @@ static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) 
     for (size_t k = 0; guard && k < p->guard && st == KILN_OK; k++)
         if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
             st = kiln_set_error(KILN_INTERNAL, "%s (%s): the %s kernel wrote past the end of its output (guard byte %zu)", n->name, kiln_op_get(n->op)->name, stp->backend, k);
+    if (st == KILN_OK && s->check_numerics) st = rt_check_numerics(s, stp);
     return st == KILN_OK ? KILN_OK : kernel_failed(n, st);
 }
 

@@ -57,26 +57,14 @@ static kiln_status arena_oom(kiln_session *s, kiln_plan *p, int sp) {
                               kiln_shape_str(s->g->nodes[best]->shape, sh, sizeof sh), node_bytes(s->g->nodes[best]) / 1048576.0);
         if (k >= sizeof big) break;
     }
-    /* The largest batch whose memory plan fits in what is free: the same plan with its
-     * batch-sized buffers rescaled (kiln_plan_arena_at), found by bisection. */
-    char fit[256] = "lower the batch size";
+    /* what fits in what is free, by the memory plan (oom_advice.c) */
+    char fit[768];
     const kiln_backend *be = s->be[sp];
     size_t avail = sp != KILN_SPACE_HOST && be->max_alloc ? be->max_alloc(be) : 0;
-    if (p->batch > 1 && avail > 0) {
-        int64_t lo = 0, hi = p->batch - 1;     /* lo fits (0 trivially), answer in [lo, hi] */
-        while (lo < hi) {
-            int64_t mid = lo + (hi - lo + 1) / 2;
-            if (kiln_plan_arena_at(p, sp, mid) <= avail) lo = mid; else hi = mid - 1;
-        }
-        if (lo >= 1)
-            snprintf(fit, sizeof fit, "use a batch size of %lld or less instead of %lld (its memory plan needs %.1f MiB; %.1f MiB can be allocated)",
-                     (long long)lo, (long long)p->batch, kiln_plan_arena_at(p, sp, lo) / 1048576.0, avail / 1048576.0);
-        else
-            snprintf(fit, sizeof fit, "even batch size 1 does not fit in the %.1f MiB that can be allocated: a smaller model, or the CPU", avail / 1048576.0);
-    }
+    rt_oom_advice(p, sp, avail, kiln_session_variable_bytes(s), fit, sizeof fit);
     return kiln_set_error(KILN_OUT_OF_MEMORY,
         "out of memory on %s: the step's activations need %.1f MiB (variables hold %.1f MiB more); largest tensors: %s. "
-        "To fit: %s; gradient accumulation keeps the effective batch; mixed precision halves activations",
+        "To fit: %s",
         kiln_space_name(sp, where, sizeof where), p->arena_bytes[sp] / 1048576.0, kiln_session_variable_bytes(s) / 1048576.0, big, fit);
 }
 
@@ -135,7 +123,7 @@ static kiln_status grow_arenas(kiln_session *s, kiln_plan *p) {
     return KILN_OK;
 }
 
-static kiln_status build_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
+kiln_status rt_build_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
                               int n_fetches, kiln_node *const *targets, int n_targets, kiln_plan **out) {
     kiln_status st = rt_grow_ids(s);
     if (st != KILN_OK || (st = rt_place(s)) != KILN_OK) return st;
@@ -153,7 +141,7 @@ kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, ki
     run_plan *rp = find_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets);
     if (rp) { *out = rp; return KILN_OK; }
     kiln_plan *p = NULL;
-    kiln_status st = build_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &p);
+    kiln_status st = rt_build_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &p);
     if (st == KILN_OK) st = bind_sources(s, p, feeds, n_feeds);
     if (st == KILN_OK) st = check_updates(p);
     if (st == KILN_OK) st = grow_arenas(s, p);

@@ -56,6 +56,7 @@ struct kiln_session {
     size_t planned_bytes;
     size_t guard;
     bool warned_soft, verbose;
+    bool check_numerics;        /* kiln_session_set_check_numerics: every kernel's output checked (numerics.c) */
     double *prof;               /* KILN_PROFILE=1: seconds per op (indexed by kiln_op), printed at free */
     int64_t *prof_n;
 };
@@ -73,6 +74,15 @@ kiln_status rt_activate(kiln_session *s, int space);
 kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
                         int n_fetches, kiln_node *const *targets, int n_targets, run_plan **out);
 void rt_plans_free(kiln_session *s);
+/* The plan for this fetch set, built afresh (placement, the plan; nothing bound, cached or
+ * allocated on a device): plan_query.c's reports. feeds: only their nodes are read. */
+kiln_status rt_build_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
+                          int n_fetches, kiln_node *const *targets, int n_targets, kiln_plan **out);
+/* oom_advice.c: the out-of-memory error's advice for plan p whose arena in space sp did not fit
+ * (avail: what can be allocated there, 0 unknown; vars: the variables' bytes) into buf. */
+void rt_oom_advice(const kiln_plan *p, int sp, size_t avail, size_t vars, char *buf, size_t n);
+/* numerics.c: KILN_NUMERIC_ERROR naming the node when the value stp wrote has a NaN or Inf */
+kiln_status rt_check_numerics(kiln_session *s, const kiln_plan_step *stp);
 /* executor.c */
 kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to);
 /* capture.c: runs the plan as a replayed CUDA graph when it can; *done says whether it ran. */

@@ -445,6 +445,11 @@ int main(void) {
     long long nb = fit ? atoll(fit + strlen("use a batch size of ")) : 0;
     CHECK_MSG(strstr(kiln_last_error(), "out of memory on /device:GPU:0") && strstr(kiln_last_error(), "MatMul") && nb > 0 &&
               strstr(kiln_last_error(), "or less instead of 1024"), "%s", kiln_last_error());
+    /* the advice names the options that fit, each with its planned figure (oom_advice.c) */
+    CHECK_MSG(strstr(kiln_last_error(), "(--batch-size ") && strstr(kiln_last_error(), "MiB can be allocated") &&
+              strstr(kiln_last_error(), "micro-batches of") && strstr(kiln_last_error(), "(--accumulate ") &&
+              strstr(kiln_last_error(), "accumulate_steps"), "%s", kiln_last_error());
+    printf("the out-of-memory error: %s\n", kiln_last_error());
     if (nb > 0) {
         CHECK_MSG(oom_run(nb) == KILN_OK, "batch %lld, advised: %s", nb, kiln_last_error());
         CHECK_MSG(oom_run(nb + 1) == KILN_OUT_OF_MEMORY, "batch %lld ran too: the advice is not the largest", nb + 1);
