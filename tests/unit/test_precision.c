@@ -59,7 +59,10 @@ static void check_autocast(const char *what, bool conv, bool ta, bool tb, kiln_s
     for (int k = 0; k < 3; k++) {
         if (!res[0][k] || !res[1][k]) { CHECK_MSG(false, "%s: %s missing", what, names[k]); continue; }
         double e = max_rel(res[1][k], res[0][k]);
-        CHECK_MSG(e <= 1e-5, "%s on %s: mixed %s differs from f32 by %.3g", what, be == KILN_BACKEND_REF ? "ref" : "cpu", names[k], e);
+        /* cuda's convolutions round their sum to bf16 before widening it (cuDNN: SEMANTICS.md) */
+        double tol = be == KILN_BACKEND_CUDA && conv ? 4e-3 : 1e-5;
+        CHECK_MSG(e <= tol, "%s on %s: mixed %s differs from f32 by %.3g", what,
+                  be == KILN_BACKEND_REF ? "ref" : be == KILN_BACKEND_CPU ? "cpu" : "cuda", names[k], e);
     }
     for (int m = 0; m < 2; m++) for (int k = 0; k < 3; k++) kiln_tensor_free(res[m][k]);
     kiln_tensor_free(xv);
@@ -79,9 +82,12 @@ static kiln_model *small_net(void) {
     return m;
 }
 
+/* KILN_TEST_DEVICE=auto (the *_cudasim test): the models train on the simulated GPU */
+static const char *device(void) { return getenv("KILN_TEST_DEVICE") ? getenv("KILN_TEST_DEVICE") : "cpu"; }
+
 static kiln_status compile(kiln_model *m, kiln_precision p) {
     return kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(1e-3), .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-                                                 .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = "cpu", .precision = p });
+                                                 .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = device(), .precision = p });
 }
 
 /* The training graph under mixed_bfloat16: every MatMul / Conv2D computes from bf16 operands
@@ -113,7 +119,8 @@ static void check_policy_and_checkpoints(void) {
     kiln_dataset *ds = kiln_dataset_synthetic(KILN_SHAPE(12, 12, 3), 4, 64, 9);
     kiln_model *a = small_net();
     CHECK_OK(compile(a, KILN_PRECISION_MIXED_BFLOAT16));
-    kiln_precision want = kiln_cpu_has_bf16() ? KILN_PRECISION_MIXED_BFLOAT16 : KILN_PRECISION_FLOAT32;
+    bool cpu = !strcmp(device(), "cpu") || !kiln_gpu_available();
+    kiln_precision want = kiln_cpu_has_bf16() || !cpu ? KILN_PRECISION_MIXED_BFLOAT16 : KILN_PRECISION_FLOAT32;
     CHECK(kiln_model_precision(a) == want);
     CHECK_OK(kiln_fit(a, ds, &(kiln_fit_opts){ .epochs = 2, .batch_size = 16 }));
     if (want == KILN_PRECISION_MIXED_BFLOAT16) check_model_graph(a);
@@ -209,7 +216,7 @@ static void check_loss_scaling(void) {
     kiln_layer_dense(m, &(kiln_dense_opts){ .units = 8, .activation = KILN_RELU });
     kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3 });
     CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(1e-2), .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-                                                   .from_logits = true, .device = "cpu", .precision = KILN_PRECISION_MIXED_FLOAT16 }));
+                                                   .from_logits = true, .device = device(), .precision = KILN_PRECISION_MIXED_FLOAT16 }));
     CHECK(kiln_model_precision(m) == KILN_PRECISION_MIXED_FLOAT16);
     kiln_fit_opts one = { .epochs = 1, .batch_size = 16, .steps_per_epoch = 1 };
     CHECK_OK(kiln_fit(m, ds, &one));                      /* builds the step: one good step at 2^15 */
@@ -250,8 +257,8 @@ static void check_loss_scaling(void) {
 }
 
 int main(void) {
-    const kiln_backend_kind bes[2] = { KILN_BACKEND_REF, KILN_BACKEND_CPU };
-    for (int b = 0; b < 2; b++) {
+    const kiln_backend_kind bes[3] = { KILN_BACKEND_REF, KILN_BACKEND_CPU, KILN_BACKEND_CUDA };
+    for (int b = 0; b < (kiln_gpu_available() ? 3 : 2); b++) {
         check_autocast("matmul", false, false, false, KILN_SHAPE(9, 40), KILN_SHAPE(40, 7), bes[b]);
         check_autocast("matmul trans_a", false, true, false, KILN_SHAPE(40, 9), KILN_SHAPE(40, 7), bes[b]);
         check_autocast("matmul trans_b", false, false, true, KILN_SHAPE(9, 40), KILN_SHAPE(7, 40), bes[b]);
