@@ -17,6 +17,7 @@ typedef struct dconv_key {
     int epi;                           /* forward only: EPI_BIAS | EPI_RELU fused as oneDNN bias + post-op */
     int dt[3];                         /* oneDNN data type of operands 0, 1, 2 (f32; bf16 inputs when mixed) */
     int up16;                          /* bit i: operand i is f16 in Kiln, widened to f32 for oneDNN (mixed f16) */
+    int upbf;                          /* bit i: operand i is bf16, widened to f32: shapes with no bf16 kernel */
     int64_t N, H, W, C, OH, OW, CO;
     int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
 } dconv_key;
@@ -32,7 +33,7 @@ typedef struct dconv {
     dnnl_memory_desc_t user[3], inner[3], scratch, bias;
     dnnl_primitive_t reorder[3];       /* user -> inner for inputs, inner -> user for the output */
     size_t off[3], scratch_off, ws;    /* workspace layout: inner buffers, then the scratchpad, */
-    size_t up_off[3];                  /* then the f32 copies of f16 operands (key.up16) */
+    size_t up_off[3];                  /* then the f32 copies of widened operands (key.up16 | key.upbf) */
 } dconv;
 
 #define DCONV_CACHE 128
@@ -173,7 +174,8 @@ static bool build_as(dconv *e, bool nhwc) {
     dnnl_primitive_attr_destroy(attr);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     const char *impl = NULL;
-    if (ok && nhwc && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+    bool bf16 = k->dt[0] == dnnl_bf16 || k->dt[1] == dnnl_bf16 || k->dt[2] == dnnl_bf16;
+    if (ok && (nhwc || bf16) && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
         !strncmp(impl, "ref", 3))
         ok = false;     /* oneDNN's reference kernel: far slower than reordering into blocked layouts */
     if (!ok) { if (pd) dnnl_primitive_desc_destroy(pd); return false; }
@@ -196,7 +198,7 @@ static bool build_as(dconv *e, bool nhwc) {
     e->scratch_off = at;
     at += sp ? align64(dnnl_memory_desc_get_size(sp)) : 0;
     for (int i = 0; i < 3; i++)
-        if (k->up16 & (1 << i)) { e->up_off[i] = at; at += align64(dnnl_memory_desc_get_size(&e->user[i])); }
+        if ((k->up16 | k->upbf) & (1 << i)) { e->up_off[i] = at; at += align64(dnnl_memory_desc_get_size(&e->user[i])); }
     e->ws = at + 64;
     ok = ok && dnnl_primitive_create(&e->prim, pd) == dnnl_success;
     dnnl_primitive_desc_destroy(pd);
@@ -212,26 +214,42 @@ static bool build(dconv *e) {
     return build_as(e, false);
 }
 
-/* The cached convolution for n (with the fused epilogue epi, forward only), built on first sight;
- * NULL when oneDNN cannot run it. */
-static dconv *entry_for(const kiln_node *n, int epi) {
-    dconv_key k;
-    if (!key_of(n, &k)) return NULL;
-    k.epi = n->op == KILN_OP_CONV2D ? epi : 0;
+static dconv *lookup_or_build(const dconv_key *k) {
     dconv *e = NULL;
     pthread_mutex_lock(&cache_lock);
     for (int i = 0; i < n_cache && !e; i++)
-        if (!memcmp(&cache[i]->k, &k, sizeof k)) e = cache[i];
+        if (!memcmp(&cache[i]->k, k, sizeof *k)) e = cache[i];
     if (!e && n_cache < DCONV_CACHE && (engine || dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success)) {
         e = calloc(1, sizeof *e);
         if (e) {
-            e->k = k;
+            e->k = *k;
             e->ok = build(e);
             cache[n_cache++] = e;    /* kept when unsupported too: the answer is not recomputed */
         }
     }
     pthread_mutex_unlock(&cache_lock);
     return e && e->ok ? e : NULL;
+}
+
+/* A mixed node whose shape has no bf16 kernel (or only oneDNN's reference one): its bf16 inputs
+ * widened to f32 (exact), so the f32 kernels compute the same products with f32 sums. */
+static bool widen_bf16(dconv_key *k) {
+    int out = k->op == KILN_OP_CONV2D ? 2 : k->op == KILN_OP_CONV2D_BWD_INPUT ? 0 : 1;
+    bool any = false;
+    for (int i = 0; i < 3; i++)
+        if (i != out && k->dt[i] == dnnl_bf16) { k->upbf |= 1 << i; k->dt[i] = dnnl_f32; any = true; }
+    return any && k->dt[out] == dnnl_f32;
+}
+
+/* The cached convolution for n (with the fused epilogue epi, forward only), built on first sight;
+ * NULL when oneDNN cannot run it. */
+static dconv *entry_for(const kiln_node *n, int epi) {
+    dconv_key k;
+    if (!key_of(n, &k)) return NULL;
+    k.epi = n->op == KILN_OP_CONV2D ? epi : 0;
+    dconv *e = lookup_or_build(&k);
+    if (!e && widen_bf16(&k)) e = lookup_or_build(&k);
+    return e;
 }
 
 /* Room for the plain convolution and its bias + relu variant (the common fused epilogue): the
@@ -264,13 +282,17 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
     else if (k->op == KILN_OP_CONV2D_BWD_INPUT) { user[0] = c->out.data; user[1] = c->in[0].data; user[2] = c->in[1].data; }
     else { user[0] = c->in[0].data; user[1] = c->out.data; user[2] = c->in[1].data; }
     int out = k->op == KILN_OP_CONV2D ? 2 : k->op == KILN_OP_CONV2D_BWD_INPUT ? 0 : 1;
-    for (int i = 0; i < 3; i++)           /* f16 inputs widened to f32 (mixed_float16) */
-        if (k->up16 & (1 << i)) {
+    for (int i = 0; i < 3; i++)           /* f16 (and kernel-less bf16) inputs widened to f32 */
+        if ((k->up16 | k->upbf) & (1 << i)) {
             float *w32 = (float *)(ws + e->up_off[i]);
             const uint16_t *h = user[i];
+            bool f16 = k->up16 & (1 << i);
             int64_t n = (int64_t)(dnnl_memory_desc_get_size(&e->user[i]) / 4);
             #pragma omp parallel for schedule(static) num_threads(cpu_par(c, n))
-            for (int64_t j = 0; j < n; j++) w32[j] = kiln_f16_to_f32(h[j]);
+            for (int64_t j = 0; j < n; j++) {
+                uint32_t u = (uint32_t)h[j] << 16;
+                if (f16) w32[j] = kiln_f16_to_f32(h[j]); else memcpy(&w32[j], &u, 4);
+            }
             user[i] = w32;
         }
     dnnl_stream_t st = NULL;
