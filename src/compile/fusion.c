@@ -1,5 +1,4 @@
-/* Epilogue fusion as a table of links: producer -> [BiasAdd] -> [Relu], and MaxPoolGrad ->
- * ReluGrad (the gradient through a relu whose output the pool read). Each link may follow the
+/* Epilogue fusion as a table of links: producer -> [BiasAdd] -> [Relu]. Each link may follow the
  * producer or an earlier link, at most once and in table order; every value passed along must
  * have the next link as its only reader (and not be fetched), since it is never stored. */
 #include "compile/fusion.h"
@@ -15,28 +14,19 @@ typedef struct fusion_link {
  * its buffer already covers the producer's time. */
 static bool bias_fits(const kiln_node *p, const kiln_node *prev, const kiln_node *c, const kiln_fusion_request *r) {
     const kiln_node *bias = c->in[1];
-    return p->op != KILN_OP_MAX_POOL_GRAD && c->in[0] == prev && bias != prev && c->dtype == p->dtype && bias->id < p->id && r->home[bias->id] == r->home[p->id];
+    return c->in[0] == prev && bias != prev && c->dtype == p->dtype && bias->id < p->id && r->home[bias->id] == r->home[p->id];
 }
 static void bias_take(kiln_epilogue *e, const kiln_node *c) { e->bias_id = c->in[1]->id; }
 
 static bool relu_fits(const kiln_node *p, const kiln_node *prev, const kiln_node *c, const kiln_fusion_request *r) {
-    (void)r;
-    return p->op != KILN_OP_MAX_POOL_GRAD && c->in[0] == prev;
+    (void)p; (void)r;
+    return c->in[0] == prev;
 }
 static void relu_take(kiln_epilogue *e, const kiln_node *c) { (void)c; e->relu = true; }
-
-/* ReluGrad(y, dx) right after MaxPoolGrad(x = y, ...): dx is masked by y > 0 as it is written
- * (the epilogue's relu flag means this mask for a MaxPoolGrad), saving a pass over the largest
- * activation gradients of a conv -> relu -> pool network. */
-static bool relu_grad_fits(const kiln_node *p, const kiln_node *prev, const kiln_node *c, const kiln_fusion_request *r) {
-    (void)r;
-    return p->op == KILN_OP_MAX_POOL_GRAD && prev == p && c->in[1] == p && c->in[0] == p->in[0] && c->in[0] != p;
-}
 
 static const fusion_link links[] = {
     { KILN_OP_BIAS_ADD, bias_fits, bias_take },
     { KILN_OP_RELU, relu_fits, relu_take },
-    { KILN_OP_RELU_GRAD, relu_grad_fits, relu_take },
 };
 
 void kiln_fuse(kiln_graph *g, const kiln_fusion_request *r, kiln_epilogue *epi, bool *absorbed) {

@@ -5,8 +5,7 @@
 #define KILN_FUSION_H
 #include "graph/graph_internal.h"
 
-/* What a producer's kernel applies after computing: bias_id (-1: none), relu (for a MaxPoolGrad:
- * the fused ReluGrad, dx masked by the pool's input x > 0); tail is the last
+/* What a producer's kernel applies after computing: bias_id (-1: none), relu; tail is the last
  * node fused into it (whose value the kernel writes), the producer itself when nothing is. */
 typedef struct kiln_epilogue { int bias_id; bool relu; int tail; } kiln_epilogue;
 

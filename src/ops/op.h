@@ -76,8 +76,7 @@ typedef struct kiln_kctx {
     uint64_t step;                   /* session step (dropout) */
     int num_threads;
     /* Fused epilogue (only for kernels whose backend says it fuses, see kiln_backend.fuses):
-     * out = act(out + epi_bias) with epi_bias [C] on the last dim (NULL: none), epi_relu. For
-     * MaxPoolGrad, epi_relu is a fused ReluGrad of the pool's input: dx = x > 0 ? dx : 0. */
+     * out = act(out + epi_bias) with epi_bias [C] on the last dim (NULL: none), epi_relu. */
     const kiln_view *epi_bias;
     bool epi_relu;
 } kiln_kctx;

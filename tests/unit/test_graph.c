@@ -184,12 +184,12 @@ static double rel_err(const kiln_tensor *a, const kiln_tensor *b) {
     return err / scale;
 }
 
-/* conv -> bias -> relu [-> max pool] and matmul -> bias -> relu are fused into one cpu kernel
- * (oneDNN's bias and post-op where it runs the convolution; a MaxPoolGrad -> ReluGrad pair into
- * one pass): values and gradients must match ref (which never fuses), including when the
- * pre-activation is fetched (no fusion) and when a relu follows a conv without bias. cin/c1:
- * channel counts (multiples of 16 keep oneDNN's activations in NHWC); pool: 0 none, 2: 2x2/2
- * (windows apart), 3: 3x3/2 SAME (windows overlap). */
+/* conv -> bias -> relu and matmul -> bias -> relu are fused into one cpu kernel (oneDNN's bias
+ * and post-op where it runs the convolution): values and gradients must match ref (which never
+ * fuses), including when the pre-activation is fetched (no fusion) and when a relu follows a conv
+ * without bias. cin/c1: channel counts (multiples of 16 keep oneDNN's activations in NHWC); pool
+ * (its gradient after the relu's): 0 none, 2: 2x2/2 (windows tile x: dx written in one pass),
+ * 3: 3x3/2 SAME (windows overlap). */
 static void test_fusion(int cin, int c1, int pool) {
     const int N = 3, H = 6, W = 6;
     int ph = pool ? (H + 1) / 2 : H, pw = pool ? (W + 1) / 2 : W, F = ph * pw * c1;

@@ -45,11 +45,10 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
     }
 }
 
-/* Conv2D and 2-D MatMul apply a bias + relu epilogue while their output is still in cache;
- * MaxPoolGrad a ReluGrad mask. */
+/* Conv2D and 2-D MatMul apply a bias + relu epilogue while their output is still in cache. */
 bool kiln_cpu_fuses(const kiln_node *n) {
     if (!n || n->dtype != KILN_F32) return false;
-    if (n->op == KILN_OP_CONV2D || n->op == KILN_OP_MAX_POOL_GRAD) return kiln_cpu_kernel(n) != NULL;
-    if (n->op == KILN_OP_MATMUL) return kiln_cpu_kernel(n) != NULL;
+    if (n->op == KILN_OP_CONV2D) return kiln_cpu_kernel(n) != NULL;
+    if (n->op == KILN_OP_MATMUL) return kiln_cpu_kernel(n) != NULL;   /* f32 sgemm, or bf16/f16 mixed (cpu_bf16.c) */
     return false;
 }

@@ -50,15 +50,14 @@ static bool pool_tiles(const pool_p *p) {
     return p->sh == p->kh && p->sw == p->kw && p->pt == 0 && p->pl == 0 && p->OH * p->kh == p->H && p->OW * p->kw == p->W;
 }
 
-/* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. With a
- * fused ReluGrad (c->epi_relu) dx is also masked by x > 0: x is the relu's output. */
+/* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. */
 static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     pool_p p;
     if (!pool_params(c->node, c->in[0].shape, c->in[1].shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
     const float *x = cpu_f(&c->in[0]), *y = cpu_f(&c->in[1]), *dy = cpu_f(&c->in[2]);
     float *dx = cpu_f(&c->out);
     const int64_t C = p.C;
-    const bool mask = c->epi_relu, tiles = pool_tiles(&p);
+    const bool tiles = pool_tiles(&p);
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->out.numel))
     for (int64_t n = 0; n < p.N; n++) {
         const float *xn = x + n * p.H * p.W * C;
@@ -82,13 +81,13 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
                             if (tiles)
                                 for (int64_t k = 0; k < cn; k++) {
                                     bool hit = !done[k] && s[k] == ym[k];
-                                    d[k] = hit && (!mask || s[k] > 0.0f) ? g[k] : 0.0f;
+                                    d[k] = hit ? g[k] : 0.0f;
                                     done[k] |= hit;
                                 }
                             else
                                 for (int64_t k = 0; k < cn; k++) {
                                     bool hit = !done[k] && s[k] == ym[k];
-                                    d[k] += hit && (!mask || s[k] > 0.0f) ? g[k] : 0.0f;
+                                    d[k] += hit ? g[k] : 0.0f;
                                     done[k] |= hit;
                                 }
                         }
