@@ -22,7 +22,8 @@ get() { grep -o " $2=[0-9.]*" "$1" | tail -1 | cut -d= -f2; }
 kprec=(); [ "$P" != float32 ] && kprec=(--precision "$P")
 tfprec=(--precision "$P")
 torch_cfgs=("0 0" "1 0" "0 1")                       # channels_last compile
-[ "$P" != float32 ] && torch_cfgs=()                 # the torch peer has no autocast switch yet
+torchprec=(--precision "$P")                         # mixed_bfloat16: torch.autocast("cpu", torch.bfloat16)
+[ "$P" = mixed_float16 ] && torch_cfgs=()            # the torch peer has no CPU float16 autocast
 
 echo "== Kiln ($P)"
 build/kiln train --model fashion_cnn --epochs 2 --batch-size 64 --optimizer adam --lr 0.001 --threads "$T" \
@@ -52,10 +53,10 @@ peer() {   # peer NAME SCRIPT ARGS...
 }
 echo "== TensorFlow ($P)"
 for jit in 0 1; do peer "tensorflow-jit$jit" tf_cpu.py --jit "$jit" "${tfprec[@]}"; done
-echo "== PyTorch"
+echo "== PyTorch ($P)"
 for c in "${torch_cfgs[@]}"; do
   set -- $c
-  peer "torch-cl$1-compile$2" torch_cpu.py --channels-last "$1" --compile "$2"
+  peer "torch-cl$1-compile$2" torch_cpu.py --channels-last "$1" --compile "$2" "${torchprec[@]}"
 done
 
 best() {   # best FILE KEY -> "value config"

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "tools/cli_args.h"
 #include "tools/commands.h"
+#include "kiln/kiln.h"
 
 typedef enum { K_FLAG, K_STR, K_INT, K_I64, K_U64, K_REAL, K_LIST } opt_kind;
 enum { OPEN_LO = 1, OPEN_HI = 2 };
@@ -68,9 +69,22 @@ static const cli_opt opts[] = {
     { "--accumulate", K_INT, T | S, F(accumulate), 1, CLI_MAX_BATCH, 0 },
     { "--memory-limit", K_INT, T, F(memory_limit_mib), 1, 1 << 30, 0 },
     { "--debug-numerics", K_FLAG, T, F(debug_numerics), 0, 0, 0 },
+    { "--precision", K_STR, T | S, F(precision), 0, 0, 0 },
 };
 #undef F
 #define N_OPTS (sizeof opts / sizeof opts[0])
+
+int cli_check_precision(const args *a, const char *cmd) {
+    if (!a->precision || kiln_precision_parse(a->precision, NULL) == KILN_OK) return 0;
+    fprintf(stderr, "kiln %s: --precision: %s\n", cmd, kiln_last_error());
+    return 2;
+}
+
+kiln_precision cli_precision(const args *a) {
+    kiln_precision p = KILN_PRECISION_FLOAT32;
+    if (a->precision) kiln_precision_parse(a->precision, &p);
+    return p;
+}
 
 unsigned cli_command_bit(const char *cmd) {
     static const char *const names[] = { "train", "eval", "predict", "summary" };

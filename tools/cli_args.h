@@ -34,6 +34,7 @@ typedef struct args {
     bool batch_given;          /* --batch-size given (summary: print the training step's memory) */
     int memory_limit_mib;      /* --memory-limit MIB (train --batch-size auto on the CPU; 0: not given) */
     bool debug_numerics;       /* --debug-numerics */
+    const char *precision;     /* --precision float32 | mixed_bfloat16 (bf16) | mixed_float16 (fp16); NULL: float32 */
 } args;
 
 /* The command's bit (CMD_*), 0 for an unknown name. */
@@ -41,6 +42,11 @@ unsigned cli_command_bit(const char *cmd);
 /* Parses argv[2..] for cmd into a (defaults already set): 0, or 2 after a message on stderr naming
  * the option (unknown, another command's, missing or unwanted value, out of range). */
 int cli_parse(int argc, char **argv, args *a, const char *cmd);
+/* --precision: 0 when absent or valid, else 2 after a message naming the accepted values. */
+int cli_check_precision(const args *a, const char *cmd);
+/* The policy --precision names (FLOAT32 when absent); call after cli_check_precision. */
+#include "kiln/nn.h"
+kiln_precision cli_precision(const args *a);
 /* Writes the options cmd takes, comma-separated ("--model, --load, --help"). */
 void cli_list_options(FILE *f, const char *cmd);
 #endif

@@ -25,6 +25,8 @@ static void bench_usage(FILE *f) {
         "  --optimizer NAME   momentum (default: SGD momentum 0.9, lr 0.01) or adam (lr 0.001)\n"
         "  --threads N        CPU threads (default: all cores; at most 1024)\n"
         "  --seed N           default 1\n"
+        "  --precision P      float32 (default), mixed_bfloat16 (bf16) or mixed_float16 (fp16): see\n"
+        "                     kiln train --help\n"
         "  --infer yes|no     time inference too (default yes); no: training only, e.g. for a\n"
         "                     KILN_PROFILE=1 per-op profile of the training step alone\n"
         "\n"
@@ -44,7 +46,7 @@ typedef struct bench_result { double train_ips, infer_ips, train_mib; int steps;
  * at least `steps` steps have run, by the wall clock around kiln_fit (the data set's upload at its
  * start included). Inference: as many predict passes over the same examples, after one warm-up. */
 static kiln_status bench_one(const char *model, const char *device, int batch, int steps, bool adam, int threads,
-                             uint64_t seed, bool infer, bench_result *r) {
+                             uint64_t seed, bool infer, kiln_precision precision, bench_result *r) {
     bool cifar = !strcmp(model, "cifar_cnn");
     kiln_shape in = cifar ? KILN_SHAPE(32, 32, 3) : KILN_SHAPE(28, 28, 1);
     kiln_status st = KILN_OK;
@@ -56,7 +58,7 @@ static kiln_status bench_one(const char *model, const char *device, int batch, i
     if (!ds) { st = KILN_OUT_OF_MEMORY; goto out; }
     kiln_compile_opts co = { .optimizer = adam ? kiln_adam(1e-3) : kiln_momentum(0.01, 0.9, false),
                              .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = true,
-                             .metrics = KILN_METRIC_ACCURACY, .device = device, .num_threads = threads };
+                             .metrics = KILN_METRIC_ACCURACY, .device = device, .num_threads = threads, .precision = precision };
     bool gpu = !strcmp(device, "cuda");
     if (gpu) kiln_device_reset_peak(0);
     if ((st = kiln_compile(m, &co))) goto out;
@@ -93,10 +95,17 @@ out:
     return st;
 }
 
+static int parse_precision(const char *v, kiln_precision *p) {
+    if (kiln_precision_parse(v, p) == KILN_OK) return 0;
+    fprintf(stderr, "kiln bench: --precision: %s\n", kiln_last_error());
+    return 2;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *model = "cifar_cnn", *device = "all", *optimizer = "momentum";
     int batch = 128, steps = 0, threads = 0;
     uint64_t seed = 1;
+    kiln_precision precision = KILN_PRECISION_FLOAT32;
     bool infer = true;
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i];
@@ -111,6 +120,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(o, "--steps")) bad = cli_int32("bench", o, v, 1, 1000000, &steps);
         else if (!strcmp(o, "--threads")) bad = cli_int32("bench", o, v, 1, CLI_MAX_THREADS, &threads);
         else if (!strcmp(o, "--seed")) bad = cli_u64("bench", o, v, &seed);
+        else if (!strcmp(o, "--precision")) bad = parse_precision(v, &precision);
         else if (!strcmp(o, "--infer") && (!strcmp(v, "yes") || !strcmp(v, "no"))) infer = !strcmp(v, "yes");
         else if (!strcmp(o, "--infer")) { fprintf(stderr, "kiln bench: --infer takes yes or no, not '%s'\n", v); return 2; }
         else { fprintf(stderr, "kiln bench: unknown option '%s' (see kiln bench --help)\n", o); return 2; }
@@ -130,8 +140,8 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(device, "gpu")) { fprintf(stderr, "kiln bench: no GPU: %s\n", kiln_gpu_unavailable_reason()); return 1; }
         want_gpu = false;
     }
-    printf("kiln bench: %s, batch %d, synthetic data resident on the device, %s, %d CPU threads\n", model, batch,
-           adam ? "Adam 1e-3" : "SGD momentum 0.9 lr 0.01", threads > 0 ? threads : kiln_get_num_threads());
+    printf("kiln bench: %s, batch %d, synthetic data resident on the device, %s, %d CPU threads, precision %s\n", model, batch,
+           adam ? "Adam 1e-3" : "SGD momentum 0.9 lr 0.01", threads > 0 ? threads : kiln_get_num_threads(), kiln_precision_name(precision));
     printf("%-7s %14s %22s %14s %10s %10s %7s\n", "device", "train img/s", "epoch of 50,000 img", "infer img/s", "speedup", "train MiB",
            "steps");
     bench_result cpu = { 0 }, gpu = { 0 };
@@ -141,7 +151,7 @@ int cmd_bench(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
         if (!want[k]) continue;
         int n_steps = steps > 0 ? steps : k ? 392 : 40;   /* a GPU step is quick: about one epoch of 50,000 */
-        if (bench_one(model, names[k], batch, n_steps, adam, threads, seed, infer, res[k]) != KILN_OK) {
+        if (bench_one(model, names[k], batch, n_steps, adam, threads, seed, infer, precision, res[k]) != KILN_OK) {
             fprintf(stderr, "kiln bench: %s: %s\n", names[k], kiln_last_error());
             return 1;
         }

@@ -94,6 +94,13 @@ static void usage(FILE *f) {
     "  --metrics LIST      accuracy (binary accuracy for one output unit), top_k (top-5), none;\n" \
     "                      comma-separated (default: accuracy, none for mse)\n"
 
+#define PRECISION_HELP \
+    "  --precision P       float32 (default); mixed_bfloat16 (bf16): convolutions and dense layers\n" \
+    "                      compute in bf16 with f32 accumulation, everything else (activations, batch\n" \
+    "                      norm, softmax, loss, metrics, weights, optimizer state) stays f32 (a CPU\n" \
+    "                      without AVX512-BF16/AMX trains in f32 and says so); mixed_float16 (fp16):\n" \
+    "                      the same in f16 with dynamic loss scaling (for GPUs; no faster on the CPU)\n"
+
 static void train_usage(FILE *f) {
     fprintf(f,
         "usage: kiln train [options]\n\n"
@@ -154,6 +161,7 @@ static void train_usage(FILE *f) {
         "                                size at a random offset (the usual CIFAR recipe)\n"
         "                        cutout  blank a random square of a quarter of the image side\n"
         "                      e.g. --augment flip,crop (default: none; the test set is never augmented)\n"
+        PRECISION_HELP
         "  --prefetch N        batches prepared ahead of the training step (default 2; 0 prepares\n"
         "                      each batch on the training thread when it is needed)\n"
         "  --workers N         threads preparing batches when prefetching (default 1)\n"
@@ -288,6 +296,7 @@ static void summary_usage(FILE *f) {
         "  --accumulate N      ... with gradient accumulation: micro-batches of B/N (kiln train --accumulate)\n"
         "  --optimizer NAME    the optimizer whose state is counted (default adam)\n"
         "  --device D          plan for auto (default), cpu, gpu (the GPU's plan needs a GPU), ref\n"
+        PRECISION_HELP
         "\nexamples:\n"
         "  kiln summary --model-file model.json        # a model Keras saved with model.to_json()\n"
         "  kiln summary --model cifar_cnn --json cifar_cnn.json\n"
@@ -605,7 +614,8 @@ static kiln_compile_opts compile_opts(const args *a, const kiln_model *m, kiln_d
     kiln_loss_kind loss = cli_loss(a, m, labels);
     return (kiln_compile_opts){ .optimizer = opt, .schedule = sched, .loss = loss,
                                 .from_logits = !kiln_model_outputs_probabilities(m), .metrics = cli_metrics(a, loss), .device = a->device,
-                                .num_threads = a->threads, .log_device_placement = a->log_placement };
+                                .num_threads = a->threads, .log_device_placement = a->log_placement,
+                                .precision = cli_precision(a) };
 }
 
 /* Says which examples eval / predict use when the source has no test split. */
@@ -781,6 +791,7 @@ static int cmd_train(args *a) {
     printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
            ONNX_FILE(a) ? a->model_file : a->model, a->data, (long long)n_train, (long long)n_test, ds.held_out ? "held-out" : "test",
            a->optimizer, opt.lr, a->batch, a->epochs, a->epochs == 1 ? "" : "s");
+    if (a->precision) printf("Precision: %s\n", kiln_precision_name(kiln_model_precision(m)));
     char aug_desc[64] = "";
     if (augmenting(&aug))
         snprintf(aug_desc, sizeof aug_desc, ", augment%s%s%s", aug.flip ? " flip" : "", aug.crop_pad ? " crop" : "", aug.cutout_size ? " cutout" : "");
@@ -1136,6 +1147,7 @@ static int cmd_summary(args *a) {
     if (!m && !(m = kiln_model_preset(a->model, KILN_SCALAR, 10))) return fail("summary", 2);
     if (a->load) printf("Checkpoint %s: model %s, epoch %d\n", a->load, kiln_model_name(m), kiln_model_epoch(m));
     kiln_model_summary(m, stdout);
+    if (a->precision) printf("Precision: %s\n", kiln_precision_name(cli_precision(a)));
     int rc = a->json_out ? write_json(m, a->json_out) : 0;
     if (!rc && (a->batch_given || a->accumulate > 0)) rc = print_memory(a, m);
     kiln_model_free(m);
@@ -1163,6 +1175,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(cmd, "summary")) fn = cmd_summary;
     else { fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", cmd); return 2; }
     int rc = cli_parse(argc, argv, &a, cmd);
+    if (!rc) rc = cli_check_precision(&a, cmd);
     if (rc) return rc;
     model_file = a.model_file;
     if (ONNX_FILE(&a) && a.model) { fprintf(stderr, "kiln %s: --model and --model-file both name a model; give one\n", cmd); return 2; }

@@ -7,10 +7,12 @@ as Kiln, on the CPU.
   cifar_cnn:   synthetic 32x32x3, SGD momentum 0.9 lr 0.01, batch 128: training images/s over
                --steps steps after 3 warm-up steps, inference images/s.
 --channels-last 1 keeps activations NHWC (oneDNN's preferred layout); --compile 1 runs
-torch.compile (inductor) on the model where the installed PyTorch has it.
+torch.compile (inductor) on the model where the installed PyTorch has it. --precision
+mixed_bfloat16 (or bf16) runs forward and loss under torch.autocast("cpu", torch.bfloat16), as
+Kiln's and Keras' mixed_bfloat16 policy (f32 weights and optimizer).
 Prints one line: RESULT key=value ...
 """
-import argparse, os, time
+import argparse, contextlib, os, time
 import numpy as np
 import torch
 import torch.nn as nn
@@ -37,9 +39,15 @@ def prepare(model, a):
     return model, conv
 
 
-def infer_ips(model, x, batch):
+def autocast(a):
+    if a.precision in ("float32", "f32"):
+        return contextlib.nullcontext()
+    return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+def infer_ips(model, x, batch, a):
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), autocast(a):
         model(x[:batch])
         t = time.perf_counter()
         for i in range(0, len(x), batch):
@@ -48,7 +56,7 @@ def infer_ips(model, x, batch):
 
 
 def tag(a):
-    return f" version={torch.__version__} channels_last={a.channels_last} compile={a.compile}"
+    return f" version={torch.__version__} channels_last={a.channels_last} compile={a.compile} precision={a.precision}"
 
 
 def run_fashion(a):
@@ -73,16 +81,17 @@ def run_fashion(a):
         for i in range(0, n, a.batch):
             idx = perm[i:i + a.batch]
             opt.zero_grad(set_to_none=True)
-            loss = lossf(model(xtr[idx]), ytr[idx])
+            with autocast(a):
+                loss = lossf(model(xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
         train_time += time.perf_counter() - t
         images += n
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), autocast(a):
         correct = sum((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item() for i in range(0, len(xte), 1000))
     print(f"RESULT peer=torch{tag(a)} model=fashion_cnn train_ips={images / train_time:.1f} "
-          f"infer_ips={infer_ips(model, xte, a.batch):.1f} test_acc={100.0 * correct / len(xte):.2f}", flush=True)
+          f"infer_ips={infer_ips(model, xte, a.batch, a):.1f} test_acc={100.0 * correct / len(xte):.2f}", flush=True)
 
 
 def run_cifar(a):
@@ -99,7 +108,9 @@ def run_cifar(a):
     def step(i):
         j = (i % 4) * a.batch
         opt.zero_grad(set_to_none=True)
-        lossf(model(x[j:j + a.batch]), y[j:j + a.batch]).backward()
+        with autocast(a):
+            loss = lossf(model(x[j:j + a.batch]), y[j:j + a.batch])
+        loss.backward()
         opt.step()
 
     for i in range(3):
@@ -108,7 +119,7 @@ def run_cifar(a):
     for i in range(a.steps):
         step(i)
     ips = a.steps * a.batch / (time.perf_counter() - t)
-    print(f"RESULT peer=torch{tag(a)} model=cifar_cnn train_ips={ips:.1f} infer_ips={infer_ips(model, x, a.batch):.1f}", flush=True)
+    print(f"RESULT peer=torch{tag(a)} model=cifar_cnn train_ips={ips:.1f} infer_ips={infer_ips(model, x, a.batch, a):.1f}", flush=True)
 
 
 if __name__ == "__main__":
@@ -122,6 +133,8 @@ if __name__ == "__main__":
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--channels-last", type=int, default=0)
     p.add_argument("--compile", type=int, default=0)
+    p.add_argument("--precision", default="float32",
+                   choices=["float32", "f32", "mixed_bfloat16", "bf16"])   # no CPU float16 autocast here
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     run_fashion(a) if a.model == "fashion_cnn" else run_cifar(a)

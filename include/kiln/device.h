@@ -26,6 +26,9 @@ typedef struct kiln_device_info {
 kiln_status kiln_device_list(kiln_device_info *out, int max, int *n);
 /* True when the CUDA backend loaded and at least one GPU answers. */
 bool kiln_gpu_available(void);
+/* The CPU runs bf16 arithmetic natively (AVX512-BF16 or AMX-BF16): the mixed_bfloat16 policy's
+ * convolutions and matmuls then run in bf16 through oneDNN. KILN_CPU_BF16=0 answers false. */
+bool kiln_cpu_has_bf16(void);
 /* Why no GPU is used ("" when one is): e.g. "CUDA driver is insufficient for the CUDA runtime
  * (no NVIDIA driver or no device)". */
 const char *kiln_gpu_unavailable_reason(void);

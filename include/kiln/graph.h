@@ -30,6 +30,12 @@ void kiln_graph_pop_scope(kiln_graph *g);
  * "cuda:0", "/cpu:0", "cpu". Returns KILN_INVALID_ARGUMENT for a string it cannot parse. */
 kiln_status kiln_graph_push_device(kiln_graph *g, const char *device);
 void kiln_graph_pop_device(kiln_graph *g);
+/* Mixed precision, like torch.autocast: while set to KILN_BF16 or KILN_F16, kiln_matmul and
+ * kiln_conv2d built on f32 operands cast them to that dtype and compute with f32 accumulation
+ * and an f32 output (their gradients likewise; each gradient comes back f32). KILN_F32 turns it
+ * off (the default); any other dtype is KILN_INVALID_ARGUMENT. Other ops are not affected. */
+kiln_status kiln_graph_set_autocast(kiln_graph *g, kiln_dtype compute);
+kiln_dtype kiln_graph_autocast(const kiln_graph *g);
 
 /* Node accessors. */
 const char *kiln_node_name(const kiln_node *n);
@@ -184,6 +190,17 @@ kiln_node *kiln_accuracy(kiln_graph *g, kiln_node *logits, kiln_node *labels);
  * be a scalar. grads_out[i] is a zeros constant when loss does not depend on xs[i]. */
 kiln_status kiln_gradients(kiln_graph *g, kiln_node *loss, kiln_node *const *xs, int n,
                            kiln_node **grads_out);
+
+/* ---- dynamic loss scaling (mixed_float16; Keras LossScaleOptimizer, PyTorch GradScaler) ----
+ * kiln_all_finite: an f32 scalar, 1 when every element of xs[0..n-1] is finite, else 0.
+ * kiln_loss_scale_update (runs in the step, mutating its three f32 scalar variables): when
+ * finite is 1, good += 1 and, once good reaches growth_interval, scale *= 2 and good = 0; when
+ * finite is 0, scale /= 2 (not below 1), good = 0 and skipped += 1. Feed the optimizer lr / finite
+ * (kiln_div): an update whose learning rate is not finite changes neither the variable nor its
+ * slots, so the overflowed step is skipped. Output: the f32 scalar 0. */
+kiln_node *kiln_all_finite(kiln_graph *g, kiln_node *const *xs, int n);
+kiln_node *kiln_loss_scale_update(kiln_graph *g, kiln_node *scale, kiln_node *good, kiln_node *skipped, kiln_node *finite,
+                                  int growth_interval);
 
 /* ---- optimizers: update ops applied in the graph ----
  * Each returns one node; running it (as a target) applies the update to every variable.

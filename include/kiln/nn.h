@@ -221,6 +221,29 @@ const char *kiln_loss_name(kiln_loss_kind k);
  * ("BinaryCrossentropy", ...). INVALID_ARGUMENT naming the known ones otherwise. */
 kiln_status kiln_loss_from_name(const char *name, kiln_loss_kind *out);
 enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
+/* Precision policy (Keras mixed_precision policies, PyTorch autocast). Variables (master weights)
+ * and optimizer state stay f32 in every policy, so checkpoints hold f32 and load in any policy.
+ *   FLOAT32         everything in f32 (the default)
+ *   MIXED_BFLOAT16  convolutions and matmuls (Conv2D, Dense, ...) take bf16 operands (weights cast
+ *                   once per step inside the step graph) and accumulate in f32 with an f32 output;
+ *                   every other op (bias, activations, pooling, batch norm, softmax, losses,
+ *                   metrics) runs in f32. On a CPU without AVX512-BF16/AMX (kiln_cpu_has_bf16)
+ *                   Kiln says so once and trains in f32.
+ *   MIXED_FLOAT16   the same in f16, with dynamic loss scaling (start 2^15; a step whose
+ *                   gradients are not finite is skipped and the scale halved; doubled after 2000
+ *                   good steps). On the CPU the f16 operands are widened to f32 for the products (exact, no
+ *                   speed-up: no f16 arithmetic is assumed there). */
+typedef enum kiln_precision {
+    KILN_PRECISION_FLOAT32 = 0, KILN_PRECISION_MIXED_BFLOAT16, KILN_PRECISION_MIXED_FLOAT16, KILN_PRECISION_COUNT
+} kiln_precision;
+const char *kiln_precision_name(kiln_precision p);          /* "float32", "mixed_bfloat16", ... */
+/* Parses float32 | mixed_bfloat16 | mixed_float16 (or f32, bf16, fp16); KILN_INVALID_ARGUMENT
+ * naming the accepted values otherwise. */
+kiln_status kiln_precision_parse(const char *s, kiln_precision *out);
+/* The policy a compiled model trains with: the one asked for, or FLOAT32 where the device has no
+ * kernels for it (said once on stderr when the model is compiled). */
+kiln_precision kiln_model_precision(const kiln_model *m);
+
 typedef struct kiln_compile_opts {
     kiln_optimizer optimizer;          /* default (zeros): sgd with lr 0.01 */
     kiln_lr_schedule schedule;         /* default: constant */
@@ -231,6 +254,7 @@ typedef struct kiln_compile_opts {
     const char *device;                /* "auto" (default), "cpu", "ref", "cuda" */
     int num_threads;                   /* 0: cores available */
     bool log_device_placement;
+    kiln_precision precision;          /* default FLOAT32; see kiln_precision above */
 } kiln_compile_opts;
 kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o);
 
@@ -242,6 +266,8 @@ typedef struct kiln_logs {
     double val_loss, val_accuracy, val_top_k;
     bool has_val;
     double lr, seconds, images_per_sec;
+    int64_t skipped_steps;      /* mixed_float16: steps skipped for non-finite gradients, in all of training */
+    double loss_scale;          /* mixed_float16: the loss scale at the end of the epoch (else 0) */
 } kiln_logs;
 /* Return true to stop training (after the current batch / epoch). */
 typedef bool (*kiln_callback_fn)(kiln_model *m, const kiln_logs *logs, void *user);

@@ -24,6 +24,7 @@ struct kiln_graph {
     /* name -> node index, open addressing (names are looked up on every node creation) */
     int *name_slots;            /* -1 empty */
     int n_slots;
+    kiln_dtype autocast;        /* KILN_F16/KILN_BF16: matmul/conv on f32 operands compute in it */
 };
 
 kiln_node *kiln_node_new_named(kiln_graph *g, kiln_op op, const char *name, kiln_node *const *in,

@@ -108,7 +108,7 @@ kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_stat
             if (append && (s = truncate_after(st[i].csv, c->path, o->initial_epoch))) return s;
             errno = 0;
             if (ftell(st[i].csv) == 0)
-                fprintf(st[i].csv, "epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds,images_per_sec\n");
+                fprintf(st[i].csv, "epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds,images_per_sec%s\n", nn_precision_csv_header(m));
             /* a full disk or an unwritable file fails now, before the first epoch, not after it */
             if (fflush(st[i].csv) != 0 || ferror(st[i].csv))
                 return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot write '%s': %s", c->path, strerror(errno ? errno : EIO));
@@ -181,10 +181,12 @@ kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_
             break;
         case KILN_CB_CSV_LOGGER:
             if (!st[i].csv) break;
+            char extra[64];
+            nn_precision_csv_row(m, l, extra, sizeof extra);
             if (l->has_val)
-                fprintf(st[i].csv, "%d,%.6f,%.6f,%.6f,%.6f,%.8g,%.3f,%.1f\n", l->epoch, l->loss, l->accuracy, l->val_loss, l->val_accuracy, l->lr, l->seconds, l->images_per_sec);
+                fprintf(st[i].csv, "%d,%.6f,%.6f,%.6f,%.6f,%.8g,%.3f,%.1f%s\n", l->epoch, l->loss, l->accuracy, l->val_loss, l->val_accuracy, l->lr, l->seconds, l->images_per_sec, extra);
             else
-                fprintf(st[i].csv, "%d,%.6f,%.6f,,,%.8g,%.3f,%.1f\n", l->epoch, l->loss, l->accuracy, l->lr, l->seconds, l->images_per_sec);
+                fprintf(st[i].csv, "%d,%.6f,%.6f,,,%.8g,%.3f,%.1f%s\n", l->epoch, l->loss, l->accuracy, l->lr, l->seconds, l->images_per_sec, extra);
             if (fflush(st[i].csv) != 0) return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot write '%s': %s", c->path, strerror(errno));
             break;
         default: break;

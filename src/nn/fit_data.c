@@ -207,6 +207,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             if (st == KILN_NUMERIC_ERROR && o->debug_numerics) st = nn_numerics_step(m, epoch, s + 1);   /* numerics.c */
             if (!st && df.split <= 1) st = nn_dist_step(&df, &l, &c, &k);   /* over every rank's rows (MPI) */
             if (st) { if (prog.verbose) fputc('\n', stdout); goto done; }
+            if (!isfinite(l) && f->loss_scale) continue;     /* mixed_float16: the step was skipped (counted in the graph) */
             if (!isfinite(l)) {
                 if (prog.verbose) fputc('\n', stdout);
                 st = nn_numerics_loss(m, epoch, s + 1, lr, l);
@@ -231,6 +232,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         if (m->stop || s != steps) { logs.steps = s; prog.steps = s; }
         if (!m->stop) steps = s;                /* the estimate, corrected */
         logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch * df.world) / logs.seconds : 0;
+        nn_precision_logs(m, f, &logs);
         if (val) {
             kiln_eval_result r;
             if ((st = nn_evaluate_pipeline(m, val, &r))) goto done;

@@ -49,12 +49,14 @@ static kiln_status build_layers(kiln_model *m, nn_forward *f) {
     nn_fwd c = { .m = m, .g = m->g, .batch = f->batch, .training = f->training, .dtype = f->dtype };
     for (int i = 0; i < m->n_layers; i++) m->layers[i]->node = NULL;
     m->input->node = f->x;
+    kiln_graph_set_autocast(m->g, nn_precision_compute_dtype(m));   /* the layers only: losses stay f32 */
     for (int i = 0; i < m->n_layers; i++) {
         kiln_layer *l = m->layers[i];
         if (l->kind == NN_INPUT) continue;
-        if (!nn_layer_forward(&c, l)) return m->status;
+        if (!nn_layer_forward(&c, l)) { kiln_graph_set_autocast(m->g, KILN_F32); return m->status; }
         if (l == m->output) break;
     }
+    kiln_graph_set_autocast(m->g, KILN_F32);
     f->out = m->output->node;
     return KILN_OK;
 }
@@ -90,7 +92,7 @@ static kiln_node *add_l2(kiln_model *m, kiln_node *loss) {
  * norm when the optimizer asks. */
 static kiln_status build_gradients(kiln_model *m, nn_forward *f, kiln_node *loss, kiln_node *const *vars, int n, kiln_node **grads) {
     kiln_graph *g = m->g;
-    if (kiln_gradients(g, loss, vars, n, grads) != KILN_OK)
+    if (nn_precision_gradients(m, f, loss, vars, n, grads) != KILN_OK)
         return nn_fail(m, kiln_graph_status(g) ? kiln_graph_status(g) : KILN_INTERNAL, "model '%s': gradients: %s", m->name, kiln_last_error());
     kiln_status ast = nn_accum_build(m, f, vars, grads, n);
     if (ast) return ast;
@@ -118,8 +120,13 @@ static kiln_status build_step(kiln_model *m, nn_forward *f) {
         f->loss = add_l2(m, f->loss);
         st = build_gradients(m, f, f->loss, vars, n, grads);
     }
+    kiln_node *lr = m->lr_var;
+    if (f->step_lr) m->lr_var = f->step_lr;          /* loss scaling: lr / finite(grads) skips a bad step */
     if (!st && !(f->step = nn_build_optimizer(m, m->g, vars, grads, n)))
         st = m->status ? m->status : nn_fail(m, kiln_graph_status(m->g), "model '%s': optimizer: %s", m->name, kiln_graph_error(m->g));
+    m->lr_var = lr;
+    if (!st && f->scale_update && !(f->step = kiln_group(m->g, (kiln_node *[]){ f->step, f->scale_update }, 2)))
+        st = nn_fail(m, kiln_graph_status(m->g), "model '%s': loss scaling: %s", m->name, kiln_graph_error(m->g));
     kiln_free(vars);
     kiln_free(grads);
     return st;

@@ -227,7 +227,10 @@ kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o) {
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: device '%s' unknown: use auto, cpu, gpu (cuda) or ref", dev);
     snprintf(m->device, sizeof m->device, "%s", dev);
     c.device = m->device;
+    if ((unsigned)c.precision >= KILN_PRECISION_COUNT)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: unknown precision %d: use a kiln_precision value", (int)c.precision);
     m->copts = c;
+    m->precision = nn_precision_resolve(m);
     m->compiled = true;
     m->base_lr = c.optimizer.lr;
     m->train.batch = 0;                    /* the training step is (re)built by the next fit */

@@ -69,6 +69,9 @@ typedef struct nn_forward {
     kiln_node *out;           /* model output */
     kiln_node *loss;          /* mean loss (+ L2 when training) */
     kiln_node *step;          /* training: the optimizer update target */
+    /* mixed_float16 training (precision.c): the loss-scaling variables, the lr the updates read
+     * (lr / finite(grads)) and the scale update; NULL otherwise */
+    kiln_node *loss_scale, *skipped_steps, *step_lr, *scale_update;
     int accumulate;           /* training: micro-batches per update (1: none; accumulate.c) */
     kiln_node *accum_step;    /* accumulate > 1: micro-batches 1..N-1's target (acc += g/N) */
     kiln_node *accum_reset;   /* accumulate > 1: zeroes the accumulators (a target with step) */
@@ -95,6 +98,7 @@ struct kiln_model {
     bool compiled;
     kiln_compile_opts copts;
     char device[32];
+    kiln_precision precision;  /* the policy in effect (src/nn/precision.c): copts' or FLOAT32 */
     /* graph and session */
     kiln_graph *g;
     kiln_session *s;
@@ -134,5 +138,17 @@ static inline int nn_accum_n(const kiln_model *m) { return m->accumulate > 1 ? m
 /* nn_base.c: the first error sticks to the model (later calls return it). */
 kiln_status nn_fail(kiln_model *m, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 kiln_status nn_check(const kiln_model *m);     /* re-raises the sticky error as kiln_last_error */
+/* precision.c: the policy a compiled model gets on its device (a downgrade to FLOAT32 said once),
+ * and the dtype its layers' convolutions and matmuls compute in (KILN_F32: no autocast). */
+kiln_precision nn_precision_resolve(const kiln_model *m);
+kiln_dtype nn_precision_compute_dtype(const kiln_model *m);
+/* grads = d loss / d vars; under mixed_float16 through dynamic loss scaling (sets f's loss-scale
+ * nodes). Returns the status of kiln_gradients. */
+kiln_status nn_precision_gradients(kiln_model *m, nn_forward *f, kiln_node *loss, kiln_node *const *vars, int n, kiln_node **grads);
+/* Loss scaling's figures for the epoch's logs (skipped steps, scale); nothing without it. */
+void nn_precision_logs(kiln_model *m, const nn_forward *f, kiln_logs *l);
+/* CSV logger columns: ",skipped_steps,loss_scale" under mixed_float16, else "" (and the row's values). */
+const char *nn_precision_csv_header(const kiln_model *m);
+void nn_precision_csv_row(const kiln_model *m, const kiln_logs *l, char *buf, size_t n);
 
 #endif

@@ -63,6 +63,7 @@ void nn_progress_end(nn_progress *p, const kiln_logs *l) {
         printf("Epoch %d/%d - %lld/%lld - %.0fs %.0fms/step", p->epoch, p->epochs, (long long)l->batch, (long long)p->steps, l->seconds, per);
     }
     metrics(p, l, true);
+    if (l->loss_scale > 0) printf(" - skipped steps: %lld - loss scale: %g", (long long)l->skipped_steps, l->loss_scale);
     printf(" - %.0f img/s%s\n", l->images_per_sec, p->verbose == 1 ? "\033[K" : "");
     fflush(stdout);
 }

@@ -61,6 +61,9 @@ static kiln_status same_dtype(kiln_node *n, const char *na, const char *nb) {
         return kiln_node_error(n, KILN_DTYPE_MISMATCH, "%s is %s, %s is %s: dtypes must match",
                                na, kiln_dtype_name(a), nb, kiln_dtype_name(b));
     if (a == KILN_BOOL) return kiln_node_error(n, KILN_DTYPE_MISMATCH, "inputs are bool: a numeric dtype is needed");
+    if (n->attrs.acc_f32 && a != KILN_BF16 && a != KILN_F16)
+        return kiln_node_error(n, KILN_DTYPE_MISMATCH, "inputs are %s: f32 accumulation (mixed precision) takes bf16 or f16",
+                               kiln_dtype_name(a));
     return KILN_OK;
 }
 
@@ -69,7 +72,7 @@ static kiln_status conv2d_infer(kiln_node *n) {
     kiln_status st = conv_shapes(n, n->in[0]->shape, n->in[1]->shape, &ys);
     if (!st) st = same_dtype(n, "x", "kernel");
     if (st) return st;
-    n->dtype = n->in[0]->dtype;
+    n->dtype = n->attrs.acc_f32 ? KILN_F32 : n->in[0]->dtype;
     n->shape = ys;
     return KILN_OK;
 }
@@ -88,7 +91,7 @@ static kiln_status conv2d_bwd_input_infer(kiln_node *n) {     /* (w, dy), attrs.
     if (!st) st = check_dy(n, ys, n->in[1]->shape);
     if (!st) st = same_dtype(n, "kernel", "dy");
     if (st) return st;
-    n->dtype = n->in[1]->dtype;
+    n->dtype = n->attrs.acc_f32 ? KILN_F32 : n->in[1]->dtype;
     n->shape = n->attrs.shape;
     return KILN_OK;
 }
@@ -99,7 +102,7 @@ static kiln_status conv2d_bwd_filter_infer(kiln_node *n) {    /* (x, dy), attrs.
     if (!st) st = check_dy(n, ys, n->in[1]->shape);
     if (!st) st = same_dtype(n, "x", "dy");
     if (st) return st;
-    n->dtype = n->in[1]->dtype;
+    n->dtype = n->attrs.acc_f32 ? KILN_F32 : n->in[1]->dtype;
     n->shape = n->attrs.shape;
     return KILN_OK;
 }
@@ -107,6 +110,7 @@ static kiln_status conv2d_bwd_filter_infer(kiln_node *n) {    /* (x, dy), attrs.
 static kiln_status conv2d_grad(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_node **dx) {
     kiln_node *x = n->in[0], *w = n->in[1];
     kiln_attrs at = n->attrs;
+    if (at.acc_f32) dy = kiln_cast(g, dy, x->dtype);   /* mixed: both backprops read dy in x's dtype */
     at.shape = x->shape;
     dx[0] = kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, (kiln_node *[]){ w, dy }, 2, &at);
     at.shape = w->shape;
@@ -144,5 +148,6 @@ kiln_node *kiln_conv2d(kiln_graph *g, kiln_node *x, kiln_node *kernel, const kil
         same_pads(x->shape.dim[1], (int)(kernel->shape.dim[0] - 1) * at.dh + 1, at.sh, &at.pt, &at.pb);
         same_pads(x->shape.dim[2], (int)(kernel->shape.dim[1] - 1) * at.dw + 1, at.sw, &at.pl, &at.pr);
     }
+    at.acc_f32 = kiln_autocast_operands(g, &x, &kernel);
     return kiln_node_new(g, KILN_OP_CONV2D, (kiln_node *[]){ x, kernel }, 2, &at);
 }

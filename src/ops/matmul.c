@@ -11,6 +11,9 @@ static kiln_status check_dtypes(kiln_node *n) {
                                kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
     if (a->dtype == KILN_BOOL)
         return kiln_node_error(n, KILN_DTYPE_MISMATCH, "operands are bool: a numeric dtype is needed");
+    if (n->attrs.acc_f32 && a->dtype != KILN_BF16 && a->dtype != KILN_F16)
+        return kiln_node_error(n, KILN_DTYPE_MISMATCH, "operands are %s: f32 accumulation (mixed precision) takes bf16 or f16",
+                               kiln_dtype_name(a->dtype));
     return KILN_OK;
 }
 
@@ -43,7 +46,7 @@ static kiln_status matmul_infer(kiln_node *n) {
     mat_dims(as, n->attrs.trans_a, &m, &ka);
     mat_dims(bs, n->attrs.trans_b, &kb, &nn);
     if (ka != kb) return inner_mismatch(n, ka, kb);
-    n->dtype = n->in[0]->dtype;
+    n->dtype = n->attrs.acc_f32 ? KILN_F32 : n->in[0]->dtype;
     n->shape = KILN_SHAPE(m, nn);
     return KILN_OK;
 }
@@ -107,8 +110,18 @@ static kiln_status mm_grads(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_nod
     return dx[0] && dx[1] ? KILN_OK : grad_failed(g);
 }
 
+static kiln_node *build(kiln_graph *g, kiln_op op, kiln_node *a, kiln_node *b, bool trans_a, bool trans_b, bool acc_f32);
+
+/* Mixed: dy (f32) is cast to the operands' dtype once; both products accumulate in f32 and
+ * come back f32, which the Cast before this op passes through to the f32 master values. */
+static kiln_node *mm_acc_f32(kiln_graph *g, kiln_node *a, kiln_node *b, bool ta, bool tb) {
+    return build(g, KILN_OP_MATMUL, a, b, ta, tb, true);
+}
+
 static kiln_status matmul_grad(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_node **dx) {
-    return mm_grads(g, n, dy, dx, kiln_matmul);
+    if (!n->attrs.acc_f32) return mm_grads(g, n, dy, dx, kiln_matmul);
+    dy = kiln_cast(g, dy, n->in[0]->dtype);
+    return dy ? mm_grads(g, n, dy, dx, mm_acc_f32) : grad_failed(g);
 }
 
 static kiln_status batch_matmul_grad(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_node **dx) {
@@ -127,19 +140,21 @@ const kiln_op_def kiln_opdef_matmul = { "MatMul", 2, 2, 0, matmul_infer, matmul_
 const kiln_op_def kiln_opdef_batch_matmul = { "BatchMatMul", 2, 2, 0, batch_matmul_infer, batch_matmul_grad,
                                               kiln_ref_batch_matmul, NULL };
 
-static kiln_node *build(kiln_graph *g, kiln_op op, kiln_node *a, kiln_node *b, bool trans_a, bool trans_b) {
+static kiln_node *build(kiln_graph *g, kiln_op op, kiln_node *a, kiln_node *b, bool trans_a, bool trans_b, bool acc_f32) {
     if (!g || !a || !b) return NULL;
     kiln_attrs at = { 0 };
     at.trans_a = trans_a;
     at.trans_b = trans_b;
+    at.acc_f32 = acc_f32;
     kiln_node *in[2] = { a, b };
     return kiln_node_new(g, op, in, 2, &at);
 }
 
 kiln_node *kiln_matmul(kiln_graph *g, kiln_node *a, kiln_node *b, bool trans_a, bool trans_b) {
-    return build(g, KILN_OP_MATMUL, a, b, trans_a, trans_b);
+    bool mixed = kiln_autocast_operands(g, &a, &b);
+    return build(g, KILN_OP_MATMUL, a, b, trans_a, trans_b, mixed);
 }
 
 kiln_node *kiln_batch_matmul(kiln_graph *g, kiln_node *a, kiln_node *b, bool trans_a, bool trans_b) {
-    return build(g, KILN_OP_BATCH_MATMUL, a, b, trans_a, trans_b);
+    return build(g, KILN_OP_BATCH_MATMUL, a, b, trans_a, trans_b, false);
 }

@@ -37,6 +37,8 @@ typedef struct kiln_attrs {
     uint64_t seed;                         /* dropout (already mixed with the node id) */
     kiln_dtype to;                         /* cast */
     int n_vars;                            /* optimizers: number of (var, grad) groups */
+    bool acc_f32;                          /* matmul, conv2d and its backprops: f16/bf16 inputs,
+                                              f32 accumulation and f32 output (mixed precision) */
 } kiln_attrs;
 
 struct kiln_node {
@@ -128,6 +130,9 @@ kiln_status kiln_broadcast_shapes(kiln_node *n, kiln_shape a, kiln_shape b, kiln
 kiln_node *kiln_sum_to(kiln_graph *g, kiln_node *grad, kiln_shape shape);
 kiln_node *kiln_broadcast_to(kiln_graph *g, kiln_node *x, kiln_shape shape);
 kiln_node *kiln_identity(kiln_graph *g, kiln_node *x);
+/* Mixed precision (src/graph/autocast.c): under kiln_graph_set_autocast, casts f32 operands *a
+ * and *b to the compute dtype and returns true (the op then sets acc_f32); false leaves them. */
+bool kiln_autocast_operands(kiln_graph *g, kiln_node **a, kiln_node **b);
 /* Scalar constant of x's dtype. */
 kiln_node *kiln_scalar_like(kiln_graph *g, kiln_node *x, double v);
 

@@ -8,7 +8,10 @@
 #    batch-norm kernels in place of cuDNN's (KILN_CUDA_OWN_POOL_NORM=1), and test_cudasim_large
 # 4. trains fashion_cnn 2 epochs with seed 1 on the GPU and on the CPU; test accuracies must agree
 #    within 0.5 points
-# 5. runs `kiln bench` and the PyTorch peer (eager + torch.compile), prints a short table
+# 4b. mixed precision: test_ops with every f32 case also in f16 and bf16 (KILN_TEST_HALF=1), and
+#    fashion_cnn 2 epochs with --precision mixed_bfloat16 on the GPU: within 0.5 points of f32's
+# 5. runs `kiln bench` (f32, and --precision mixed_bfloat16) and the PyTorch peer (eager +
+#    torch.compile), prints a short table
 # 6. data parallelism: NCCL with one rank (test_mirrored --one), 2 replicas == 1 GPU when there
 #    are two GPUs (test_mirrored), 2 MPI ranks on the GPU == 1 process when mpirun exists
 # Everything under a global deadline (default 470 s; KILN_GPU_DEADLINE=seconds); each step gets a
@@ -179,6 +182,31 @@ else
   fi
 fi
 
+# ---- 4b. mixed precision (bf16) ----
+if [ -x "$BUILD/test_ops" ] && [ "$(left)" -gt 240 ]; then
+  say "-- test_ops with KILN_TEST_HALF=1 (f16 and bf16, mixed conv/matmul with f32 accumulation)"
+  KILN_TEST_HALF=1 timeout "$(tmo 120)" "$BUILD/test_ops" > "$LOGDIR/gpu_test_ops_half.log" 2>&1
+  rc=$?
+  grep -E "^FAIL" "$LOGDIR/gpu_test_ops_half.log" | head -20 | tee -a "$RESULTS"
+  tail -1 "$LOGDIR/gpu_test_ops_half.log" | tee -a "$RESULTS"
+  if [ $rc -eq 0 ]; then status test_ops_half "ok"; elif [ $rc -eq 124 ]; then status test_ops_half "TIMEOUT"; else status test_ops_half "FAIL (rc $rc)"; fi
+fi
+if [ -n "$DATA" ] && [ -x "$KILN" ] && [ -n "${AG:-}" ] && [ "$(left)" -gt 120 ]; then
+  say "-- kiln train fashion_cnn, 2 epochs, seed 1, --precision mixed_bfloat16 on the GPU"
+  T0=$(date +%s)
+  timeout "$(tmo 120)" "$KILN" train --device gpu --data "$DATA" --epochs 2 --seed 1 --precision mixed_bfloat16 ${KILN_GPU_TRAIN_ARGS:-} \
+      > "$LOGDIR/gpu_train_bf16.log" 2>&1
+  rb=$?; TB=$(( $(date +%s) - T0 ))
+  tail -4 "$LOGDIR/gpu_train_bf16.log" | tee -a "$RESULTS"
+  AB=$(acc_of "$LOGDIR/gpu_train_bf16.log")
+  if [ $rb -ne 0 ] || [ -z "$AB" ]; then status accuracy_bf16 "FAIL (rc $rb)"
+  elif awk -v a="$AB" -v b="$AG" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.5) }'; then
+    status accuracy_bf16 "ok (bf16 ${AB}% in ${TB} s vs f32 ${AG}%)"
+  else
+    status accuracy_bf16 "FAIL (bf16 ${AB}% vs f32 ${AG}%: more than 0.5 points apart)"
+  fi
+fi
+
 # ---- 5. benchmarks ----
 if [ -x "$KILN" ]; then
   say "-- kiln bench"
@@ -186,6 +214,13 @@ if [ -x "$KILN" ]; then
   rc=$?
   tail -15 "$LOGDIR/gpu_bench.log" | tee -a "$RESULTS"
   if [ $rc -eq 0 ]; then status kiln_bench "ok"; elif [ $rc -eq 124 ]; then status kiln_bench "TIMEOUT"; else status kiln_bench "FAIL (rc $rc)"; fi
+fi
+if [ -x "$KILN" ] && [ "$(left)" -gt 90 ]; then
+  say "-- kiln bench --device gpu --precision mixed_bfloat16"
+  timeout "$(tmo 60)" "$KILN" bench --device gpu --precision mixed_bfloat16 ${KILN_GPU_BENCH_ARGS:-} > "$LOGDIR/gpu_bench_bf16.log" 2>&1
+  rc=$?
+  tail -4 "$LOGDIR/gpu_bench_bf16.log" | tee -a "$RESULTS"
+  if [ $rc -eq 0 ]; then status kiln_bench_bf16 "ok"; elif [ $rc -eq 124 ]; then status kiln_bench_bf16 "TIMEOUT"; else status kiln_bench_bf16 "FAIL (rc $rc)"; fi
 fi
 if [ -x "$KILN" ] && [ "$(left)" -gt 60 ]; then   # where the GPU step's time goes (for the next tuning round)
   say "-- per-op GPU kernel times (KILN_PROFILE=1 kiln bench --device gpu --steps 10; kernels synchronised one by one)"
@@ -245,8 +280,8 @@ fi
 # ---- table ----
 say ""
 say "== summary ($(( $(date +%s) - START )) s) =="
-for k in build test_ops test_ops_own test_large accuracy kiln_bench torch_peer kiln_vs_torch nccl_1gpu mirrored_2 mpi_2ranks; do
-  printf "%-12s %s\n" "$k" "${ROW[$k]:-not run}" | tee -a "$RESULTS"
+for k in build test_ops test_ops_own test_large accuracy test_ops_half accuracy_bf16 kiln_bench kiln_bench_bf16 torch_peer kiln_vs_torch nccl_1gpu mirrored_2 mpi_2ranks; do
+  printf "%-16s %s\n" "$k" "${ROW[$k]:-not run}" | tee -a "$RESULTS"
 done
 say "results: $RESULTS"
 [ $FAILS -eq 0 ]

@@ -15,6 +15,9 @@
 typedef struct dconv_key {
     int op, G;
     int epi;                           /* forward only: EPI_BIAS | EPI_RELU fused as oneDNN bias + post-op */
+    int dt[3];                         /* oneDNN data type of operands 0, 1, 2 (f32; bf16 inputs when mixed) */
+    int up16;                          /* bit i: operand i is f16 in Kiln, widened to f32 for oneDNN (mixed f16) */
+    int upbf;                          /* bit i: operand i is bf16, widened to f32: shapes with no bf16 kernel */
     int64_t N, H, W, C, OH, OW, CO;
     int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
 } dconv_key;
@@ -29,7 +32,8 @@ typedef struct dconv {
     dnnl_primitive_t prim;
     dnnl_memory_desc_t user[3], inner[3], scratch, bias;
     dnnl_primitive_t reorder[3];       /* user -> inner for inputs, inner -> user for the output */
-    size_t off[3], scratch_off, ws;    /* workspace layout: inner buffers, then the scratchpad */
+    size_t off[3], scratch_off, ws;    /* workspace layout: inner buffers, then the scratchpad, */
+    size_t up_off[3];                  /* then the f32 copies of widened operands (key.up16 | key.upbf) */
 } dconv;
 
 #define DCONV_CACHE 128
@@ -50,8 +54,26 @@ static bool key_of(const kiln_node *n, dconv_key *k) {
     k->kh = (int)ws.dim[0]; k->kw = (int)ws.dim[1];
     k->sh = a->sh; k->sw = a->sw; k->dh = a->dh > 0 ? a->dh : 1; k->dw = a->dw > 0 ? a->dw : 1;
     k->pt = a->pt; k->pb = a->pb; k->pl = a->pl; k->pr = a->pr;
+    /* operand dtypes: the output is the node's, the inputs their own (mixed: bf16 in, f32 out) */
+    kiln_dtype d0 = n->op == KILN_OP_CONV2D_BWD_INPUT ? n->dtype : n->in[0]->dtype;
+    kiln_dtype d1 = n->op == KILN_OP_CONV2D_BWD_FILTER ? n->dtype : n->op == KILN_OP_CONV2D ? n->in[1]->dtype : n->in[0]->dtype;
+    kiln_dtype d2 = n->op == KILN_OP_CONV2D ? n->dtype : n->in[1]->dtype;
+    kiln_dtype d[3] = { d0, d1, d2 };
+    for (int i = 0; i < 3; i++) {
+        /* f16 operands (mixed_float16; no CPU f16 arithmetic here) are widened to f32 exactly:
+         * an f16 x f16 product is exact in f32, so this is f16 with f32 accumulation */
+        if (d[i] == KILN_F16 && n->attrs.acc_f32 && n->dtype == KILN_F32) { k->up16 |= 1 << i; d[i] = KILN_F32; }
+        if (d[i] != KILN_F32 && d[i] != KILN_BF16) return false;
+        k->dt[i] = d[i] == KILN_F32 ? dnnl_f32 : dnnl_bf16;
+    }
     return k->C % k->G == 0 && k->CO % k->G == 0 && ws.dim[2] == k->C / k->G && ws.dim[3] == k->CO && ys.dim[0] == k->N &&
            k->sh > 0 && k->sw > 0;
+}
+
+/* Mixed precision (acc_f32): bf16 inputs natively when the CPU has bf16; f16 inputs widened to f32. */
+static bool cpu_conv_is_mixed(const kiln_node *n) {
+    if (!n->attrs.acc_f32 || n->dtype != KILN_F32 || n->in[1]->dtype != n->in[0]->dtype) return false;
+    return n->in[0]->dtype == KILN_F16 || (n->in[0]->dtype == KILN_BF16 && cpu_has_bf16());
 }
 
 static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -60,17 +82,17 @@ static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
  * HWIO weights (logical O, I, H, W, or G, O/G, I/G, H, W with groups). */
 static bool user_descs(const dconv_key *k, dnnl_memory_desc_t *x, dnnl_memory_desc_t *w, dnnl_memory_desc_t *y) {
     dnnl_dims_t xd = { k->N, k->C, k->H, k->W }, yd = { k->N, k->CO, k->OH, k->OW };
-    if (dnnl_memory_desc_init_by_tag(x, 4, xd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(y, 4, yd, dnnl_f32, dnnl_nhwc) != dnnl_success)
+    if (dnnl_memory_desc_init_by_tag(x, 4, xd, (dnnl_data_type_t)k->dt[0], dnnl_nhwc) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(y, 4, yd, (dnnl_data_type_t)k->dt[2], dnnl_nhwc) != dnnl_success)
         return false;
     int64_t Cg = k->C / k->G, COg = k->CO / k->G;
     if (k->G == 1) {
         dnnl_dims_t wd = { k->CO, k->C, k->kh, k->kw };
-        return dnnl_memory_desc_init_by_tag(w, 4, wd, dnnl_f32, dnnl_hwio) == dnnl_success;
+        return dnnl_memory_desc_init_by_tag(w, 4, wd, (dnnl_data_type_t)k->dt[1], dnnl_hwio) == dnnl_success;
     }
     /* [kh, kw, Cg, G*COg]: g stride COg, o stride 1, i stride CO, h stride kw*Cg*CO, w stride Cg*CO */
     dnnl_dims_t wd = { k->G, COg, Cg, k->kh, k->kw }, st = { COg, 1, k->CO, (int64_t)k->kw * Cg * k->CO, Cg * k->CO };
-    return dnnl_memory_desc_init_by_strides(w, 5, wd, dnnl_f32, st) == dnnl_success;
+    return dnnl_memory_desc_init_by_strides(w, 5, wd, (dnnl_data_type_t)k->dt[1], st) == dnnl_success;
 }
 
 static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, dnnl_primitive_t *out) {
@@ -104,7 +126,18 @@ static bool build_as(dconv *e, bool nhwc) {
     for (int i = 0; i < 3; i++) {
         int nd = e->user[i].ndims;
         if (nhwc && i != 1) { any[i] = e->user[i]; continue; }   /* Kiln's own NHWC: no reorder */
-        if (dnnl_memory_desc_init_by_tag(&any[i], nd, e->user[i].dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success) return false;
+        if (dnnl_memory_desc_init_by_tag(&any[i], nd, e->user[i].dims, e->user[i].data_type, dnnl_format_tag_any) != dnnl_success)
+            return false;
+    }
+    /* a backward op's forward hint computes in the inputs' dtype (mixed: bf16 throughout) */
+    dnnl_memory_desc_t hint[3];
+    dnnl_data_type_t ht = k->op == KILN_OP_CONV2D_BWD_INPUT ? (dnnl_data_type_t)k->dt[1] : (dnnl_data_type_t)k->dt[0];
+    for (int i = 0; i < 3; i++) {
+        hint[i] = any[i];
+        if (k->op != KILN_OP_CONV2D && hint[i].data_type != ht &&
+            dnnl_memory_desc_init_by_tag(&hint[i], any[i].ndims, any[i].dims, ht, nhwc && i != 1 ? dnnl_nhwc : dnnl_format_tag_any) !=
+                dnnl_success)
+            return false;
     }
     dnnl_dims_t strides = { k->sh, k->sw }, dil = { k->dh - 1, k->dw - 1 }, pl = { k->pt, k->pl }, pr = { k->pb, k->pr };
     dnnl_primitive_attr_t attr;
@@ -125,8 +158,8 @@ static bool build_as(dconv *e, bool nhwc) {
     }
     dnnl_convolution_desc_t fd, cd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
-    bool ok = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &any[0], &any[1],
-                                                         (k->epi & EPI_BIAS) ? &e->bias : NULL, &any[2], strides, dil, pl,
+    bool ok = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &hint[0], &hint[1],
+                                                         (k->epi & EPI_BIAS) ? &e->bias : NULL, &hint[2], strides, dil, pl,
                                                          pr) == dnnl_success &&
               dnnl_primitive_desc_create(&fpd, &fd, attr, engine, NULL) == dnnl_success;
     if (ok && k->op == KILN_OP_CONV2D) { pd = fpd; fpd = NULL; }
@@ -141,7 +174,8 @@ static bool build_as(dconv *e, bool nhwc) {
     dnnl_primitive_attr_destroy(attr);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     const char *impl = NULL;
-    if (ok && nhwc && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+    bool bf16 = k->dt[0] == dnnl_bf16 || k->dt[1] == dnnl_bf16 || k->dt[2] == dnnl_bf16;
+    if (ok && (nhwc || bf16) && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
         !strncmp(impl, "ref", 3))
         ok = false;     /* oneDNN's reference kernel: far slower than reordering into blocked layouts */
     if (!ok) { if (pd) dnnl_primitive_desc_destroy(pd); return false; }
@@ -162,7 +196,10 @@ static bool build_as(dconv *e, bool nhwc) {
     const dnnl_memory_desc_t *sp = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
     if (sp) e->scratch = *sp;
     e->scratch_off = at;
-    e->ws = at + (sp ? align64(dnnl_memory_desc_get_size(sp)) : 0) + 64;
+    at += sp ? align64(dnnl_memory_desc_get_size(sp)) : 0;
+    for (int i = 0; i < 3; i++)
+        if ((k->up16 | k->upbf) & (1 << i)) { e->up_off[i] = at; at += align64(dnnl_memory_desc_get_size(&e->user[i])); }
+    e->ws = at + 64;
     ok = ok && dnnl_primitive_create(&e->prim, pd) == dnnl_success;
     dnnl_primitive_desc_destroy(pd);
     return ok;
@@ -177,26 +214,42 @@ static bool build(dconv *e) {
     return build_as(e, false);
 }
 
-/* The cached convolution for n (with the fused epilogue epi, forward only), built on first sight;
- * NULL when oneDNN cannot run it. */
-static dconv *entry_for(const kiln_node *n, int epi) {
-    dconv_key k;
-    if (!key_of(n, &k)) return NULL;
-    k.epi = n->op == KILN_OP_CONV2D ? epi : 0;
+static dconv *lookup_or_build(const dconv_key *k) {
     dconv *e = NULL;
     pthread_mutex_lock(&cache_lock);
     for (int i = 0; i < n_cache && !e; i++)
-        if (!memcmp(&cache[i]->k, &k, sizeof k)) e = cache[i];
+        if (!memcmp(&cache[i]->k, k, sizeof *k)) e = cache[i];
     if (!e && n_cache < DCONV_CACHE && (engine || dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success)) {
         e = calloc(1, sizeof *e);
         if (e) {
-            e->k = k;
+            e->k = *k;
             e->ok = build(e);
             cache[n_cache++] = e;    /* kept when unsupported too: the answer is not recomputed */
         }
     }
     pthread_mutex_unlock(&cache_lock);
     return e && e->ok ? e : NULL;
+}
+
+/* A mixed node whose shape has no bf16 kernel (or only oneDNN's reference one): its bf16 inputs
+ * widened to f32 (exact), so the f32 kernels compute the same products with f32 sums. */
+static bool widen_bf16(dconv_key *k) {
+    int out = k->op == KILN_OP_CONV2D ? 2 : k->op == KILN_OP_CONV2D_BWD_INPUT ? 0 : 1;
+    bool any = false;
+    for (int i = 0; i < 3; i++)
+        if (i != out && k->dt[i] == dnnl_bf16) { k->upbf |= 1 << i; k->dt[i] = dnnl_f32; any = true; }
+    return any && k->dt[out] == dnnl_f32;
+}
+
+/* The cached convolution for n (with the fused epilogue epi, forward only), built on first sight;
+ * NULL when oneDNN cannot run it. */
+static dconv *entry_for(const kiln_node *n, int epi) {
+    dconv_key k;
+    if (!key_of(n, &k)) return NULL;
+    k.epi = n->op == KILN_OP_CONV2D ? epi : 0;
+    dconv *e = lookup_or_build(&k);
+    if (!e && widen_bf16(&k)) e = lookup_or_build(&k);
+    return e;
 }
 
 /* Room for the plain convolution and its bias + relu variant (the common fused epilogue): the
@@ -229,6 +282,19 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
     else if (k->op == KILN_OP_CONV2D_BWD_INPUT) { user[0] = c->out.data; user[1] = c->in[0].data; user[2] = c->in[1].data; }
     else { user[0] = c->in[0].data; user[1] = c->out.data; user[2] = c->in[1].data; }
     int out = k->op == KILN_OP_CONV2D ? 2 : k->op == KILN_OP_CONV2D_BWD_INPUT ? 0 : 1;
+    for (int i = 0; i < 3; i++)           /* f16 (and kernel-less bf16) inputs widened to f32 */
+        if ((k->up16 | k->upbf) & (1 << i)) {
+            float *w32 = (float *)(ws + e->up_off[i]);
+            const uint16_t *h = user[i];
+            bool f16 = k->up16 & (1 << i);
+            int64_t n = (int64_t)(dnnl_memory_desc_get_size(&e->user[i]) / 4);
+            #pragma omp parallel for schedule(static) num_threads(cpu_par(c, n))
+            for (int64_t j = 0; j < n; j++) {
+                uint32_t u = (uint32_t)h[j] << 16;
+                if (f16) w32[j] = kiln_f16_to_f32(h[j]); else memcpy(&w32[j], &u, 4);
+            }
+            user[i] = w32;
+        }
     dnnl_stream_t st = NULL;
     dnnl_memory_t um[3] = { 0 }, im[3] = { 0 }, sm = NULL, bm = NULL;
     bool ok = dnnl_stream_create(&st, engine, dnnl_stream_default_flags) == dnnl_success;
@@ -277,7 +343,7 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
 kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n) {
     const char *v = getenv("KILN_CPU_DNNL");    /* 0: im2col + sgemm (A/B, tests) */
     if (v && *v == '0') return NULL;
-    return cpu_is_f32(n) && entry_for(n, 0) ? k_dnnl_conv : NULL;
+    return (cpu_is_f32(n) || cpu_conv_is_mixed(n)) && entry_for(n, 0) ? k_dnnl_conv : NULL;
 }
 
 #else   /* no oneDNN in this build */

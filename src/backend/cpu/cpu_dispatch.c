@@ -5,10 +5,13 @@
 kiln_kernel_fn cpu_data_kernel(const kiln_node *n);   /* cpu_data.c */
 
 kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
+    if (n && n->op == KILN_OP_CAST) return cpu_cast_kernel(n);
     if (!n || n->dtype != KILN_F32) return NULL;
     switch (n->op) {
-    case KILN_OP_MATMUL: case KILN_OP_BATCH_MATMUL:
-        return cpu_matmul_kernel(n);
+    case KILN_OP_MATMUL: case KILN_OP_BATCH_MATMUL: {
+        kiln_kernel_fn f = cpu_bf16_matmul_kernel(n);
+        return f ? f : cpu_matmul_kernel(n);
+    }
     case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER: {
         kiln_kernel_fn f = cpu_dnnl_conv_kernel(n);
         return f ? f : cpu_conv_kernel(n);
@@ -18,6 +21,8 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
         return cpu_pool_kernel(n);
     case KILN_OP_RANDOM_CROP_FLIP:
         return cpu_data_kernel(n);
+    case KILN_OP_ALL_FINITE:
+        return cpu_all_finite_kernel(n);
     case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA:
         return cpu_norm_kernel(n);
     default: break;
@@ -33,6 +38,8 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
         return cpu_dnnl_conv_kernel(n) ? cpu_dnnl_conv_workspace(n) : cpu_conv_workspace(n);
     case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA:
         return cpu_norm_workspace(n);
+    case KILN_OP_MATMUL:
+        return cpu_bf16_matmul_workspace(n);
     default:
         return cpu_loss_optim_workspace(n);
     }
@@ -42,6 +49,6 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
 bool kiln_cpu_fuses(const kiln_node *n) {
     if (!n || n->dtype != KILN_F32) return false;
     if (n->op == KILN_OP_CONV2D) return kiln_cpu_kernel(n) != NULL;
-    if (n->op == KILN_OP_MATMUL) return cpu_matmul_kernel(n) != NULL;
+    if (n->op == KILN_OP_MATMUL) return kiln_cpu_kernel(n) != NULL;   /* f32 sgemm, or bf16/f16 mixed (cpu_bf16.c) */
     return false;
 }

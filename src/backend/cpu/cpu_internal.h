@@ -70,4 +70,10 @@ kiln_kernel_fn cpu_norm_kernel(const kiln_node *n);       /* cpu_norm.c: batch n
 size_t cpu_norm_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_loss_optim_kernel(const kiln_node *n);
 size_t cpu_loss_optim_workspace(const kiln_node *n);
+/* cpu_bf16.c: mixed precision (casts; bf16 MatMul with f32 accumulation through oneDNN) */
+bool cpu_has_bf16(void);                                  /* AVX512-BF16 or AMX-BF16 (KILN_CPU_BF16=0: no) */
+kiln_kernel_fn cpu_cast_kernel(const kiln_node *n);
+kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n);
+size_t cpu_bf16_matmul_workspace(const kiln_node *n);
+kiln_kernel_fn cpu_all_finite_kernel(const kiln_node *n);   /* loss scaling */
 #endif

@@ -85,11 +85,18 @@ static kiln_status k_sparse_xent_grad(const kiln_kctx *c) {
 
 /* ---- optimizer updates, in place through the variable inputs (same formulas as ref, Keras 3);
  * per-step scalars in double, element math in float. Output: f32 scalar 0. ---- */
+/* A learning rate that is not finite skips the update (loss scaling: see ref's optim.c). */
+static kiln_status skip_update(const kiln_kctx *c) {
+    cpu_f(&c->out)[0] = 0.0f;
+    return KILN_OK;
+}
+
 static kiln_status k_apply_sgd(const kiln_kctx *c) {
     const kiln_attrs *a = &c->node->attrs;
     float *w = cpu_f(&c->in[0]), *vel = c->n_in > 3 ? cpu_f(&c->in[3]) : NULL;
     const float *g = cpu_f(&c->in[1]);
     const float lr = cpu_f(&c->in[2])[0], m = (float)a->momentum, decay = (float)(1.0 - (double)lr * a->weight_decay);
+    if (!isfinite(lr)) return skip_update(c);
     const bool wd = a->weight_decay > 0.0, nest = a->nesterov;
     int64_t n = c->in[0].numel;
     #pragma omp parallel for simd schedule(static) num_threads(cpu_par(c, n))
@@ -113,6 +120,7 @@ static kiln_status k_apply_adam(const kiln_kctx *c) {
     float *w = cpu_f(&c->in[0]), *mv = cpu_f(&c->in[3]), *vv = cpu_f(&c->in[4]), *tv = cpu_f(&c->in[5]);
     const float *g = cpu_f(&c->in[1]);
     double lr = cpu_f(&c->in[2])[0], t = (double)tv[0] + 1.0;
+    if (!isfinite(lr)) return skip_update(c);
     tv[0] = (float)t;
     const float alpha = (float)(lr * sqrt(1.0 - pow(a->beta2, t)) / (1.0 - pow(a->beta1, t)));
     const float b1c = (float)(1.0 - a->beta1), b2c = (float)(1.0 - a->beta2), eps = (float)a->epsilon;
@@ -137,6 +145,7 @@ static kiln_status k_apply_rmsprop(const kiln_kctx *c) {
     const float *g = cpu_f(&c->in[1]);
     const float lr = cpu_f(&c->in[2])[0], rho = (float)a->rho, rc = (float)(1.0 - a->rho);
     const float eps = (float)a->epsilon, mm = (float)a->momentum;
+    if (!isfinite(lr)) return skip_update(c);
     int64_t n = c->in[0].numel;
     #pragma omp parallel for simd schedule(static) num_threads(cpu_par(c, n))
     for (int64_t i = 0; i < n; i++) {
@@ -154,6 +163,7 @@ static kiln_status k_apply_adagrad(const kiln_kctx *c) {
     float *w = cpu_f(&c->in[0]), *acc = cpu_f(&c->in[3]);
     const float *g = cpu_f(&c->in[1]);
     const float lr = cpu_f(&c->in[2])[0], eps = (float)c->node->attrs.epsilon;
+    if (!isfinite(lr)) return skip_update(c);
     int64_t n = c->in[0].numel;
     #pragma omp parallel for simd schedule(static) num_threads(cpu_par(c, n))
     for (int64_t i = 0; i < n; i++) {

@@ -65,7 +65,7 @@ static kiln_status k_gemm(const kiln_kctx *c) {
     void *C = c->out.data;
     long long sc = (long long)g.M * g.N;
     cublasStatus_t st;
-    if (c->out.dtype == KILN_F32) {
+    if (c->out.dtype == KILN_F32 && c->in[0].dtype == KILN_F32) {
         const float one = 1.0f, zero = 0.0f;
         if (g.batches == 1)
             st = cublasSgemm(d->blas, opb, opa, g.N, g.M, g.K, &one, (const float *)B, ldb, (const float *)A, lda, &zero, (float *)C, ldc);
@@ -80,14 +80,16 @@ static kiln_status k_gemm(const kiln_kctx *c) {
             st = cublasDgemmStridedBatched(d->blas, opb, opa, g.N, g.M, g.K, &one, (const double *)B, ldb, g.stride_b,
                                            (const double *)A, lda, g.stride_a, &zero, (double *)C, ldc, sc, (int)g.batches);
     } else {
-        cudaDataType_t t = c->out.dtype == KILN_F16 ? CUDA_R_16F : CUDA_R_16BF;
+        /* half operands; the output half too, or f32 (acc_f32: mixed precision) */
+        cudaDataType_t t = c->in[0].dtype == KILN_F16 ? CUDA_R_16F : CUDA_R_16BF;
+        cudaDataType_t tc = c->out.dtype == KILN_F32 ? CUDA_R_32F : t;
         const float one = 1.0f, zero = 0.0f;
         if (g.batches == 1)
-            st = cublasGemmEx(d->blas, opb, opa, g.N, g.M, g.K, &one, B, t, ldb, A, t, lda, &zero, C, t, ldc,
+            st = cublasGemmEx(d->blas, opb, opa, g.N, g.M, g.K, &one, B, t, ldb, A, t, lda, &zero, C, tc, ldc,
                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         else
             st = cublasGemmStridedBatchedEx(d->blas, opb, opa, g.N, g.M, g.K, &one, B, t, ldb, g.stride_b, A, t, lda, g.stride_a,
-                                            &zero, C, t, ldc, sc, (int)g.batches, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                                            &zero, C, tc, ldc, sc, (int)g.batches, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
     if (st != CUBLAS_STATUS_SUCCESS) {
         char what[160];
@@ -99,7 +101,9 @@ static kiln_status k_gemm(const kiln_kctx *c) {
 
 kiln_kernel_fn cu_blas_kernel(const kiln_node *n) {
     if (n->op != KILN_OP_MATMUL && n->op != KILN_OP_BATCH_MATMUL) return NULL;
-    if (!cu_is_float(n->dtype) || !cu_all_dtype(n, n->dtype)) return NULL;
+    bool mixed = n->attrs.acc_f32 && n->dtype == KILN_F32 && cu_is_fhb(n->in[0]->dtype) && n->in[0]->dtype != KILN_F32 &&
+                 n->in[1]->dtype == n->in[0]->dtype;
+    if (!mixed && (!cu_is_float(n->dtype) || !cu_all_dtype(n, n->dtype))) return NULL;
     gemm_dims g;
     if (!dims_of(n, &g) || g.batches > INT_MAX) return NULL;
     return k_gemm;

@@ -19,7 +19,8 @@
 
 typedef struct conv_key {
     int dev;                                  /* the GPU: algorithms were timed with its handle */
-    int op, dtype, groups;
+    int op, dtype, groups;                    /* dtype: cuDNN's (the inputs', for a mixed node) */
+    int mixed;                                /* acc_f32: half inputs, f32 output (via a half buffer) */
     int64_t N, H, W, C, OH, OW, CO;
     int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
 } conv_key;
@@ -47,6 +48,7 @@ static bool key_of(const kiln_node *n, conv_key *k) {
     memset(k, 0, sizeof *k);
     k->dev = cu_cur;
     k->op = n->op; k->dtype = n->dtype; k->groups = a->groups > 0 ? a->groups : 1;
+    if (a->acc_f32) { k->dtype = n->in[0]->dtype; k->mixed = 1; }
     k->N = x.dim[0]; k->H = x.dim[1]; k->W = x.dim[2]; k->C = x.dim[3];
     k->OH = y.dim[1]; k->OW = y.dim[2]; k->CO = y.dim[3];
     k->kh = (int)w.dim[0]; k->kw = (int)w.dim[1];
@@ -65,6 +67,17 @@ static bool key_of(const kiln_node *n, conv_key *k) {
 static size_t es_of(int dt) { return dt == KILN_F32 ? 4 : 2; }
 static cudnnDataType_t dnn_type(int dt) { return dt == KILN_F32 ? CUDNN_DATA_FLOAT : dt == KILN_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
 static size_t filter_bytes(const conv_key *k) { return cu_align((size_t)(k->kh * k->kw * (k->C / k->groups) * k->CO) * es_of(k->dtype)); }
+/* A mixed node's result in the compute dtype, converted to the f32 output after. */
+static int64_t out_numel(const conv_key *k) {
+    return k->op == KILN_OP_CONV2D ? k->N * k->OH * k->OW * k->CO
+         : k->op == KILN_OP_CONV2D_BWD_INPUT ? k->N * k->H * k->W * k->C : (int64_t)k->kh * k->kw * (k->C / k->groups) * k->CO;
+}
+static size_t mixed_bytes(const conv_key *k) { return k->mixed ? cu_align((size_t)out_numel(k) * es_of(k->dtype)) : 0; }
+
+__global__ void half_to_f32_kernel(const void *x, int dt, float *y, int64_t n) {
+    CU_LOOP(i, n) y[i] = (float)cu_ld_any(x, dt, i);
+}
+
 static size_t prepad_bytes(const conv_entry *e) {
     return e->prepad ? cu_align((size_t)(e->k.N * e->Hp * e->Wp * e->k.C) * es_of(e->k.dtype)) : 0;
 }
@@ -180,7 +193,7 @@ size_t cu_dnn_workspace(const kiln_node *n) {
         if (!choose_algo(e, true, cu.conv_ws_limit)) { e->algo = keep.algo; e->ws = keep.ws; e->math = keep.math; }
         e->found = true;
     }
-    return filter_bytes(&e->k) + prepad_bytes(e) + cu_align(e->ws);
+    return filter_bytes(&e->k) + prepad_bytes(e) + mixed_bytes(&e->k) + cu_align(e->ws);
 }
 
 static kiln_status k_conv(const kiln_kctx *c) {
@@ -190,12 +203,13 @@ static kiln_status k_conv(const kiln_kctx *c) {
     cu_device *d = cu_dev();
     if (!d) return KILN_DEVICE_ERROR;
     const conv_key *k = &e->k;
-    size_t es = es_of(k->dtype), fb = filter_bytes(k), pb = prepad_bytes(e);
-    if (c->ws_bytes < fb + pb || !c->workspace)
-        return cu_fail(KILN_INTERNAL, "%s: convolution workspace is %zu bytes, needs at least %zu", n->name, c->ws_bytes, fb + pb);
+    size_t es = es_of(k->dtype), fb = filter_bytes(k), pb = prepad_bytes(e), mb = mixed_bytes(k);
+    if (c->ws_bytes < fb + pb + mb || !c->workspace)
+        return cu_fail(KILN_INTERNAL, "%s: convolution workspace is %zu bytes, needs at least %zu", n->name, c->ws_bytes, fb + pb + mb);
     char *ws = (char *)c->workspace;
-    void *wt = ws, *xp = ws + fb, *dws = ws + fb + pb;
-    size_t avail = c->ws_bytes - fb - pb;
+    void *wt = ws, *xp = ws + fb, *dws = ws + fb + pb + mb;
+    void *out = k->mixed ? (void *)(ws + fb + pb) : c->out.data;    /* mixed: the half result, converted below */
+    size_t avail = c->ws_bytes - fb - pb - mb;
     if (e->ws > avail && !choose_algo(e, false, avail))
         return cu_fail(KILN_INTERNAL, "%s: no cuDNN algorithm fits in %zu bytes of workspace", n->name, avail);
     cudnnSetConvolutionMathType(e->cd, e->math);
@@ -209,19 +223,19 @@ static kiln_status k_conv(const kiln_kctx *c) {
         const void *x = c->in[0].data;
         if (e->prepad) { if ((s = cu_pad4(x, xp, es, xdim, before, pdim))) return s; x = xp; }
         st = cudnnConvolutionForward(d->dnn, &one, e->xd, x, e->wd, wt, e->cd, (cudnnConvolutionFwdAlgo_t)e->algo, dws, e->ws,
-                                     &zero, e->yd, c->out.data);
+                                     &zero, e->yd, out);
     } else if (k->op == KILN_OP_CONV2D_BWD_INPUT) {
         if ((s = cu_transpose2d(c->in[0].data, wt, es, R, k->CO))) return s;
-        void *dx = e->prepad ? xp : c->out.data;
+        void *dx = e->prepad ? xp : out;
         st = cudnnConvolutionBackwardData(d->dnn, &one, e->wd, wt, e->yd, c->in[1].data, e->cd, (cudnnConvolutionBwdDataAlgo_t)e->algo,
                                           dws, e->ws, &zero, e->xd, dx);
-        if (st == CUDNN_STATUS_SUCCESS && e->prepad) s = cu_crop4(xp, c->out.data, es, pdim, before, xdim);
+        if (st == CUDNN_STATUS_SUCCESS && e->prepad) s = cu_crop4(xp, out, es, pdim, before, xdim);
     } else {
         const void *x = c->in[0].data;
         if (e->prepad) { if ((s = cu_pad4(x, xp, es, xdim, before, pdim))) return s; x = xp; }
         st = cudnnConvolutionBackwardFilter(d->dnn, &one, e->xd, x, e->yd, c->in[1].data, e->cd, (cudnnConvolutionBwdFilterAlgo_t)e->algo,
                                             dws, e->ws, &zero, e->wd, wt);
-        if (st == CUDNN_STATUS_SUCCESS) s = cu_transpose2d(wt, c->out.data, es, k->CO, R);
+        if (st == CUDNN_STATUS_SUCCESS) s = cu_transpose2d(wt, out, es, k->CO, R);
     }
     if (st != CUDNN_STATUS_SUCCESS) {
         char what[200];
@@ -230,11 +244,18 @@ static kiln_status k_conv(const kiln_kctx *c) {
                                                                        : "cudnnConvolutionBackwardFilter", e->algo);
         return cu_dnn_check(st, what);
     }
+    if (!s && k->mixed) {
+        int64_t ne = out_numel(k);
+        CU_LAUNCH(half_to_f32_kernel, cu_blocks(ne), CU_THREADS, 0, cu_stream())(out, k->dtype, (float *)c->out.data, ne);
+        s = cu_launch_check(c);
+    }
     return s ? s : cu_epilogue(c);
 }
 
 kiln_kernel_fn cu_dnn_kernel(const kiln_node *n) {
     if (n->op != KILN_OP_CONV2D && n->op != KILN_OP_CONV2D_BWD_INPUT && n->op != KILN_OP_CONV2D_BWD_FILTER) return NULL;
-    if (!cu_is_fhb(n->dtype) || !cu_all_dtype(n, n->dtype)) return NULL;
+    bool mixed = n->attrs.acc_f32 && n->dtype == KILN_F32 && (n->in[0]->dtype == KILN_F16 || n->in[0]->dtype == KILN_BF16) &&
+                 n->in[1]->dtype == n->in[0]->dtype;
+    if (!mixed && (!cu_is_fhb(n->dtype) || !cu_all_dtype(n, n->dtype))) return NULL;
     return entry_for(n) ? k_conv : NULL;
 }

@@ -207,6 +207,7 @@ size_t cu_loss_optim_workspace(const kiln_node *n);
 kiln_kernel_fn cu_norm_kernel(const kiln_node *n);
 size_t cu_norm_workspace(const kiln_node *n);
 kiln_kernel_fn cu_data_kernel(const kiln_node *n);
+kiln_kernel_fn cu_precision_kernel(const kiln_node *n);   /* cuda_precision.cu: loss scaling */
 /* Applies the kctx epilogue (fused BiasAdd + Relu) to c->out; conv/matmul kernels call it last. */
 kiln_status cu_epilogue(const kiln_kctx *c);   /* GatherRows, RandomCropFlip (cuda_data.cu) */
 

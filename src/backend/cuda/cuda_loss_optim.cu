@@ -298,6 +298,7 @@ __global__ void opt_kernel(T *w, const T *gr, T *s1, T *s2, int64_t n, opt_args 
     typedef typename cu_acc<T>::type Cc;
     if (out && blockIdx.x == 0 && threadIdx.x == 0) out[0] = 0.0f;
     double lr = cu_ld_any(a.lr, a.lr_dt, 0), alpha = 0.0;
+    if (isnan(lr) || isinf(lr)) return;          /* a non-finite lr skips the update (loss scaling) */
     if (a.kind == OPT_ADAM) {
         double t = (double)a.t[0] + 1.0;
         alpha = lr * sqrt(1.0 - pow(a.b2, t)) / (1.0 - pow(a.b1, t));
@@ -350,8 +351,9 @@ __global__ void opt_kernel(T *w, const T *gr, T *s1, T *s2, int64_t n, opt_args 
 
 /* Adam's t += 1 after every element has read the old t (stream order: a separate kernel, since
  * blocks of opt_kernel may start after another has finished), then the op's 0. */
-__global__ void opt_finish_kernel(float *t, float *out) {
-    if (t) t[0] = (float)((double)t[0] + 1.0);
+__global__ void opt_finish_kernel(float *t, const void *lr, int lr_dt, float *out) {
+    double l = cu_ld_any(lr, lr_dt, 0);
+    if (t && !isnan(l) && !isinf(l)) t[0] = (float)((double)t[0] + 1.0);
     out[0] = 0.0f;
 }
 
@@ -374,7 +376,8 @@ static kiln_status k_opt(const kiln_kctx *c) {
         CU_FLOAT_SWITCH(c->in[0].dtype, T, CU_LAUNCH(opt_kernel<T>, cu_blocks(ne), CU_THREADS, 0, s)(
             (T *)c->in[0].data, (const T *)c->in[1].data, (T *)s1, (T *)s2, ne, a, finish ? NULL : (float *)c->out.data))
     }
-    if (finish) CU_LAUNCH(opt_finish_kernel, 1, 1, 0, s)(a.kind == OPT_ADAM ? (float *)c->in[5].data : NULL, (float *)c->out.data);
+    if (finish) CU_LAUNCH(opt_finish_kernel, 1, 1, 0, s)(a.kind == OPT_ADAM ? (float *)c->in[5].data : NULL, a.lr, a.lr_dt,
+                                                    (float *)c->out.data);
     return cu_launch_check(c);
 }
 

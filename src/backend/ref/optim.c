@@ -13,10 +13,18 @@ static kiln_status done(const kiln_kctx *c) {
 
 /* Keras SGD: v = m*v - lr*g; var += v (nesterov: var += m*v - lr*g); plain: var -= lr*g.
  * weight_decay is decoupled and applied first, as Keras 3 does: var -= lr*wd*var. */
+/* A learning rate that is not finite skips the update: variable and slots stay as they are (loss
+ * scaling feeds lr / finite(grads), so a step with an overflowed gradient changes nothing). */
+static kiln_status skip_update(const kiln_kctx *c) {
+    kiln_store(c->out.data, c->out.dtype, 0, 0.0);
+    return KILN_OK;
+}
+
 kiln_status kiln_ref_apply_sgd(const kiln_kctx *c) {
     const kiln_view *w = &c->in[0], *gr = &c->in[1], *vel = c->n_in > 3 ? &c->in[3] : NULL;
     const kiln_attrs *a = &c->node->attrs;
     double lr = LD(&c->in[2], 0), m = a->momentum, wd = a->weight_decay;
+    if (!isfinite(lr)) return skip_update(c);
     for (int64_t i = 0; i < w->numel; i++) {
         double x = LD(w, i), g = LD(gr, i);
         if (wd > 0.0) x -= lr * wd * x;
@@ -38,6 +46,7 @@ kiln_status kiln_ref_apply_adam(const kiln_kctx *c) {
     const kiln_view *w = &c->in[0], *gr = &c->in[1], *mv = &c->in[3], *vv = &c->in[4], *tv = &c->in[5];
     const kiln_attrs *a = &c->node->attrs;
     double lr = LD(&c->in[2], 0), b1 = a->beta1, b2 = a->beta2, eps = a->epsilon, wd = a->weight_decay;
+    if (!isfinite(lr)) return skip_update(c);
     double t = LD(tv, 0) + 1.0;
     ST(tv, 0, t);
     double alpha = lr * sqrt(1.0 - pow(b2, t)) / (1.0 - pow(b1, t));
@@ -59,6 +68,7 @@ kiln_status kiln_ref_apply_rmsprop(const kiln_kctx *c) {
     const kiln_view *w = &c->in[0], *gr = &c->in[1], *ms = &c->in[3], *mom = c->n_in > 4 ? &c->in[4] : NULL;
     const kiln_attrs *a = &c->node->attrs;
     double lr = LD(&c->in[2], 0), rho = a->rho, eps = a->epsilon;
+    if (!isfinite(lr)) return skip_update(c);
     for (int64_t i = 0; i < w->numel; i++) {
         double g = LD(gr, i), s = rho * LD(ms, i) + (1.0 - rho) * g * g;
         ST(ms, i, s);
@@ -77,6 +87,7 @@ kiln_status kiln_ref_apply_rmsprop(const kiln_kctx *c) {
 kiln_status kiln_ref_apply_adagrad(const kiln_kctx *c) {
     const kiln_view *w = &c->in[0], *gr = &c->in[1], *acc = &c->in[3];
     double lr = LD(&c->in[2], 0), eps = c->node->attrs.epsilon;
+    if (!isfinite(lr)) return skip_update(c);
     for (int64_t i = 0; i < w->numel; i++) {
         double g = LD(gr, i), s = LD(acc, i) + g * g;
         ST(acc, i, s);

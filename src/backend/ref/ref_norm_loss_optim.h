@@ -31,4 +31,6 @@ kiln_status kiln_ref_apply_adagrad(const kiln_kctx *c);
 kiln_status kiln_ref_global_norm(const kiln_kctx *c);
 kiln_status kiln_ref_clip_scale(const kiln_kctx *c);
 kiln_status kiln_ref_group(const kiln_kctx *c);
+kiln_status kiln_ref_all_finite(const kiln_kctx *c);          /* loss_scale.c */
+kiln_status kiln_ref_loss_scale_update(const kiln_kctx *c);
 #endif
