@@ -64,6 +64,8 @@ static const cli_opt opts[] = {
     { "--test-csv", K_STR, T | E | P, F(test_csv), 0, 0, 0 },
     { "--tensorboard", K_STR, T, F(tensorboard), 0, 0, 0 },
     { "--tensorboard-every", K_INT, T, F(tensorboard_every), 1, 1 << 30, 0 },
+    { "--gpus", K_STR, T, F(gpus), 0, 0, 0 },
+    { "--devices", K_STR, T, F(devices_list), 0, 0, 0 },
     { "--accumulate", K_INT, T | S, F(accumulate), 1, CLI_MAX_BATCH, 0 },
     { "--memory-limit", K_INT, T, F(memory_limit_mib), 1, 1 << 30, 0 },
     { "--debug-numerics", K_FLAG, T, F(debug_numerics), 0, 0, 0 },

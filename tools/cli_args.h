@@ -26,6 +26,9 @@ typedef struct args {
     bool data_given;           /* --data given (else the default data set) */
     bool help, data_on_device, log_placement, strict_load, save_best;
     const char *json_out;      /* summary --json FILE: write the model as Keras model JSON */
+    struct kiln_dist *dist;    /* train under mpirun: this process's place in the job (tools/cli_dist.c) */
+    const char *gpus, *devices_list;   /* train --gpus N|all, --devices LIST (mirrored replicas) */
+    const char *fit_devices;   /* what they ask of kiln_fit_opts.devices (tools/cli_dist.c), or NULL */
     int accumulate;            /* --accumulate N: micro-batches per step (0: none) */
     bool batch_auto;           /* --batch-size auto */
     bool batch_given;          /* --batch-size given (summary: print the training step's memory) */

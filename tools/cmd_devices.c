@@ -44,6 +44,11 @@ int cmd_devices(int argc, char **argv) {
                    gib(d[i].free_memory), dv, rv, cv);
         }
     }
+    int gpus = 0;
+    for (int i = 0; i < n && i < 17; i++) gpus += d[i].kind == KILN_DEVICE_KIND_GPU;
+    if (gpus > 1)
+        printf("Replicas: kiln train --gpus %d (or --devices gpu:0,gpu:1,...) trains one replica per GPU, gradients averaged "
+               "with NCCL\n", gpus);
     if (kiln_gpu_available()) printf("GPU available: yes\n");
     else printf("GPU available: no (%s)\n", kiln_gpu_unavailable_reason());
     return 0;

@@ -15,6 +15,7 @@
 #include "tools/commands.h"
 #include "tools/cli_args.h"
 #include "tools/cli_data.h"
+#include "tools/cli_dist.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 
@@ -197,13 +198,24 @@ static void train_usage(FILE *f) {
         "                      epoch are dropped and new rows appended\n"
         "  --limit N           train on the first N training examples only (quick tries)\n"
         "  --verbose N         0 quiet, 1 progress bar (default; one line per epoch when the output\n"
-        "                      is not a terminal), 2 one line per epoch\n\n"
+        "                      is not a terminal), 2 one line per epoch\n"
+        "  --gpus N|all        one process, several GPUs (MirroredStrategy): a replica of the training\n"
+        "                      step on each of GPUs 0..N-1, each on batch-size / N rows of every batch,\n"
+        "                      gradients averaged with NCCL, the same update everywhere\n"
+        "  --devices LIST      the same on the GPUs listed, e.g. gpu:0,gpu:1 (the first must be gpu:0)\n\n"
         "examples:\n"
         "  kiln train\n"
         "  kiln train --model cifar_cnn --data cifar10:/data/cifar-10-batches-bin --augment flip,crop \\\n"
         "             --optimizer momentum --lr 0.01 --batch-size 128 --epochs 30 --workers 2\n"
         "  kiln train --model cifar_cnn --data images:photos/ --validation-split 0.2\n"
-        "  kiln train --model mlp --data csv:train.csv --loss binary_crossentropy --tensorboard logs\n");
+        "  kiln train --model mlp --data csv:train.csv --loss binary_crossentropy --tensorboard logs\n"
+        "  mpirun -np 4 kiln train --model cifar_cnn --data cifar10:DIR --batch-size 256\n\n"
+        "several processes or machines (MPI): start kiln train with mpirun; --batch-size is then the\n"
+        "global batch, each of the N processes trains on its 1/N of it and the gradients are\n"
+        "all-reduced, so N processes train as one with that batch; rank 0 prints and writes files;\n"
+        "each process takes cores / processes-per-machine threads and, with several GPUs, the GPU of\n"
+        "its local rank; a failing process ends the whole job. Details: README, 'Training on several\n"
+        "GPUs or machines'\n");
 }
 
 static void eval_usage(FILE *f) {
@@ -805,11 +817,12 @@ static int cmd_train(args *a) {
                                                      .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
                                                      .device_crop_pad = aug.crop_pad, .device_flip = aug.flip,
                                                      .device_augment_seed = aug.seed, .accumulate_steps = a->accumulate,
-                                                     .debug_numerics = a->debug_numerics });
+                                                     .debug_numerics = a->debug_numerics, .dist = a->dist, .devices = a->fit_devices });
     else if (initial < a->epochs)
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
                                                     .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb,
-                                                    .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics });
+                                                    .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics,
+                                                    .dist = a->dist, .devices = a->fit_devices });
     else if (a->load) printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
     else printf("--epochs 0: nothing to train; evaluating the initial weights\n");
     double secs = cli_now() - t0;
@@ -1171,7 +1184,7 @@ int main(int argc, char **argv) {
     if (!a.data) a.data = DEFAULT_DATA;
     if (!a.help && fn != cmd_summary && (rc = cli_check_data_opts(&a, cmd))) return rc;
     if ((fn == cmd_train || (fn == cmd_summary && !a.load)) && !a.model && !a.model_file) a.model = "fashion_cnn";
-    rc = fn(&a);
+    rc = fn == cmd_train ? cli_dist_run(&a, cmd_train) : fn(&a);
     kiln_model_free(ckpt_model);      /* a --model-file or checkpoint model no path took */
     return rc;
 }

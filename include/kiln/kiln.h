@@ -11,5 +11,6 @@
 #include "io.h"         /* safetensors files */
 #include "nn.h"         /* Keras-style models: layers, compile, fit, evaluate, predict, callbacks */
 #include "onnx.h"       /* ONNX export and import */
+#include "dist.h"       /* data parallelism across processes and machines (MPI) */
 #define KILN_VERSION_STRING "0.1.0"
 #endif

@@ -347,6 +347,16 @@ typedef struct kiln_fit_opts {
     uint64_t device_augment_seed;      /* the seed of the kiln_augment_opts whose crop/flip the
                                           device reproduces (kiln_augment_opts.seed): example i of
                                           epoch e draws from kiln_data_example_key(this, e, i) */
+    struct kiln_dist *dist;            /* data parallelism across processes (include/kiln/dist.h):
+                                          the batch size is the global batch, each of the N
+                                          ranks trains on its 1/N of it, gradients all-reduced;
+                                          NULL or one process: alone */
+    const char *devices;               /* one process, several GPUs (TensorFlow's MirroredStrategy):
+                                          "all", or a list such as "gpu:0,gpu:1" (the first must be
+                                          gpu:0): one replica of the training step per GPU, each on
+                                          its B / N rows of every batch, gradients averaged with
+                                          NCCL, the same update on every replica; batch norm keeps
+                                          per-replica statistics. NULL, "" or one GPU: as compiled */
     /* Gradient accumulation: > 1 runs each batch of B examples as this many micro-batches of
      * B / accumulate_steps (B must be divisible by it) and sums their gradients, averaged, into
      * ONE optimizer update: the update of the whole batch's mean loss, with the activation memory

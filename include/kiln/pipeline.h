@@ -169,6 +169,11 @@ kiln_data *kiln_data_augment(kiln_data *in, const kiln_augment_opts *o);
  * batches ahead of the consumer (bounded; >= 1). Without prefetch everything runs on the
  * consumer's thread. Applies to the whole pipeline wherever it is placed (conventionally last). */
 kiln_data *kiln_data_prefetch(kiln_data *in, int buffers, int workers);
+/* Part `index` of `count` of every batch of a batched pipeline (data parallelism: rank index of
+ * count): rows [index * B / count, (index + 1) * B / count) of each full batch of B, which must be
+ * a multiple of count; a smaller last batch gives every part the same, smaller share. Only those
+ * rows are read and transformed. kiln_fit with .dist does this itself. */
+kiln_data *kiln_data_shard(kiln_data *in, int index, int count);
 
 /* ---- information ---- */
 kiln_shape kiln_data_example_shape(const kiln_data *d);      /* e.g. [32, 32, 3] */

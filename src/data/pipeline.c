@@ -1,11 +1,12 @@
 /* Input pipeline nodes: construction of the chain, properties, freeing. Iteration lives in
  * pipeline_iter.c, sources in pipeline_open.c, cifar.c and images.c. */
+#include <stdio.h>
 #include <string.h>
 #include "core/core.h"
 #include "data/pipeline_internal.h"
 
 static const char *node_name[KILN_DN_COUNT] = {
-    "source", "map", "shuffle", "batch", "repeat", "take", "skip", "cache", "normalize", "augment", "prefetch",
+    "source", "map", "shuffle", "batch", "repeat", "take", "skip", "cache", "normalize", "augment", "prefetch", "shard",
 };
 
 kiln_source *kiln_source_new(void) {
@@ -35,7 +36,7 @@ static void cache_free(kiln_data_cache_store *c) {
 
 void kiln_data_free(kiln_data *d) {
     while (d) {
-        kiln_data *in = d->input;
+        kiln_data *in = d->borrows_input ? NULL : d->input;
         if (d->kind == KILN_DN_SOURCE) kiln_source_free(d->src);
         kiln_free(d->mean);
         kiln_free(d->std);
@@ -238,6 +239,36 @@ kiln_data *kiln_data_prefetch(kiln_data *in, int buffers, int workers) {
     d->prefetch_workers = workers;
     return d;
 }
+
+static kiln_data *shard_node(kiln_data *in, int index, int count, bool borrow) {
+    if (!in) return NULL;
+    const char *bad = !in->batched ? "needs a batched pipeline (put it after kiln_data_batch): each batch is split"
+                    : count < 1 || index < 0 || index >= count ? "index must be in 0..count-1"
+                    : in->batch % count ? "the batch size must be a multiple of the number of parts" : NULL;
+    if (bad) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s (batch %lld, part %d of %d)", bad, (long long)in->batch, index, count);
+        if (borrow) { kiln_set_error(KILN_INVALID_ARGUMENT, "data shard: %s", msg); return NULL; }
+        return fail(in, KILN_INVALID_ARGUMENT, msg, KILN_DN_SHARD);
+    }
+    kiln_data *d = borrow ? NULL : node_on(in, KILN_DN_SHARD);
+    if (borrow) {    /* node_on would free the caller's pipeline on failure */
+        kiln_data *tmp = kiln_calloc(1, sizeof *tmp);
+        if (!tmp) { kiln_set_error(KILN_OUT_OF_MEMORY, "data: out of host memory"); return NULL; }
+        *tmp = (kiln_data){ .kind = KILN_DN_SHARD, .input = in, .src = in->src, .batched = true, .card = in->card,
+                            .n_elem_ops = in->n_elem_ops, .has_cache = in->has_cache, .prefetch_buffers = in->prefetch_buffers,
+                            .prefetch_workers = in->prefetch_workers, .borrows_input = true };
+        d = tmp;
+    }
+    if (!d) return NULL;
+    d->batch = in->batch / count;
+    d->shard_index = index;
+    d->shard_count = count;
+    return d;
+}
+
+kiln_data *kiln_data_shard(kiln_data *in, int index, int count) { return shard_node(in, index, count, false); }
+kiln_data *kiln_data_shard_borrowed(kiln_data *in, int index, int count) { return shard_node(in, index, count, true); }
 
 kiln_shape kiln_data_example_shape(const kiln_data *d) {
     kiln_shape s = { 0, { 0 } };

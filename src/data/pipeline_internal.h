@@ -55,7 +55,7 @@ void kiln_aug_apply(const kiln_augment_opts *o, float *x, int h, int w, int c, u
 /* ---- nodes ---- */
 typedef enum kiln_node_kind {
     KILN_DN_SOURCE, KILN_DN_MAP, KILN_DN_SHUFFLE, KILN_DN_BATCH, KILN_DN_REPEAT, KILN_DN_TAKE, KILN_DN_SKIP,
-    KILN_DN_CACHE, KILN_DN_NORMALIZE, KILN_DN_AUGMENT, KILN_DN_PREFETCH, KILN_DN_COUNT
+    KILN_DN_CACHE, KILN_DN_NORMALIZE, KILN_DN_AUGMENT, KILN_DN_PREFETCH, KILN_DN_SHARD, KILN_DN_COUNT
 } kiln_node_kind;
 
 typedef struct kiln_data_cache_store {
@@ -86,6 +86,10 @@ struct kiln_data {
     int channels;
     kiln_augment_opts aug;
     kiln_data_cache_store *cache;
+    int shard_index, shard_count;   /* shard: this part of each batch, of shard_count */
+    bool borrows_input;      /* shard made by kiln_fit for data parallelism: input is the caller's */
 };
+/* kiln_data_shard over a borrowed pipeline (not freed with the shard, nor on failure). */
+kiln_data *kiln_data_shard_borrowed(kiln_data *in, int index, int count);
 
 #endif

@@ -27,7 +27,7 @@ struct iiter {
 
 static bool is_index_kind(kiln_node_kind k) {
     return k == KILN_DN_SOURCE || k == KILN_DN_SHUFFLE || k == KILN_DN_REPEAT || k == KILN_DN_TAKE ||
-           k == KILN_DN_SKIP || k == KILN_DN_BATCH;
+           k == KILN_DN_SKIP || k == KILN_DN_BATCH || k == KILN_DN_SHARD;
 }
 
 static const kiln_data *index_node(const kiln_data *d) {
@@ -59,6 +59,11 @@ static iiter *iiter_build(const kiln_data *d) {
         if (cap < 1) cap = 1;
         it->cap = cap;
         it->buf = kiln_malloc(sizeof(elem_id) * (size_t)cap);
+        if (!it->buf) { iiter_free(it); return NULL; }
+    }
+    if (d->kind == KILN_DN_SHARD) {    /* room for a whole batch of the input */
+        it->cap = d->input->batch;
+        it->buf = kiln_malloc(sizeof(elem_id) * (size_t)it->cap);
         if (!it->buf) { iiter_free(it); return NULL; }
     }
     return it;
@@ -140,6 +145,16 @@ static int64_t iiter_next(iiter *it, elem_id *dst, int64_t cap) {
         }
         if (count < d->n && d->drop_remainder) return 0;
         return count;
+    }
+    case KILN_DN_SHARD: {
+        /* a full batch: this part's rows; a smaller last batch: an equal share, smaller than a
+         * full part on every rank, so every rank keeps or skips it alike */
+        int64_t count = iiter_next(it->child, it->buf, it->cap);
+        if (count <= 0) return 0;
+        int64_t per = count == it->cap ? d->batch : count / d->shard_count;
+        if (per > cap) per = cap;
+        memcpy(dst, it->buf + (int64_t)d->shard_index * per, sizeof(elem_id) * (size_t)per);
+        return per > 0 ? per : iiter_next(it, dst, cap);
     }
     default:
         return 0;

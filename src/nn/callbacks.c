@@ -100,7 +100,10 @@ kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_stat
         if (c->kind == KILN_CB_CSV_LOGGER) {
             bool append = o->initial_epoch > 0;
             st[i].csv = fopen(c->path, append ? "r+" : "w");
-            if (!st[i].csv && append && errno == ENOENT) st[i].csv = fopen(c->path, "w");
+            if (!st[i].csv && append && errno == ENOENT) {   /* a new file: nothing to keep (and "w" cannot be read) */
+                st[i].csv = fopen(c->path, "w");
+                append = false;
+            }
             if (!st[i].csv) return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot open '%s' for writing: %s", c->path, strerror(errno));
             if (append && (s = truncate_after(st[i].csv, c->path, o->initial_epoch))) return s;
             errno = 0;

@@ -137,13 +137,18 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
     if (o->steps_per_epoch < 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: steps_per_epoch %d is negative", o->steps_per_epoch);
     if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
     kiln_status st;
+    nn_dist_fit df;           /* o->dist / o->devices: this rank's or replica's part of each global batch (fit_dist.c) */
+    nn_cb_state *cbs = NULL;
+    kiln_data_iter *it = NULL;
+    if ((st = nn_dist_begin(&df, m, &train, &batch, &o))) goto done;
     m->float_labels = kiln_data_label_dtype(train) == KILN_F32;
-    if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit")) || (st = nn_ensure_train(m, batch))) return st;
+    if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit")) || (st = nn_ensure_train(m, batch)) ||
+        (st = nn_dist_session(&df, m)))
+        goto done;
     m->last_fit_batch = batch;
     kiln_session_set_check_numerics(m->s, o->debug_numerics);
-    nn_cb_state *cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
-    kiln_data_iter *it = NULL;
-    if (o->n_callbacks > 0 && !cbs) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
+    cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
+    if (o->n_callbacks > 0 && !cbs) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory"); goto done; }
     if ((st = nn_callbacks_begin(m, o, cbs))) goto done;
     m->stop = false;
     nn_forward *f = &m->train;
@@ -170,7 +175,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
                 if (x && (st = kiln_data_iter_next(it, &nx, &ny))) goto done;
             } else if ((st = kiln_data_iter_next(it, &x, &y))) goto done;
             if (!x) break;
-            if (x->shape.dim[0] != batch) continue;       /* a kept remainder: skipped, like kiln_fit */
+            if (x->shape.dim[0] != batch * df.split) continue;   /* a kept remainder: skipped, like kiln_fit */
             double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)steps, (double)epochs);
             if ((st = nn_set_lr(m, lr))) goto done;
             kiln_feed feeds[2] = { { f->x, x }, { f->y, y } };
@@ -190,12 +195,17 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             }
             kiln_feed next[2] = { { f->x, nx }, { f->y, ny } };
             int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;
-            double l, c = 0, k = 0;
-            if (f->accumulate > 1)          /* N micro-batches, one update (fit_accumulate.c) */
+            double l = 0, c = 0, k = 0;
+            if (df.split > 1)               /* mirrored replicas on several GPUs (fit_dist.c) */
+                st = nn_mirror_step(&df, m, x, y, &l, &c, &k);
+            else if (f->accumulate > 1)     /* N micro-batches, one update (fit_accumulate.c) */
                 st = nn_accum_run(m, f, feeds, n_feeds, y, next, n_next, &l, &c, &k);
-            else if (!(st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next)))
+            else if (!(st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) {
                 l = kiln_tensor_get(f->loss_t, 0);
+                nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
+            }
             if (st == KILN_NUMERIC_ERROR && o->debug_numerics) st = nn_numerics_step(m, epoch, s + 1);   /* numerics.c */
+            if (!st && df.split <= 1) st = nn_dist_step(&df, &l, &c, &k);   /* over every rank's rows (MPI) */
             if (st) { if (prog.verbose) fputc('\n', stdout); goto done; }
             if (!isfinite(l) && f->loss_scale) continue;     /* mixed_float16: the step was skipped (counted in the graph) */
             if (!isfinite(l)) {
@@ -203,13 +213,12 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
                 st = nn_numerics_loss(m, epoch, s + 1, lr, l);
                 goto done;
             }
-            if (f->accumulate <= 1) nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
             s++;
             sum_loss += l; sum_hit += c; sum_top += k;
             logs.batch = s;
             logs.loss = sum_loss / (double)s;
-            logs.accuracy = sum_hit / (double)(s * batch);
-            logs.top_k = sum_top / (double)(s * batch);
+            logs.accuracy = sum_hit / (double)(s * batch * df.world);
+            logs.top_k = sum_top / (double)(s * batch * df.world);
             logs.lr = lr;
             logs.seconds = kiln_now() - t0;
             nn_progress_batch(&prog, s, &logs);
@@ -222,7 +231,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         if (s == 0) { st = kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: epoch %d had no full batch of %d examples", epoch, batch); goto done; }
         if (m->stop || s != steps) { logs.steps = s; prog.steps = s; }
         if (!m->stop) steps = s;                /* the estimate, corrected */
-        logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch) / logs.seconds : 0;
+        logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch * df.world) / logs.seconds : 0;
         nn_precision_logs(m, f, &logs);
         if (val) {
             kiln_eval_result r;
@@ -238,10 +247,11 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         if ((st = nn_callbacks_epoch_end(m, o, cbs, &logs))) goto done;
     }
 done:
-    kiln_session_set_check_numerics(m->s, false);
+    if (m->s) kiln_session_set_check_numerics(m->s, false);
     kiln_data_iter_free(it);
-    nn_callbacks_end(o, cbs);
+    if (cbs) nn_callbacks_end(o, cbs);
     kiln_free(cbs);
+    nn_dist_end(&df, m);
     return st;
 }
 

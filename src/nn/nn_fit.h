@@ -46,6 +46,28 @@ kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled,
 kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train);
 kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *r);
 kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const kiln_fit_opts *o);
+/* fit_dist.c: data parallelism across processes (kiln_fit_opts.dist) in the training loop */
+typedef struct nn_dist_fit {
+    struct kiln_dist *d;      /* NULL: one process */
+    int rank, world;
+    kiln_data *shard;         /* this rank's part of the training pipeline */
+    kiln_fit_opts opts;       /* the options this rank runs with */
+    kiln_callback *cbs;
+    int split;                /* o->devices: replicas in this process (1: none); each gets batch rows */
+    int gpus[16];
+    struct kiln_replicas *rep;
+    kiln_tensor *rep_outs[32];  /* replicas 1..: their loss and output */
+    double lr_synced;
+} nn_dist_fit;
+/* One mirrored step (o->devices): replica k trains on rows [k * batch, (k + 1) * batch) of x, y;
+ * the mean loss and the summed metrics of every replica. */
+kiln_status nn_mirror_step(nn_dist_fit *df, kiln_model *m, const kiln_tensor *x, const kiln_tensor *y, double *loss,
+                           double *correct, double *topk);
+/* Shards *train (the global batch *batch becomes this rank's), points *o at this rank's options. */
+kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int *batch, const kiln_fit_opts **o);
+kiln_status nn_dist_session(nn_dist_fit *df, kiln_model *m);     /* after the training step exists */
+kiln_status nn_dist_step(nn_dist_fit *df, double *loss, double *correct, double *topk);
+void nn_dist_end(nn_dist_fit *df, kiln_model *m);
 /* fit_accumulate.c: gradient accumulation's checks (sets m->accumulate) and one step of
  * f->accumulate micro-batches over a whole batch's feeds ([B, ...] each; y: its labels, for the
  * metrics; next: the next batch's feeds or n_next 0). *loss: the batch's mean loss. */

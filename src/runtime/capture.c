@@ -8,7 +8,7 @@ kiln_status rt_run_captured(kiln_session *s, run_plan *rp, bool *done) {
     *done = false;
     if (p->device_space < 1) return KILN_OK;
     const kiln_backend *be = s->be[p->device_space];
-    if (!be->capture_begin || s->opts.no_cuda_graphs || s->prof || s->check_numerics || p->host_steps_between || rp->capture_failed ||
+    if (!be->capture_begin || s->opts.no_cuda_graphs || s->prof || s->check_numerics || s->reduce || p->host_steps_between || rp->capture_failed ||
         (p->has_dropout && !be->set_step))
         return KILN_OK;
     if (rp->graph_exec && rp->graph_arena_gen != s->arena_gen) {   /* buffers moved: capture again */

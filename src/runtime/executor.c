@@ -156,7 +156,7 @@ static kiln_status alloc_outs(kiln_node *const *fetches, kiln_tensor **outs, int
 }
 
 /* Fetched values into outs. */
-static kiln_status read_fetches(kiln_session *s, kiln_plan *p, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches) {
+kiln_status rt_read_fetches(kiln_session *s, kiln_plan *p, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches) {
     kiln_status st = KILN_OK;
     for (int i = 0; i < n_fetches && st == KILN_OK; i++) {
         kiln_node *f = fetches[i];
@@ -196,7 +196,8 @@ kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int 
     bind(s, p, feeds, n_feeds);
     bool done;
     st = rt_run_captured(s, rp, &done);
-    if (st == KILN_OK && !done) st = rt_run_steps(s, p, 0, p->n_steps);
+    if (st == KILN_OK && !done) st = s->reduce ? rt_run_reduced(s, p) : rt_run_steps(s, p, 0, p->n_steps);
+    if (st == KILN_OK && rt_reduce_pending(s)) return KILN_OK;   /* a replica: kiln_session_run_rest finishes it */
     bool ahead = false;
     if (st == KILN_OK && n_next > 0 && p->n_feed_copies > 0) st = rt_copy_ahead(s, p, next_feeds, n_next, &ahead);
     for (int sp = 1; sp < s->n_spaces && st == KILN_OK; sp++)   /* device-side errors surface here */
@@ -205,7 +206,7 @@ kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int 
         kiln_status ws = rt_copy_ahead_wait(s);
         if (st == KILN_OK) st = ws;
     }
-    if (st == KILN_OK) st = read_fetches(s, p, fetches, outs, n_fetches);
+    if (st == KILN_OK) st = rt_read_fetches(s, p, fetches, outs, n_fetches);
     if (st == KILN_OK) s->step++;
     return st;
 }

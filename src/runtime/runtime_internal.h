@@ -59,6 +59,7 @@ struct kiln_session {
     bool check_numerics;        /* kiln_session_set_check_numerics: every kernel's output checked (numerics.c) */
     double *prof;               /* KILN_PROFILE=1: seconds per op (indexed by kiln_op), printed at free */
     int64_t *prof_n;
+    struct rt_reduce *reduce;   /* data parallelism: the gradient all-reduce (grad_reduce.c), or NULL */
 };
 
 static inline size_t node_bytes(const kiln_node *n) { return (size_t)kiln_shape_numel(n->shape) * kiln_dtype_size(n->dtype); }
@@ -74,6 +75,11 @@ kiln_status rt_activate(kiln_session *s, int space);
 kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
                         int n_fetches, kiln_node *const *targets, int n_targets, run_plan **out);
 void rt_plans_free(kiln_session *s);
+/* grad_reduce.c: a run with the gradient all-reduce between the backward pass and the updates */
+kiln_status rt_run_reduced(kiln_session *s, kiln_plan *p);
+bool rt_reduce_pending(const kiln_session *s);   /* a replica's run waits for its all-reduce */
+void rt_reduce_cancel(kiln_session *s);          /* ... and will not be finished (an error) */
+void rt_reduce_free(kiln_session *s);
 /* The plan for this fetch set, built afresh (placement, the plan; nothing bound, cached or
  * allocated on a device): plan_query.c's reports. feeds: only their nodes are read. */
 kiln_status rt_build_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
@@ -85,6 +91,7 @@ void rt_oom_advice(const kiln_plan *p, int sp, size_t avail, size_t vars, char *
 kiln_status rt_check_numerics(kiln_session *s, const kiln_plan_step *stp);
 /* executor.c */
 kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to);
+kiln_status rt_read_fetches(kiln_session *s, kiln_plan *p, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches);
 /* capture.c: runs the plan as a replayed CUDA graph when it can; *done says whether it ran. */
 kiln_status rt_run_captured(kiln_session *s, run_plan *rp, bool *done);
 /* copy_ahead.c */

@@ -187,6 +187,7 @@ void kiln_session_free(kiln_session *s) {
         if (s->const_dev[i]) s->be[s->place[i]]->free(s->be[s->place[i]], s->const_dev[i]);
     }
     rt_plans_free(s);
+    rt_reduce_free(s);
     for (int sp = 0; sp < s->n_spaces && s->arena && s->data; sp++) {
         if (s->arena[sp]) s->be[sp]->free(s->be[sp], s->arena[sp]);
         kiln_free(s->data[sp]);

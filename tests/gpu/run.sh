@@ -12,6 +12,8 @@
 #    fashion_cnn 2 epochs with --precision mixed_bfloat16 on the GPU: within 0.5 points of f32's
 # 5. runs `kiln bench` (f32, and --precision mixed_bfloat16) and the PyTorch peer (eager +
 #    torch.compile), prints a short table
+# 6. data parallelism: NCCL with one rank (test_mirrored --one), 2 replicas == 1 GPU when there
+#    are two GPUs (test_mirrored), 2 MPI ranks on the GPU == 1 process when mpirun exists
 # Everything under a global deadline (default 470 s; KILN_GPU_DEADLINE=seconds); each step gets a
 # timeout from what is left. Output goes to $OUT/gpu_results.txt when $OUT is set (else
 # build-gpu/gpu_results.txt). Exit status: 0 when every check that ran passed.
@@ -243,10 +245,42 @@ else
   status torch_peer "skipped (no python3 or no time left)"
 fi
 
+# ---- 6. data parallelism (issue 11): NCCL with one rank; 2 replicas == 1 device ----
+MIRR=$BUILD/tests/cudasim/test_mirrored
+if [ -x "$MIRR" ] && [ "$(left)" -gt 20 ]; then
+  NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 1)
+  say "-- NCCL, one rank (test_mirrored --one: libnccl from the wheels, 1-rank all-reduce, devices gpu:0)"
+  timeout "$(tmo 60)" "$MIRR" --one > "$LOGDIR/gpu_nccl_one.log" 2>&1
+  rc=$?
+  tail -3 "$LOGDIR/gpu_nccl_one.log" | tee -a "$RESULTS"
+  if [ $rc -eq 0 ]; then status nccl_1gpu "ok"; else status nccl_1gpu "FAIL (rc $rc)"; fi
+  if [ "$NGPU" -ge 2 ]; then
+    say "-- 2 replicas (MirroredStrategy, NCCL) == 1 GPU (test_mirrored)"
+    timeout "$(tmo 90)" "$MIRR" > "$LOGDIR/gpu_mirrored.log" 2>&1
+    rc=$?
+    grep -E "x 32 vs|resumed|test_mirrored" "$LOGDIR/gpu_mirrored.log" | tee -a "$RESULTS"
+    if [ $rc -eq 0 ]; then status mirrored_2 "ok"; else status mirrored_2 "FAIL (rc $rc)"; fi
+  else
+    status mirrored_2 "skipped (one GPU: NCCL takes one GPU per replica)"
+  fi
+  # two MPI ranks sharing the one GPU (gradients through host memory) == one process
+  MPIRUN=$(command -v mpirun || true)
+  if [ -n "$MPIRUN" ] && [ -x "$BUILD/test_dist_mpi" ]; then
+    say "-- 2 MPI ranks on the GPU == 1 process (test_dist_mpi)"
+    ROOTFLAG=""; [ "$(id -u)" = 0 ] && ROOTFLAG=--allow-run-as-root
+    timeout "$(tmo 90)" "$MPIRUN" -np 2 --oversubscribe $ROOTFLAG "$BUILD/test_dist_mpi" > "$LOGDIR/gpu_mpi.log" 2>&1
+    rc=$?
+    grep -E "x 32 vs|test_dist_mpi" "$LOGDIR/gpu_mpi.log" | tee -a "$RESULTS"
+    if [ $rc -eq 0 ]; then status mpi_2ranks "ok"; else status mpi_2ranks "FAIL (rc $rc)"; fi
+  else
+    status mpi_2ranks "skipped (no mpirun or no MPI build)"
+  fi
+fi
+
 # ---- table ----
 say ""
 say "== summary ($(( $(date +%s) - START )) s) =="
-for k in build test_ops test_ops_own test_large accuracy test_ops_half accuracy_bf16 kiln_bench kiln_bench_bf16 torch_peer kiln_vs_torch; do
+for k in build test_ops test_ops_own test_large accuracy test_ops_half accuracy_bf16 kiln_bench kiln_bench_bf16 torch_peer kiln_vs_torch nccl_1gpu mirrored_2 mpi_2ranks; do
   printf "%-16s %s\n" "$k" "${ROW[$k]:-not run}" | tee -a "$RESULTS"
 done
 say "results: $RESULTS"

@@ -389,9 +389,13 @@ static void backend_init(kiln_backend *b, int index) {
 
 static const kiln_backend *backend(int index) { return index >= 0 && index < cu.count ? &backends[index] : NULL; }
 
+kiln_status cu_comm_new(const int *gpus, int n, void **out);              /* cuda_nccl.cu */
+void cu_comm_free(void *comm);
+kiln_status cu_allreduce_mean(void *comm, float *const *bufs, const size_t *counts, int n_buckets);
+
 static const kiln_cuda_module cuda_module = {
     KILN_CUDA_MODULE_ABI, device_count, backend, device_info, memory_stats, reset_peak, set_memory_options,
-    host_alloc, host_free,
+    host_alloc, host_free, cu_comm_new, cu_comm_free, cu_allreduce_mean,
 };
 
 static long env_long(const char *name, long dflt) {

@@ -9,7 +9,8 @@
 
 /* 4: one backend object per GPU (backend(index)); the session hooks moved into kiln_backend.
  * 5: the host's log function (the module's warnings go through kiln_set_log_callback). */
-#define KILN_CUDA_MODULE_ABI 5
+/* 6: NCCL collectives (comm_new, comm_free, allreduce_mean). */
+#define KILN_CUDA_MODULE_ABI 6
 #define KILN_CUDA_MODULE_SYMBOL "kiln_cuda_module_init"
 
 /* Services libkiln gives the module. */
@@ -38,6 +39,13 @@ typedef struct kiln_cuda_module {
     /* Page-locked host memory for feeds/fetches and the input pipeline. */
     void *(*host_alloc)(size_t bytes);
     void (*host_free)(void *p);
+    /* NCCL among GPUs of this process (cuda_nccl.cu): a communicator over gpus[0..n) (KILN_UNSUPPORTED
+     * saying what to install when NCCL cannot be loaded); allreduce_mean replaces, for each bucket
+     * b, the buffers bufs[b * n + k] (counts[b] floats on gpus[k]) by their mean over the GPUs, in
+     * one group, enqueued on each GPU's stream after its work so far. */
+    kiln_status (*comm_new)(const int *gpus, int n, void **comm);
+    void (*comm_free)(void *comm);
+    kiln_status (*allreduce_mean)(void *comm, float *const *bufs, const size_t *counts, int n_buckets);
 } kiln_cuda_module;
 
 /* Exported by the module. On failure returns NULL and writes a one-line reason into why

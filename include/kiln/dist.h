@@ -1,0 +1,72 @@
+/* Data-parallel training across processes and machines (MPI), Horovod / MultiWorkerMirrored style.
+ *
+ *   mpirun -np 4 ./train          # or: mpirun -np 4 kiln train ...
+ *
+ *   kiln_dist *d = NULL;
+ *   if (kiln_dist_init(&argc, &argv, &d) != KILN_OK) { ... kiln_last_error() ... }
+ *   ... build and compile the model on every rank, same seed ...
+ *   st = kiln_fit_data(m, train, &(kiln_fit_opts){ .epochs = 5, .dist = d, ... });
+ *   if (st != KILN_OK) kiln_dist_abort(d, 1, kiln_last_error());   // never leave the others waiting
+ *   kiln_dist_free(d);
+ *
+ * With .dist, kiln_fit / kiln_fit_data treat the pipeline's batch size B as the GLOBAL batch:
+ * each of the N ranks trains on its own B / N rows of every batch (a disjoint 1/N of each epoch's
+ * shuffled order, nothing else is read or decoded), the gradients are all-reduced (averaged,
+ * MPI_Allreduce in buckets of a few MB) before the optimizer update, so every rank applies the
+ * same update to the same weights; rank 0's weights and optimizer state are broadcast when
+ * training starts (a checkpoint loaded on any number of ranks resumes the same run). Loss and
+ * metrics are reduced for the logs; only rank 0 shows progress and runs the callbacks that write
+ * files (checkpoints, CSV, TensorBoard). N ranks with global batch B give the losses and weights
+ * of one process with batch B, up to float rounding (batch norm excepted: its statistics are
+ * per rank, as TensorFlow's). */
+#ifndef KILN_DIST_H
+#define KILN_DIST_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "kiln/status.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_dist kiln_dist;
+
+/* True when this build has MPI (CMake found it); without it only one process trains. */
+bool kiln_dist_built_with_mpi(void);
+/* The world size the launcher (mpirun / srun: OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE ...) gave
+ * this process, 1 when started alone. Needs no MPI. */
+int kiln_dist_launched_size(void);
+/* Joins the job: MPI_Init (argc/argv may be NULL) when the process was started by a launcher
+ * with more than one process, else a one-process context (no MPI call). *out: free with
+ * kiln_dist_free. KILN_UNSUPPORTED, saying what to install, when launched as several processes
+ * by a build without MPI. */
+kiln_status kiln_dist_init(int *argc, char ***argv, kiln_dist **out);
+/* MPI_Finalize when kiln_dist_init started MPI. NULL: no-op. */
+void kiln_dist_free(kiln_dist *d);
+int kiln_dist_rank(const kiln_dist *d);   /* 0 for NULL */
+int kiln_dist_size(const kiln_dist *d);   /* 1 for NULL */
+/* This rank's host name (for messages). */
+const char *kiln_dist_host(const kiln_dist *d);
+
+/* Ends the whole job at once: prints "kiln: rank R of N (host H) failed: msg" on stderr and calls
+ * MPI_Abort, so no rank waits forever on one that failed. With one process: prints msg and
+ * returns (the caller exits as usual). */
+void kiln_dist_abort(const kiln_dist *d, int code, const char *msg);
+
+/* Collectives, in place, over every rank (no-ops with one process). */
+kiln_status kiln_dist_allreduce_sum_f32(kiln_dist *d, float *x, int64_t n);
+kiln_status kiln_dist_allreduce_sum_f64(kiln_dist *d, double *x, int64_t n);
+kiln_status kiln_dist_broadcast(kiln_dist *d, void *buf, size_t bytes, int root);
+kiln_status kiln_dist_barrier(kiln_dist *d);
+
+/* Gradient buckets: at most this many bytes per all-reduce call (default 4 MiB; 0: default). */
+void kiln_dist_set_bucket_bytes(kiln_dist *d, size_t bytes);
+size_t kiln_dist_bucket_bytes(const kiln_dist *d);
+/* What the gradient all-reduces cost so far on this rank: calls, bytes, wall seconds. */
+typedef struct kiln_dist_stats { int64_t calls, steps; double bytes, seconds; } kiln_dist_stats;
+kiln_dist_stats kiln_dist_get_stats(const kiln_dist *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,130 @@
+/* NCCL collectives among the GPUs of this process (MirroredStrategy, src/runtime/replicas.c):
+ * one communicator per GPU from ncclCommInitAll, every call grouped (ncclGroupStart/End) because
+ * one host thread drives all the GPUs, each GPU's part enqueued on its own stream after the work
+ * already there. libnccl is opened with dlopen on first use (libnccl.so.2), so the module runs
+ * where NCCL is not installed; the CUDA simulator links its NCCL shim instead (tests/cudasim). */
+#include <dlfcn.h>
+#include "backend/cuda/cuda_internal.cuh"
+#if __has_include(<nccl.h>)
+#include <nccl.h>
+#else
+#define KILN_NO_NCCL_H      /* a toolkit without NCCL's header: the collectives say so */
+#endif
+
+#ifdef KILN_NO_NCCL_H
+kiln_status cu_comm_new(const int *gpus, int n, void **out) {
+    (void)gpus; (void)n; *out = NULL;
+    return cu_fail(KILN_UNSUPPORTED, "this libkiln_cuda was built without nccl.h: install NCCL (libnccl-dev) and rebuild");
+}
+void cu_comm_free(void *p) { (void)p; }
+kiln_status cu_allreduce_mean(void *p, float *const *bufs, const size_t *counts, int n_buckets) {
+    (void)p; (void)bufs; (void)counts; (void)n_buckets;
+    return cu_fail(KILN_UNSUPPORTED, "this libkiln_cuda was built without nccl.h");
+}
+#else
+
+typedef struct nccl_api {
+    bool tried, ok;
+    char why[256];
+    ncclResult_t (*comm_init_all)(ncclComm_t *, int, const int *);
+    ncclResult_t (*comm_destroy)(ncclComm_t);
+    ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*group_start)(void);
+    ncclResult_t (*group_end)(void);
+    const char *(*error_string)(ncclResult_t);
+} nccl_api;
+static nccl_api nccl;
+
+static bool nccl_load(void) {
+    if (nccl.tried) return nccl.ok;
+    nccl.tried = true;
+#ifdef CUSIM_NCCL_SHIM      /* the simulator: its shim is linked in */
+    nccl.comm_init_all = ncclCommInitAll;
+    nccl.comm_destroy = ncclCommDestroy;
+    nccl.all_reduce = ncclAllReduce;
+    nccl.group_start = ncclGroupStart;
+    nccl.group_end = ncclGroupEnd;
+    nccl.error_string = ncclGetErrorString;
+#else
+    void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libnccl.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(nccl.why, sizeof nccl.why, "NCCL is not installed (libnccl.so.2: %s): install it (Debian: libnccl2, or the "
+                 "nvidia-nccl-cu13 wheel's lib directory on LD_LIBRARY_PATH)", dlerror());
+        return false;
+    }
+#define SYM(field, name) *(void **)&nccl.field = dlsym(h, name)
+    SYM(comm_init_all, "ncclCommInitAll");
+    SYM(comm_destroy, "ncclCommDestroy");
+    SYM(all_reduce, "ncclAllReduce");
+    SYM(group_start, "ncclGroupStart");
+    SYM(group_end, "ncclGroupEnd");
+    SYM(error_string, "ncclGetErrorString");
+#undef SYM
+    if (!nccl.comm_init_all || !nccl.comm_destroy || !nccl.all_reduce || !nccl.group_start || !nccl.group_end || !nccl.error_string) {
+        snprintf(nccl.why, sizeof nccl.why, "libnccl.so.2 lacks a function Kiln uses (NCCL 2.10 or newer is needed)");
+        return false;
+    }
+#endif
+    nccl.ok = true;
+    return true;
+}
+
+static kiln_status nccl_check(ncclResult_t r, const char *what) {
+    if (r == ncclSuccess) return KILN_OK;
+    return cu_fail(KILN_DEVICE_ERROR, "%s: %s", what, nccl.error_string ? nccl.error_string(r) : "NCCL error");
+}
+
+typedef struct cu_comm {
+    int n;
+    int gpu[CU_MAX_DEVICES];
+    ncclComm_t comm[CU_MAX_DEVICES];
+} cu_comm;
+
+kiln_status cu_comm_new(const int *gpus, int n, void **out) {
+    *out = NULL;
+    if (n < 1 || n > cu.count) return cu_fail(KILN_INVALID_ARGUMENT, "NCCL: %d GPUs asked for, %d visible", n, cu.count);
+    for (int k = 0; k < n; k++) {
+        if (gpus[k] < 0 || gpus[k] >= cu.count) return cu_fail(KILN_INVALID_ARGUMENT, "NCCL: no GPU %d (%d visible)", gpus[k], cu.count);
+        for (int j = 0; j < k; j++)
+            if (gpus[j] == gpus[k]) return cu_fail(KILN_INVALID_ARGUMENT, "NCCL: GPU %d listed twice", gpus[k]);
+    }
+    if (!nccl_load()) return cu_fail(KILN_UNSUPPORTED, "%s", nccl.why);
+    for (int k = 0; k < n; k++) {        /* each GPU's stream exists before NCCL enqueues on it */
+        kiln_status st = cu_use(gpus[k]);
+        if (st == KILN_OK && !cu_dev()) st = KILN_DEVICE_ERROR;
+        if (st != KILN_OK) return st;
+    }
+    cu_comm *c = (cu_comm *)calloc(1, sizeof *c);
+    if (!c) return cu_fail(KILN_OUT_OF_MEMORY, "NCCL: out of host memory");
+    c->n = n;
+    memcpy(c->gpu, gpus, sizeof(int) * (size_t)n);
+    kiln_status st = nccl_check(nccl.comm_init_all(c->comm, n, gpus), "ncclCommInitAll");
+    if (st != KILN_OK) { free(c); return st; }
+    *out = c;
+    return KILN_OK;
+}
+
+void cu_comm_free(void *p) {
+    cu_comm *c = (cu_comm *)p;
+    if (!c) return;
+    for (int k = 0; k < c->n; k++) nccl.comm_destroy(c->comm[k]);
+    free(c);
+}
+
+kiln_status cu_allreduce_mean(void *p, float *const *bufs, const size_t *counts, int n_buckets) {
+    cu_comm *c = (cu_comm *)p;
+    if (!c) return cu_fail(KILN_INVALID_ARGUMENT, "NCCL all-reduce: no communicator");
+    int prev = cu_cur;
+    kiln_status st = nccl_check(nccl.group_start(), "ncclGroupStart");
+    for (int b = 0; b < n_buckets && st == KILN_OK; b++)
+        for (int k = 0; k < c->n && st == KILN_OK; k++) {
+            if ((st = cu_use(c->gpu[k])) != KILN_OK) break;
+            float *x = bufs[(size_t)b * c->n + k];
+            st = nccl_check(nccl.all_reduce(x, x, counts[b], ncclFloat32, ncclAvg, c->comm[k], cu.dev[c->gpu[k]].stream), "ncclAllReduce");
+        }
+    kiln_status se = nccl_check(nccl.group_end(), "ncclGroupEnd");   /* always closes the group */
+    cu_use(prev);
+    return st != KILN_OK ? st : se;
+}
+#endif

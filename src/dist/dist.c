@@ -1,0 +1,104 @@
+/* The data-parallel context: what every build has (MPI or not). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "dist/dist_internal.h"
+
+#define DEFAULT_BUCKET ((size_t)4 << 20)
+
+bool kiln_dist_built_with_mpi(void) { return dist_tp_built(); }
+
+int kiln_dist_launched_size(void) {
+    /* Open MPI, MPICH / Intel MPI (Hydra's PMI), MVAPICH */
+    static const char *vars[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE" };
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            long n = strtol(v, NULL, 10);
+            if (n >= 1 && n < (1 << 24)) return (int)n;
+        }
+    }
+    return 1;
+}
+
+kiln_status kiln_dist_init(int *argc, char ***argv, kiln_dist **out) {
+    if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_dist_init: NULL out");
+    *out = NULL;
+    int launched = kiln_dist_launched_size();
+    if (launched > 1 && !dist_tp_built())
+        return kiln_set_error(KILN_UNSUPPORTED, "started as %d processes (by mpirun or srun), but this kiln was built without MPI, so "
+                              "each would train alone: install Open MPI (Debian: apt-get install libopenmpi-dev openmpi-bin) and "
+                              "rebuild (cmake then reports \"MPI: found\"), or run one process", launched);
+    kiln_dist *d = kiln_calloc(1, sizeof *d);
+    if (!d) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_dist_init: out of host memory");
+    d->size = 1;
+    d->bucket_bytes = DEFAULT_BUCKET;
+    if (gethostname(d->host, sizeof d->host - 1) != 0) snprintf(d->host, sizeof d->host, "?");
+    if (launched > 1) {
+        kiln_status st = dist_tp_init(d, argc, argv);
+        if (st != KILN_OK) { kiln_free(d); return st; }
+    }
+    *out = d;
+    return KILN_OK;
+}
+
+void kiln_dist_free(kiln_dist *d) {
+    if (!d) return;
+    if (d->owns_mpi) dist_tp_finalize(d);
+    kiln_free(d);
+}
+
+int kiln_dist_rank(const kiln_dist *d) { return d ? d->rank : 0; }
+int kiln_dist_size(const kiln_dist *d) { return d ? d->size : 1; }
+const char *kiln_dist_host(const kiln_dist *d) { return d ? d->host : "localhost"; }
+
+void kiln_dist_abort(const kiln_dist *d, int code, const char *msg) {
+    if (!d || d->size <= 1) {
+        if (msg && *msg) fprintf(stderr, "kiln: %s\n", msg);
+        return;
+    }
+    fprintf(stderr, "kiln: rank %d of %d (host %s) failed: %s; ending the whole job\n", d->rank, d->size, d->host,
+            msg && *msg ? msg : "(no message)");
+    fflush(stderr);
+    fflush(stdout);
+    dist_tp_abort(d, code ? code : 1);
+}
+
+kiln_status kiln_dist_allreduce_sum_f32(kiln_dist *d, float *x, int64_t n) {
+    if (!d || d->size <= 1 || n <= 0) return KILN_OK;
+    return dist_tp_allreduce_sum(d, x, n, false);
+}
+
+kiln_status kiln_dist_allreduce_sum_f64(kiln_dist *d, double *x, int64_t n) {
+    if (!d || d->size <= 1 || n <= 0) return KILN_OK;
+    return dist_tp_allreduce_sum(d, x, n, true);
+}
+
+kiln_status kiln_dist_broadcast(kiln_dist *d, void *buf, size_t bytes, int root) {
+    if (!d || d->size <= 1 || bytes == 0) return KILN_OK;
+    if (root < 0 || root >= d->size) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_dist_broadcast: root %d is not a rank (0..%d)", root, d->size - 1);
+    return dist_tp_broadcast(d, buf, bytes, root);
+}
+
+kiln_status kiln_dist_barrier(kiln_dist *d) { return d && d->size > 1 ? dist_tp_barrier(d) : KILN_OK; }
+
+void kiln_dist_set_bucket_bytes(kiln_dist *d, size_t bytes) {
+    if (d) d->bucket_bytes = bytes ? bytes : DEFAULT_BUCKET;
+}
+size_t kiln_dist_bucket_bytes(const kiln_dist *d) { return d ? d->bucket_bytes : DEFAULT_BUCKET; }
+
+kiln_dist_stats kiln_dist_get_stats(const kiln_dist *d) { return d ? d->stats : (kiln_dist_stats){ 0 }; }
+
+kiln_status kiln_dist_grad_mean(void *dist, float *x, int64_t n) {
+    kiln_dist *d = dist;
+    if (!d || d->size <= 1 || n <= 0) return KILN_OK;
+    double t0 = kiln_now();
+    kiln_status st = dist_tp_allreduce_sum(d, x, n, false);
+    float inv = 1.0f / (float)d->size;
+    for (int64_t i = 0; st == KILN_OK && i < n; i++) x[i] *= inv;
+    d->stats.calls++;
+    d->stats.bytes += (double)n * sizeof(float);
+    d->stats.seconds += kiln_now() - t0;
+    return st;
+}

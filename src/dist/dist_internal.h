@@ -1,0 +1,30 @@
+/* The data-parallel context and its transport. dist.c holds what every build has (the context,
+ * stats, the launcher's world size); the transport is dist_mpi.c (MPI found at configure time)
+ * or dist_nompi.c (one process only). */
+#ifndef KILN_DIST_INTERNAL_H
+#define KILN_DIST_INTERNAL_H
+#include "kiln/dist.h"
+#include "core/core.h"
+
+struct kiln_dist {
+    int rank, size;
+    bool owns_mpi;           /* kiln_dist_init called MPI_Init: kiln_dist_free finalizes */
+    size_t bucket_bytes;
+    kiln_dist_stats stats;
+    char host[128];
+    void *tp;                /* the transport's state (dist_mpi.c: the job's communicator) */
+};
+
+/* transport (dist_mpi.c / dist_nompi.c) */
+bool dist_tp_built(void);
+kiln_status dist_tp_init(kiln_dist *d, int *argc, char ***argv);
+void dist_tp_finalize(kiln_dist *d);
+kiln_status dist_tp_allreduce_sum(kiln_dist *d, void *x, int64_t n, bool f64);
+kiln_status dist_tp_broadcast(kiln_dist *d, void *buf, size_t bytes, int root);
+kiln_status dist_tp_barrier(kiln_dist *d);
+void dist_tp_abort(const kiln_dist *d, int code);
+
+/* The all-reduce the session calls on each gradient bucket (src/runtime/grad_reduce.c): sums x
+ * over the ranks and divides by their number, so every rank holds the mean gradient. */
+kiln_status kiln_dist_grad_mean(void *dist, float *x, int64_t n);
+#endif

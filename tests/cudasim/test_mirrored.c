@@ -1,0 +1,196 @@
+/* MirroredStrategy on two simulated GPUs (ctest test_mirrored_cudasim: CUSIM_DEVICES=2, the NCCL
+ * shim): the module's NCCL all-reduce averages device buffers and refuses a host pointer;
+ * kiln_fit with .devices = "gpu:0,gpu:1" and batch 64 (32 per replica) gives the losses and
+ * weights of one GPU with batch 64, with SGD and with Adam, both replicas ending bit-identical;
+ * a checkpoint of the mirrored run resumes on one GPU and the reverse; bad device lists and a
+ * batch that does not split are refused with what to do. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "check.h"
+#include "backend/registry.h"
+#include "backend/cuda/cuda_module.h"
+
+static char dir[256];
+
+static void test_nccl(void) {
+    const kiln_cuda_module *mod = kiln_cuda();
+    CHECK(mod && mod->comm_new && mod->allreduce_mean);
+    if (!mod) return;
+    int gpus[2] = { 0, 1 };
+    void *comm = NULL;
+    CHECK_OK(mod->comm_new(gpus, 2, &comm));
+    const kiln_backend *b[2] = { kiln_cuda_backend(0), kiln_cuda_backend(1) };
+    float host[2][5], back[5];
+    float *dev[2];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 5; i++) host[k][i] = (float)(i + 1) * (k ? 3.0f : 1.0f);
+        dev[k] = b[k]->alloc(b[k], sizeof host[k]);
+        CHECK_OK(b[k]->copy(b[k], dev[k], host[k], sizeof host[k], KILN_COPY_H2D));
+    }
+    size_t count = 5;
+    CHECK_OK(mod->allreduce_mean(comm, dev, &count, 1));
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(b[k]->copy(b[k], back, dev[k], sizeof back, KILN_COPY_D2H));
+        CHECK_OK(b[k]->sync(b[k]));
+        for (int i = 0; i < 5; i++) CHECK_MSG(back[i] == 2.0f * (float)(i + 1), "GPU %d [%d] = %g", k, i, back[i]);
+    }
+    float *wrong[2] = { host[0], dev[1] };          /* a host pointer: NCCL refuses it */
+    CHECK(mod->allreduce_mean(comm, wrong, &count, 1) != KILN_OK);
+    CHECK(strstr(kiln_last_error(), "invalid argument") != NULL);
+    float *swapped[2] = { dev[1], dev[0] };         /* GPU 1's memory for GPU 0's rank */
+    CHECK(mod->allreduce_mean(comm, swapped, &count, 1) != KILN_OK);
+    int dup[2] = { 1, 1 };
+    void *c2 = NULL;
+    CHECK(mod->comm_new(dup, 2, &c2) == KILN_INVALID_ARGUMENT);
+    for (int k = 0; k < 2; k++) b[k]->free(b[k], dev[k]);
+    mod->comm_free(comm);
+}
+
+static kiln_model *tiny(kiln_optimizer opt) {
+    kiln_model *m = kiln_sequential("tiny", KILN_SHAPE(8));
+    kiln_model_set_seed(m, 7);
+    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 16, .activation = KILN_RELU });
+    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3 });
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = opt, .from_logits = true, .metrics = KILN_METRIC_ACCURACY }));
+    return m;
+}
+
+typedef struct losses { double v[64]; int n; } losses;
+static bool record(kiln_model *m, const kiln_logs *l, void *user) {
+    (void)m;
+    losses *r = user;
+    if (r->n < 64) r->v[r->n++] = l->loss;
+    return false;
+}
+
+/* Largest |a - b| over the variables of a's session and b's (sessions of one graph or two). */
+static double var_diff(kiln_model *a, kiln_session *sa, kiln_model *b, kiln_session *sb) {
+    kiln_graph *ga = kiln_model_graph(a), *gb = kiln_model_graph(b);
+    double worst = 0;
+    for (int i = 0; i < kiln_graph_node_count(ga); i++) {
+        kiln_node *va = kiln_graph_node(ga, i), *vb = NULL;
+        if (strcmp(kiln_node_op_name(va), "VariableV2") || kiln_node_dtype(va) != KILN_F32) continue;
+        for (int j = 0; j < kiln_graph_node_count(gb) && !vb; j++)
+            if (!strcmp(kiln_node_name(kiln_graph_node(gb, j)), kiln_node_name(va))) vb = kiln_graph_node(gb, j);
+        if (!vb) { CHECK_MSG(0, "variable %s missing", kiln_node_name(va)); continue; }
+        kiln_tensor *ta = kiln_tensor_new(KILN_F32, kiln_node_shape(va)), *tb = kiln_tensor_new(KILN_F32, kiln_node_shape(vb));
+        CHECK_OK(kiln_session_read_variable(sa, va, ta));
+        CHECK_OK(kiln_session_read_variable(sb, vb, tb));
+        for (int64_t k = 0; k < kiln_shape_numel(ta->shape); k++) {
+            double d = fabs((double)((float *)ta->data)[k] - (double)((float *)tb->data)[k]);
+            if (d > worst) worst = d;
+        }
+        kiln_tensor_free(ta);
+        kiln_tensor_free(tb);
+    }
+    return worst;
+}
+
+static void test_equivalence(kiln_dataset *train, kiln_optimizer opt, const char *name, double tol) {
+    losses l1 = { 0 }, l2 = { 0 };
+    kiln_callback c1 = kiln_callback_lambda(record, NULL, &l1), c2 = kiln_callback_lambda(record, NULL, &l2);
+    kiln_model *one = tiny(opt), *two = tiny(opt);
+    CHECK_OK(kiln_fit(one, train, &(kiln_fit_opts){ .epochs = 2, .batch_size = 64, .callbacks = &c1, .n_callbacks = 1 }));
+    CHECK_OK(kiln_fit(two, train, &(kiln_fit_opts){ .epochs = 2, .batch_size = 64, .callbacks = &c2, .n_callbacks = 1,
+                                                    .devices = "gpu:0,gpu:1" }));
+    CHECK_MSG(l1.n == 16 && l2.n == 16, "%s: %d and %d steps", name, l1.n, l2.n);
+    double worst_loss = 0;
+    for (int i = 0; i < l1.n && i < l2.n; i++)
+        if (fabs(l1.v[i] - l2.v[i]) > worst_loss) worst_loss = fabs(l1.v[i] - l2.v[i]);
+    double worst = var_diff(one, kiln_model_session(one), two, kiln_model_session(two));
+    printf("%s: 2 GPUs x 32 vs 1 GPU x 64 over 16 steps: max |loss diff| %.3g, max |variable diff| %.3g\n", name, worst_loss, worst);
+    CHECK_MSG(worst_loss <= 1e-5, "%s: losses differ by %g", name, worst_loss);
+    CHECK_MSG(worst <= tol, "%s: variables differ by %g", name, worst);
+    CHECK(l1.v[15] < l1.v[0]);
+    kiln_model_free(one);
+    kiln_model_free(two);
+}
+
+static void test_checkpoints(kiln_dataset *train) {
+    char ck2[400], ck1[400];
+    snprintf(ck2, sizeof ck2, "%s/two.safetensors", dir);
+    snprintf(ck1, sizeof ck1, "%s/one.safetensors", dir);
+    kiln_model *a = tiny(kiln_adam(0.01)), *b = tiny(kiln_adam(0.01));
+    CHECK_OK(kiln_fit(a, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "all" }));
+    CHECK_OK(kiln_model_save(a, ck2, true));
+    CHECK_OK(kiln_fit(b, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64 }));
+    CHECK_OK(kiln_model_save(b, ck1, true));
+    const char *paths[2] = { ck2, ck1 };
+    for (int i = 0; i < 2; i++) {      /* each checkpoint: epoch 2 on one GPU == epoch 2 on two */
+        kiln_model *p1 = tiny(kiln_adam(0.01)), *p2 = tiny(kiln_adam(0.01));
+        CHECK_OK(kiln_model_load_opts(p1, paths[i], &(kiln_load_opts){ .resume = true, .strict = true }));
+        CHECK_OK(kiln_model_load_opts(p2, paths[i], &(kiln_load_opts){ .resume = true, .strict = true }));
+        CHECK_OK(kiln_fit(p1, train, &(kiln_fit_opts){ .epochs = 2, .initial_epoch = 1, .batch_size = 64 }));
+        CHECK_OK(kiln_fit(p2, train, &(kiln_fit_opts){ .epochs = 2, .initial_epoch = 1, .batch_size = 64, .devices = "0,1" }));
+        double d = var_diff(p1, kiln_model_session(p1), p2, kiln_model_session(p2));
+        printf("checkpoint of %s, resumed: 1 GPU vs 2: max |variable diff| %.3g\n", i ? "1 GPU" : "2 GPUs", d);
+        CHECK_MSG(d <= 1e-4, "checkpoint %s: resumed runs differ by %g", paths[i], d);
+        kiln_model_free(p1);
+        kiln_model_free(p2);
+    }
+    kiln_model_free(a);
+    kiln_model_free(b);
+}
+
+static void test_errors(kiln_dataset *train) {
+    kiln_model *m = tiny(kiln_sgd(0.1));
+    CHECK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 63, .devices = "all" }) == KILN_INVALID_ARGUMENT);
+    CHECK(strstr(kiln_last_error(), "multiple of 2") != NULL);
+    CHECK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "gpu:0,gpu:5" }) == KILN_INVALID_ARGUMENT);
+    CHECK(strstr(kiln_last_error(), "no GPU 5 (2 visible") != NULL);
+    CHECK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "cpu:0,gpu:1" }) == KILN_INVALID_ARGUMENT);
+    CHECK(strstr(kiln_last_error(), "not a GPU") != NULL);
+    CHECK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "gpu:1,gpu:0" }) == KILN_INVALID_ARGUMENT);
+    CHECK(strstr(kiln_last_error(), "first device must be gpu:0") != NULL);
+    CHECK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "gpu:0,gpu:0" }) == KILN_INVALID_ARGUMENT);
+    CHECK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "all", .accumulate_steps = 2 }) == KILN_UNSUPPORTED);
+    CHECK(strstr(kiln_last_error(), "accumulation with several devices") != NULL);
+    kiln_model_free(m);
+}
+
+/* --one (tests/gpu/run.sh on a machine with one GPU): NCCL loads, a 1-rank communicator's
+ * all-reduce leaves the data as it is, and devices = "gpu:0" trains as the plain run does. */
+static int one_gpu(void) {
+    const kiln_cuda_module *mod = kiln_cuda();
+    int gpu = 0;
+    void *comm = NULL;
+    CHECK(mod != NULL);
+    if (!mod) return check_summary("test_mirrored --one");
+    CHECK_OK(mod->comm_new(&gpu, 1, &comm));
+    const kiln_backend *b = kiln_cuda_backend(0);
+    float host[7] = { 1, -2, 3.5f, 0, 1e-3f, 7, -9 }, back[7];
+    float *dev = b->alloc(b, sizeof host);
+    size_t count = 7;
+    CHECK_OK(b->copy(b, dev, host, sizeof host, KILN_COPY_H2D));
+    if (comm) CHECK_OK(mod->allreduce_mean(comm, &dev, &count, 1));
+    CHECK_OK(b->copy(b, back, dev, sizeof back, KILN_COPY_D2H));
+    CHECK_OK(b->sync(b));
+    CHECK(memcmp(host, back, sizeof host) == 0);
+    b->free(b, dev);
+    mod->comm_free(comm);
+    kiln_dataset *train = separable(256, 11);
+    kiln_model *m = tiny(kiln_adam(0.01));
+    CHECK_OK(kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "gpu:0" }));
+    kiln_model_free(m);
+    kiln_dataset_free(train);
+    return check_summary("test_mirrored --one");
+}
+
+int main(int argc, char **argv) {
+    if (!kiln_gpu_available()) { fprintf(stderr, "test_mirrored: no (simulated) GPU: %s\n", kiln_gpu_unavailable_reason()); return 1; }
+    if (argc > 1 && !strcmp(argv[1], "--one")) return one_gpu();
+    snprintf(dir, sizeof dir, "/tmp/kiln_mirrored_XXXXXX");
+    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    kiln_dataset *train = separable(512, 11);
+    test_nccl();
+    test_equivalence(train, kiln_sgd(0.1), "sgd", 1e-5);
+    test_equivalence(train, kiln_adam(0.01), "adam", 1e-4);
+    test_checkpoints(train);
+    test_errors(train);
+    kiln_dataset_free(train);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "test_mirrored: could not remove %s\n", dir);
+    return check_summary("test_mirrored");
+}
