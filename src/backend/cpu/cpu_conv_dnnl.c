@@ -36,9 +36,10 @@ typedef struct dconv {
     size_t up_off[3];                  /* then the f32 copies of widened operands (key.up16 | key.upbf) */
 } dconv;
 
-#define DCONV_CACHE 128
-static dconv *cache[DCONV_CACHE];
-static int n_cache;
+/* Grows with the model: a network like inception has ~70 convolution shapes, each with a forward,
+ * its fused variant and two gradients (a fixed 128 sent the rest to slower kernels). */
+static dconv **cache;
+static int n_cache, cap_cache;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static dnnl_engine_t engine;
 
@@ -219,7 +220,12 @@ static dconv *lookup_or_build(const dconv_key *k) {
     pthread_mutex_lock(&cache_lock);
     for (int i = 0; i < n_cache && !e; i++)
         if (!memcmp(&cache[i]->k, k, sizeof *k)) e = cache[i];
-    if (!e && n_cache < DCONV_CACHE && (engine || dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success)) {
+    if (!e && n_cache == cap_cache) {
+        int cap = cap_cache ? 2 * cap_cache : 128;
+        dconv **c = realloc(cache, (size_t)cap * sizeof *c);
+        if (c) { cache = c; cap_cache = cap; }
+    }
+    if (!e && n_cache < cap_cache && (engine || dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success)) {
         e = calloc(1, sizeof *e);
         if (e) {
             e->k = *k;
