@@ -85,7 +85,7 @@ report() {
   echo
   echo "Every peer configuration:"
   echo '```'
-  cat "$tmp/fashion.txt" "$tmp/cifar.txt" "$tmp/failed.txt" 2>/dev/null
+  cat "$tmp/fashion.txt" "$tmp/cifar.txt" "$tmp/failed.txt" 2>/dev/null || true   # failed.txt: only when a peer failed
   echo '```'
 }
 report
