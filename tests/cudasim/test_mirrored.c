@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "../dist/equiv_model.h"
 #include "backend/registry.h"
 #include "backend/cuda/cuda_module.h"
 
@@ -45,23 +46,6 @@ static void test_nccl(void) {
     CHECK(mod->comm_new(dup, 2, &c2) == KILN_INVALID_ARGUMENT);
     for (int k = 0; k < 2; k++) b[k]->free(b[k], dev[k]);
     mod->comm_free(comm);
-}
-
-static kiln_model *tiny(kiln_optimizer opt) {
-    kiln_model *m = kiln_sequential("tiny", KILN_SHAPE(8));
-    kiln_model_set_seed(m, 7);
-    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 16, .activation = KILN_RELU });
-    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3 });
-    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = opt, .from_logits = true, .metrics = KILN_METRIC_ACCURACY }));
-    return m;
-}
-
-typedef struct losses { double v[64]; int n; } losses;
-static bool record(kiln_model *m, const kiln_logs *l, void *user) {
-    (void)m;
-    losses *r = user;
-    if (r->n < 64) r->v[r->n++] = l->loss;
-    return false;
 }
 
 /* Largest |a - b| over the variables of a's session and b's (sessions of one graph or two). */

@@ -8,28 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "equiv_model.h"
 #include "kiln/dist.h"
 
 static kiln_dist *dist;
 static int rank;
 static char dir[256];
-
-static kiln_model *tiny(kiln_optimizer opt) {
-    kiln_model *m = kiln_sequential("tiny", KILN_SHAPE(8));
-    kiln_model_set_seed(m, 7);
-    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 16, .activation = KILN_RELU });
-    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3 });
-    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = opt, .from_logits = true, .metrics = KILN_METRIC_ACCURACY }));
-    return m;
-}
-
-typedef struct losses { double v[64]; int n; } losses;
-static bool record(kiln_model *m, const kiln_logs *l, void *user) {
-    (void)m;
-    losses *r = user;
-    if (r->n < 64) r->v[r->n++] = l->loss;
-    return false;
-}
 
 /* Largest |a - b| over every variable (weights and optimizer slots) of two models; also the sum
  * of a's values (a checksum compared across ranks). */
