@@ -51,6 +51,7 @@ kiln_status kiln_gradients(kiln_graph *g, kiln_node *loss, kiln_node *const *xs,
         }
         kiln_node *dx[64] = { 0 };
         kiln_node **dxp = nd->n_in <= 64 ? dx : kiln_calloc((size_t)nd->n_in, sizeof *dxp);
+        int first_new = g->n_nodes;
         st = d->grad(g, nd, grad[id], dxp);
         if (st == KILN_OK && g->status != KILN_OK) st = g->status;
         for (int k = 0; k < nd->n_in && st == KILN_OK; k++) {
@@ -65,6 +66,7 @@ kiln_status kiln_gradients(kiln_graph *g, kiln_node *loss, kiln_node *const *xs,
             grad[in->id] = grad[in->id] ? kiln_add(g, grad[in->id], dxp[k]) : dxp[k];
             if (!grad[in->id]) st = g->status ? g->status : KILN_INTERNAL;
         }
+        for (int k = first_new; k < g->n_nodes; k++) g->nodes[k]->grad_of = nd;   /* numerics.c names its layer */
         if (dxp != dx) kiln_free(dxp);
     }
     for (int i = 0; i < n && st == KILN_OK; i++) {

@@ -152,8 +152,9 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
     if ((st = nn_callbacks_begin(m, o, cbs))) goto done;
     m->stop = false;
     nn_forward *f = &m->train;
-    kiln_node *fetch[2] = { f->loss, f->out };
-    kiln_tensor *outs[2] = { f->loss_t, f->out_t };
+    kiln_node *fetch[3] = { f->loss, f->out, f->finite };          /* finite: the step's guard (grad_guard.c) */
+    kiln_tensor *outs[3] = { f->loss_t, f->out_t, f->finite_t };
+    int n_fetch = f->finite ? 3 : 2;
     for (int epoch = o->initial_epoch + 1; epoch <= epochs && !m->stop; epoch++) {
         if ((st = nn_callbacks_epoch_begin(m, o, epoch))) break;
         if ((st = kiln_data_iter_new(train, (uint64_t)epoch, &it))) break;
@@ -200,7 +201,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
                 st = nn_mirror_step(&df, m, x, y, &l, &c, &k);
             else if (f->accumulate > 1)     /* N micro-batches, one update (fit_accumulate.c) */
                 st = nn_accum_run(m, f, feeds, n_feeds, y, next, n_next, &l, &c, &k);
-            else if (!(st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, 2, &f->step, 1, next, n_next))) {
+            else if (!(st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, n_fetch, &f->step, 1, next, n_next))) {
                 l = kiln_tensor_get(f->loss_t, 0);
                 nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
             }
@@ -208,9 +209,9 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             if (!st && df.split <= 1) st = nn_dist_step(&df, &l, &c, &k);   /* over every rank's rows (MPI) */
             if (st) { if (prog.verbose) fputc('\n', stdout); goto done; }
             if (!isfinite(l) && f->loss_scale) continue;     /* mixed_float16: the step was skipped (counted in the graph) */
-            if (!isfinite(l)) {
+            if (nn_numerics_tripped(f, l, df.split <= 1)) {                  /* the update was skipped: stop, naming where (numerics.c) */
                 if (prog.verbose) fputc('\n', stdout);
-                st = nn_numerics_loss(m, epoch, s + 1, lr, l);
+                st = nn_numerics_bad_step(m, f, epoch, s + 1, lr, l, feeds, n_feeds, f->resident_n ? NULL : x, df.split <= 1);
                 goto done;
             }
             s++;

@@ -95,6 +95,7 @@ static kiln_status build_gradients(kiln_model *m, nn_forward *f, kiln_node *loss
     if (nn_precision_gradients(m, f, loss, vars, n, grads) != KILN_OK)
         return nn_fail(m, kiln_graph_status(g) ? kiln_graph_status(g) : KILN_INTERNAL, "model '%s': gradients: %s", m->name, kiln_last_error());
     kiln_status ast = nn_accum_build(m, f, vars, grads, n);
+    if (!ast) ast = nn_precision_unscale(m, f, grads, n);    /* after the sum: the scale is fixed within a batch */
     if (ast) return ast;
     if (!(m->copts.optimizer.clip_norm > 0)) return KILN_OK;
     /* a separate output: kiln_clip_by_global_norm clears its output before reading its input */
@@ -120,8 +121,9 @@ static kiln_status build_step(kiln_model *m, nn_forward *f) {
         f->loss = add_l2(m, f->loss);
         st = build_gradients(m, f, f->loss, vars, n, grads);
     }
+    if (!st) st = nn_guard_build(m, f, grads, n);         /* a non-finite step updates nothing (grad_guard.c) */
     kiln_node *lr = m->lr_var;
-    if (f->step_lr) m->lr_var = f->step_lr;          /* loss scaling: lr / finite(grads) skips a bad step */
+    if (f->step_lr) m->lr_var = f->step_lr;          /* lr / finite(grads): a bad step is skipped */
     if (!st && !(f->step = nn_build_optimizer(m, m->g, vars, grads, n)))
         st = m->status ? m->status : nn_fail(m, kiln_graph_status(m->g), "model '%s': optimizer: %s", m->name, kiln_graph_error(m->g));
     m->lr_var = lr;

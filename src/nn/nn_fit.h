@@ -75,10 +75,17 @@ void nn_dist_end(nn_dist_fit *df, kiln_model *m);
 kiln_status nn_accum_check(kiln_model *m, int batch, int accumulate_steps, const char *who);
 kiln_status nn_accum_run(kiln_model *m, nn_forward *f, const kiln_feed *feeds, int n_feeds, const kiln_tensor *y,
                          const kiln_feed *next, int n_next, double *loss, double *correct, double *topk);
-/* numerics.c: the error for a non-finite loss at (epoch, step), naming the first layer whose
- * weights are non-finite; the error for a step stopped by the session's numeric checks
- * (debug_numerics), naming the layer of the node kiln_last_error names. */
-kiln_status nn_numerics_loss(kiln_model *m, int epoch, int64_t step, double lr, double loss);
+/* Micro-batch i (rows i*b ..) of a [B, ...] tensor, a view; the accumulators zeroed from the host. */
+kiln_tensor nn_accum_slice(const kiln_tensor *t, int64_t b, int i);
+kiln_status nn_accum_zero(kiln_model *m);
+/* numerics.c: whether the step just run went non-finite outside loss scaling (its loss, or the
+ * guard's flag when the run fetched it: its update was skipped); the error for it at (epoch, step): the batch's feeds are
+ * run once more with every op checked (rerun; the weights are still the good ones) to name the
+ * first layer whose output or gradient went non-finite; x: the batch's input (NULL: resident);
+ * the error for a step stopped by the session's numeric checks (debug_numerics). */
+bool nn_numerics_tripped(const nn_forward *f, double loss, bool flag_fetched);
+kiln_status nn_numerics_bad_step(kiln_model *m, nn_forward *f, int epoch, int64_t step, double lr, double loss,
+                                 const kiln_feed *feeds, int n_feeds, const kiln_tensor *x, bool rerun);
 kiln_status nn_numerics_step(kiln_model *m, int epoch, int64_t step);
 /* Status for a pipeline transform that returned NULL (its message is in kiln_last_error). */
 kiln_status nn_data_status(void);

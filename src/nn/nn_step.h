@@ -17,6 +17,10 @@ kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node
  * f->accum_reset, and grads[i] replaced by acc + g/N for the update; sets f->accumulate. */
 kiln_status nn_accum_build(kiln_model *m, nn_forward *f, kiln_node *const *vars, kiln_node **grads, int n);
 
+/* grad_guard.c: f->finite = AllFinite(loss (not under loss scaling), grads), f->step_lr = lr /
+ * finite (the lr the updates read), under loss scaling the scale update; f->finite_t. */
+kiln_status nn_guard_build(kiln_model *m, nn_forward *f, kiln_node *const *grads, int n);
+
 /* optimizers.c: the update op for (vars, grads); the learning rate is m->lr_var. */
 kiln_node *nn_build_optimizer(kiln_model *m, kiln_graph *g, kiln_node *const *vars, kiln_node *const *grads, int n);
 

@@ -76,6 +76,11 @@ typedef struct nn_forward {
     kiln_node *accum_step;    /* accumulate > 1: micro-batches 1..N-1's target (acc += g/N) */
     kiln_node *accum_reset;   /* accumulate > 1: zeroes the accumulators (a target with step) */
     kiln_tensor *out_t, *loss_t;   /* pre-allocated fetch outputs */
+    /* training (grad_guard.c): 1 when the loss (f32/bf16) and every gradient the updates read are
+     * finite, else 0, when the updates (reading lr / finite) leave weights and slots alone; its
+     * fetch output; and the loss-scaling good-step counter (mixed_float16) */
+    kiln_node *finite, *good_steps;
+    kiln_tensor *finite_t;
 } nn_forward;
 
 #define NN_MAX_FORWARDS 8
@@ -142,9 +147,11 @@ kiln_status nn_check(const kiln_model *m);     /* re-raises the sticky error as 
  * and the dtype its layers' convolutions and matmuls compute in (KILN_F32: no autocast). */
 kiln_precision nn_precision_resolve(const kiln_model *m);
 kiln_dtype nn_precision_compute_dtype(const kiln_model *m);
-/* grads = d loss / d vars; under mixed_float16 through dynamic loss scaling (sets f's loss-scale
- * nodes). Returns the status of kiln_gradients. */
+/* grads = d loss / d vars; under mixed_float16 d (loss * scale) / d vars, still scaled (sets f's
+ * loss-scale nodes; accumulation sums them as they are), and nn_precision_unscale divides them by
+ * the scale (in place in grads). Returns the status of kiln_gradients / the graph. */
 kiln_status nn_precision_gradients(kiln_model *m, nn_forward *f, kiln_node *loss, kiln_node *const *vars, int n, kiln_node **grads);
+kiln_status nn_precision_unscale(kiln_model *m, nn_forward *f, kiln_node **grads, int n);
 /* Loss scaling's figures for the epoch's logs (skipped steps, scale); nothing without it. */
 void nn_precision_logs(kiln_model *m, const nn_forward *f, kiln_logs *l);
 /* CSV logger columns: ",skipped_steps,loss_scale" under mixed_float16, else "" (and the row's values). */

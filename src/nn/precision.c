@@ -57,32 +57,30 @@ kiln_dtype nn_precision_compute_dtype(const kiln_model *m) {
 
 /* Dynamic loss scaling, as Keras' LossScaleOptimizer and PyTorch's GradScaler: the loss is
  * multiplied by the scale before the backward pass (so small f16 gradients do not flush to 0),
- * the gradients divided by it after; a step whose gradients are not all finite is skipped (the
- * updates read lr / finite = Inf, which leaves variables and slots alone) and halves the scale;
- * 2000 good steps in a row double it. All of it is graph ops in the step. */
+ * the gradients divided by it after (with accumulation: after the micro-batches' scaled gradients
+ * are summed, the scale being fixed within the batch); a step whose gradients are not all finite
+ * is skipped and halves the scale, 2000 good steps in a row double it (grad_guard.c builds the
+ * check and the scale update). All of it is graph ops in the step. */
 #define LOSS_SCALE_INIT 32768.0
-#define LOSS_SCALE_GROWTH_INTERVAL 2000
 
 kiln_status nn_precision_gradients(kiln_model *m, nn_forward *f, kiln_node *loss, kiln_node *const *vars, int n, kiln_node **grads) {
     kiln_graph *g = m->g;
-    f->loss_scale = f->skipped_steps = f->step_lr = f->scale_update = NULL;
+    f->loss_scale = f->skipped_steps = f->good_steps = f->step_lr = f->scale_update = NULL;
     if (m->precision != KILN_PRECISION_MIXED_FLOAT16 || n == 0) return kiln_gradients(g, loss, vars, n, grads);
-    if (nn_accum_n(m) > 1)   /* a skipped micro-batch would leave non-finite accumulators behind */
-        return nn_fail(m, KILN_UNSUPPORTED, "model '%s': mixed_float16 (loss scaling) with gradient accumulation (%d steps) is not "
-                       "supported yet: use mixed_bfloat16, which needs no loss scaling, or no accumulation", m->name, nn_accum_n(m));
     kiln_node *scale = kiln_variable_trainable(g, "loss_scale/scale", KILN_F32, KILN_SCALAR, kiln_init_constant(LOSS_SCALE_INIT), false);
-    kiln_node *good = kiln_variable_trainable(g, "loss_scale/good_steps", KILN_F32, KILN_SCALAR, kiln_init_constant(0), false);
-    kiln_node *skipped = kiln_variable_trainable(g, "loss_scale/skipped_steps", KILN_F32, KILN_SCALAR, kiln_init_constant(0), false);
-    kiln_status st = kiln_gradients(g, kiln_mul(g, loss, scale), vars, n, grads);
-    if (st) return st;
-    kiln_node *inv = kiln_div(g, kiln_scalar(g, KILN_F32, 1.0), scale);
-    for (int i = 0; i < n; i++) grads[i] = kiln_mul(g, grads[i], inv);
-    kiln_node *finite = kiln_all_finite(g, grads, n);
-    f->scale_update = kiln_loss_scale_update(g, scale, good, skipped, finite, LOSS_SCALE_GROWTH_INTERVAL);
-    f->step_lr = kiln_div(g, m->lr_var, finite);
+    f->good_steps = kiln_variable_trainable(g, "loss_scale/good_steps", KILN_F32, KILN_SCALAR, kiln_init_constant(0), false);
+    f->skipped_steps = kiln_variable_trainable(g, "loss_scale/skipped_steps", KILN_F32, KILN_SCALAR, kiln_init_constant(0), false);
     f->loss_scale = scale;
-    f->skipped_steps = skipped;
-    return kiln_graph_status(g);
+    return kiln_gradients(g, kiln_mul(g, loss, scale), vars, n, grads);
+}
+
+kiln_status nn_precision_unscale(kiln_model *m, nn_forward *f, kiln_node **grads, int n) {
+    if (!f->loss_scale) return KILN_OK;
+    kiln_graph *g = m->g;
+    kiln_node *inv = kiln_div(g, kiln_scalar(g, KILN_F32, 1.0), f->loss_scale);
+    for (int i = 0; i < n; i++) grads[i] = kiln_mul(g, grads[i], inv);
+    kiln_status st = kiln_graph_status(g);
+    return st ? nn_fail(m, st, "model '%s': loss scaling: %s", m->name, kiln_graph_error(g)) : KILN_OK;
 }
 
 void nn_precision_logs(kiln_model *m, const nn_forward *f, kiln_logs *l) {

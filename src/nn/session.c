@@ -8,6 +8,7 @@
 static void forward_clear(nn_forward *f) {
     kiln_tensor_free(f->out_t);
     kiln_tensor_free(f->loss_t);
+    kiln_tensor_free(f->finite_t);
     memset(f, 0, sizeof *f);
 }
 

@@ -56,6 +56,7 @@ struct kiln_node {
     bool trainable;         /* variables */
     kiln_tensor *value;     /* constants (owned) */
     kiln_graph *graph;
+    const kiln_node *grad_of;   /* autodiff: the forward node whose gradient this node helps compute (NULL: none) */
 };
 
 /* Kernel interface: one function per (op, backend). Tensors are views on planned buffers. */
