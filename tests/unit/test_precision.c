@@ -189,14 +189,16 @@ static void set_var(kiln_model *m, const char *name, double x) {
     kiln_tensor_free(t);
 }
 
-/* Every weight and optimizer slot (not the loss-scale state or the learning rate), concatenated. */
+/* Every weight and optimizer slot (not the loss-scale state, the learning rate or accumulators), concatenated. */
 static double *snapshot(kiln_model *m, int64_t *count) {
     kiln_graph *g = kiln_model_graph(m);
     double *all = NULL;
     int64_t k = 0;
     for (int i = 0; i < kiln_graph_node_count(g); i++) {
         kiln_node *n = kiln_graph_node(g, i);
-        if (n->op != KILN_OP_VARIABLE || !strncmp(n->name, "loss_scale/", 11) || !strcmp(n->name, "learning_rate")) continue;
+        if (n->op != KILN_OP_VARIABLE || !strncmp(n->name, "loss_scale/", 11) || !strcmp(n->name, "learning_rate") ||
+            !strncmp(n->name, "_accum/", 7))
+            continue;
         kiln_tensor *t = kiln_tensor_new(n->dtype, n->shape);
         int64_t ne = kiln_shape_numel(n->shape);
         all = realloc(all, (size_t)(k + ne) * sizeof *all);
@@ -256,6 +258,84 @@ static void check_loss_scaling(void) {
     kiln_dataset_free(ds);
 }
 
+/* ---- mixed_float16 with gradient accumulation ---- */
+static kiln_model *fp16_net(void) {
+    kiln_model *m = kiln_sequential("ls_acc", KILN_SHAPE(6));
+    kiln_model_set_seed(m, 3);
+    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 8, .activation = KILN_TANH });
+    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3 });
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(1e-2), .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
+                                                   .from_logits = true, .device = device(), .precision = KILN_PRECISION_MIXED_FLOAT16 }));
+    return m;
+}
+
+/* Every accumulator is zero (after a skipped update they are reset from the host). */
+static bool accumulators_zero(kiln_model *m) {
+    kiln_graph *g = kiln_model_graph(m);
+    int found = 0;
+    bool zero = true;
+    for (int i = 0; i < kiln_graph_node_count(g); i++) {
+        kiln_node *n = kiln_graph_node(g, i);
+        if (n->op != KILN_OP_VARIABLE || strncmp(n->name, "_accum/", 7)) continue;
+        kiln_tensor *t = kiln_tensor_new(n->dtype, n->shape);
+        CHECK_OK(kiln_session_read_variable(kiln_model_session(m), n, t));
+        for (int64_t j = 0; j < kiln_shape_numel(n->shape); j++) zero &= kiln_tensor_get(t, j) == 0;
+        kiln_tensor_free(t);
+        found++;
+    }
+    return found > 0 && zero;
+}
+
+/* The scale is fixed within a batch: the scaled micro-batch gradients are summed, unscaled, checked
+ * and applied once, as one whole-batch step (f16 operands: both paths round the same products,
+ * so the difference is f32 summation order). An overflow in the batch skips its update (weights
+ * and slots bit-identical), halves the scale once and resets the accumulators; training goes on. */
+static void check_loss_scaling_accumulate(void) {
+    kiln_dataset *ds = kiln_dataset_synthetic(KILN_SHAPE(6), 3, 64, 4);
+    kiln_model *whole = fp16_net(), *acc = fp16_net();
+    kiln_fit_opts fo = { .epochs = 1, .batch_size = 32, .steps_per_epoch = 2, .no_shuffle = true };
+    CHECK_OK(kiln_fit(whole, ds, &fo));
+    fo.accumulate_steps = 4;
+    CHECK_OK(kiln_fit(acc, ds, &fo));
+    int64_t n0, n1;
+    double *a = snapshot(whole, &n0), *b = snapshot(acc, &n1), worst = 0;
+    for (int64_t i = 0; i < n0 && n0 == n1; i++) {
+        double d = fabs(a[i] - b[i]) / (fabs(a[i]) > 1 ? fabs(a[i]) : 1);
+        if (!(d <= worst)) worst = d;
+    }
+    printf("mixed_float16, 4 micro-batches vs the whole batch, 2 Adam steps: max relative difference %.3g\n", worst);
+    CHECK_MSG(n0 == n1 && n0 > 0 && worst <= 1e-4, "fp16 accumulation vs the whole batch: %g", worst);
+    CHECK_NEAR(read_var(acc, "loss_scale/good_steps"), 2, 0);        /* one per batch, not per micro-batch */
+    free(a); free(b);
+    /* the overflow: a scale near FLT_MAX makes every scaled micro-batch gradient Inf */
+    set_var(acc, "loss_scale/scale", 3e38);
+    fo.steps_per_epoch = 1;
+    a = snapshot(acc, &n0);
+    CHECK_OK(kiln_fit(acc, ds, &fo));
+    b = snapshot(acc, &n1);
+    int changed = 0;
+    for (int64_t i = 0; i < n0 && n0 == n1; i++) changed += a[i] != b[i];
+    CHECK_MSG(n0 == n1 && changed == 0, "the skipped accumulated step changed %d of %lld weights and slots", changed, (long long)n0);
+    CHECK_NEAR(read_var(acc, "loss_scale/scale"), 1.5e38, 1e32);
+    CHECK_NEAR(read_var(acc, "loss_scale/skipped_steps"), 1, 0);
+    CHECK(accumulators_zero(acc));
+    free(a); free(b);
+    /* a good batch after it: applied, finite */
+    set_var(acc, "loss_scale/scale", 1024);
+    a = snapshot(acc, &n0);
+    CHECK_OK(kiln_fit(acc, ds, &fo));
+    b = snapshot(acc, &n1);
+    changed = 0;
+    bool finite = true;
+    for (int64_t i = 0; i < n0 && n0 == n1; i++) { changed += a[i] != b[i]; finite &= isfinite(b[i]); }
+    CHECK_MSG(changed > 0 && finite, "the good step after the skip: %d changed, finite %d", changed, finite);
+    CHECK_NEAR(read_var(acc, "loss_scale/skipped_steps"), 1, 0);
+    free(a); free(b);
+    kiln_model_free(whole);
+    kiln_model_free(acc);
+    kiln_dataset_free(ds);
+}
+
 int main(void) {
     const kiln_backend_kind bes[3] = { KILN_BACKEND_REF, KILN_BACKEND_CPU, KILN_BACKEND_CUDA };
     for (int b = 0; b < (kiln_gpu_available() ? 3 : 2); b++) {
@@ -268,5 +348,6 @@ int main(void) {
     check_policy_and_checkpoints();
     check_names();
     check_loss_scaling();
+    check_loss_scaling_accumulate();
     return check_summary("test_precision");
 }
