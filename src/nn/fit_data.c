@@ -248,6 +248,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
         if ((st = nn_callbacks_epoch_end(m, o, cbs, &logs))) goto done;
     }
 done:
+    if (st == KILN_OUT_OF_MEMORY && df.split <= 1) nn_oom_precision_advice(m, batch);   /* oom_precision.c */
     if (m->s) kiln_session_set_check_numerics(m->s, false);
     kiln_data_iter_free(it);
     if (cbs) nn_callbacks_end(o, cbs);

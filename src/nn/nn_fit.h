@@ -87,6 +87,9 @@ bool nn_numerics_tripped(const nn_forward *f, double loss, bool flag_fetched);
 kiln_status nn_numerics_bad_step(kiln_model *m, nn_forward *f, int epoch, int64_t step, double lr, double loss,
                                  const kiln_feed *feeds, int n_feeds, const kiln_tensor *x, bool rerun);
 kiln_status nn_numerics_step(kiln_model *m, int epoch, int64_t step);
+/* oom_precision.c: after kiln_fit ran out of device memory at batch (a float32 model), adds to
+ * kiln_last_error the figure of the same step planned in mixed_bfloat16 when that plan is smaller. */
+void nn_oom_precision_advice(kiln_model *m, int batch);
 /* Status for a pipeline transform that returned NULL (its message is in kiln_last_error). */
 kiln_status nn_data_status(void);
 
