@@ -140,8 +140,8 @@ static void state_note(kiln_model *m, char *buf, size_t n) {
 kiln_status nn_numerics_bad_step(kiln_model *m, nn_forward *f, int epoch, int64_t step, double lr, double loss,
                                  const kiln_feed *feeds, int n_feeds, const kiln_tensor *x, bool rerun_it) {
     char what[128], found[1024] = "", input[192], state[256];
-    if (isfinite(loss)) snprintf(what, sizeof what, "the gradients became non-finite (the loss was %g)", loss);
-    else snprintf(what, sizeof what, "the loss became %s", isnan(loss) ? "NaN" : "Inf");
+    if (isfinite(loss)) snprintf(what, sizeof what, "the gradients became non-finite at epoch %d, step %lld (the loss was %g)", epoch, (long long)step, loss);
+    else snprintf(what, sizeof what, "the loss became %s at epoch %d, step %lld", isnan(loss) ? "NaN" : "Inf", epoch, (long long)step);
     kiln_status st = rerun_it ? rerun(m, f, feeds, n_feeds, found, sizeof found) : f->accumulate > 1 ? nn_accum_zero(m) : KILN_OK;
     if (st) return st;
     input_note(x, input, sizeof input);
@@ -152,9 +152,8 @@ kiln_status nn_numerics_bad_step(kiln_model *m, nn_forward *f, int epoch, int64_
         snprintf(where, sizeof where, " Running the batch again with every op checked found no non-finite value (it did not repeat: a "
                  "random op, or another replica's or process's batch); --debug-numerics checks every step as it runs.");
     else snprintf(where, sizeof where, " --debug-numerics (kiln_fit_opts.debug_numerics) checks every op and names the first NaN/Inf.");
-    return kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': training stopped at epoch %d, step %lld: %s.%s%s The step's update was skipped: "
-                          "the weights and optimizer state are those before it, and nothing was saved after it (the last checkpoint is "
-                          "intact).%s Try a lower learning rate (it was %g; e.g. --lr %g), gradient clipping (--clipnorm 1; C API: "
-                          "the optimizer's clip_norm), and check the input data for NaN/Inf.", m->name, epoch, (long long)step, what,
-                          where, input, state, lr, lr / 10);
+    return kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': %s and training stopped.%s%s The step's update was skipped: the weights and "
+                          "optimizer state are those before it, and nothing was saved after it (the last checkpoint is intact).%s Try a "
+                          "lower learning rate (it was %g; e.g. --lr %g), gradient clipping (--clipnorm 1; C API: the optimizer's "
+                          "clip_norm), and check the input data for NaN/Inf.", m->name, what, where, input, state, lr, lr / 10);
 }

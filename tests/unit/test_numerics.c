@@ -53,7 +53,7 @@ static void test_poisoned_weight(bool debug) {
         CHECK(memcmp(before->data, after->data, kiln_tensor_nbytes(before)) == 0);
     } else {
         /* the guard skipped the update; the batch run again with checks names dense_1's matmul */
-        CHECK(has("training stopped at epoch 2, step 1: the loss became NaN") && has("is in layer dense_1 (Dense): dense_1/MatMul") &&
+        CHECK(has("the loss became NaN at epoch 2, step 1 and training stopped") && has("is in layer dense_1 (Dense): dense_1/MatMul") &&
               has("update was skipped") && has("--clipnorm"));
         CHECK(memcmp(before->data, after->data, kiln_tensor_nbytes(before)) == 0);
     }
@@ -115,7 +115,7 @@ static void test_poisoned_batch(int accumulate) {
     ((float *)kiln_dataset_x(train)->data)[8 * 70 + 3] = INFINITY;      /* batch 3, its example 6 */
     fo.steps_per_epoch = 0;
     kiln_status st = kiln_fit(m, train, &fo);
-    CHECK(st == KILN_NUMERIC_ERROR && has("training stopped at epoch 1, step 3:") && has("is in layer dense (Dense): dense/MatMul") &&
+    CHECK(st == KILN_NUMERIC_ERROR && has("at epoch 1, step 3 and training stopped") && has("is in layer dense (Dense): dense/MatMul") &&
           has("input holds Inf (example 6 of the batch, element 3)") && has("the last checkpoint is intact"));
     if (accumulate > 1) CHECK(has("(micro-batch 1 of 4)"));
     else printf("a poisoned batch: %s\n", kiln_last_error());
@@ -150,7 +150,7 @@ static void test_gradient_first(void) {
     CHECK_OK(kiln_session_assign_variable(kiln_model_session(m), kiln_graph_find(kiln_model_graph(m), "dense_1/kernel"), k));
     kiln_tensor *before = read_var(m, "dense/kernel");
     kiln_status st = kiln_fit(m, train, &(kiln_fit_opts){ .batch_size = 32 });
-    CHECK(st == KILN_NUMERIC_ERROR && has("epoch 1, step 1: the gradients became non-finite (the loss was 3") &&
+    CHECK(st == KILN_NUMERIC_ERROR && has("the gradients became non-finite at epoch 1, step 1 (the loss was 3") &&
           has("is in the gradient of layer dense_1 (Dense)") && has("+Inf"));
     printf("a gradient first: %s\n", kiln_last_error());
     kiln_tensor *after = read_var(m, "dense/kernel"), *k2 = read_var(m, "dense_1/kernel");
