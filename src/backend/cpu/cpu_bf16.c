@@ -120,9 +120,10 @@ static size_t matmul_f16_workspace(const kiln_node *n) {
 typedef struct dmm_key { int64_t M, N, K; int ta, tb, cdt; } dmm_key;   /* cdt: the output's oneDNN dtype */
 typedef struct dmm { dmm_key k; bool ok; dnnl_primitive_t prim; dnnl_memory_desc_t a, b, c, scratch; size_t ws; } dmm;
 
-#define DMM_CACHE 128
-static dmm *mm_cache[DMM_CACHE];
-static int n_mm;
+/* Grows with the model (each dense layer has a forward and two gradient shapes per batch size):
+ * a full cache would send the rest to ref. */
+static dmm **mm_cache;
+static int n_mm, cap_mm;
 static pthread_mutex_t mm_lock = PTHREAD_MUTEX_INITIALIZER;
 static dnnl_engine_t mm_engine;
 
@@ -170,7 +171,12 @@ static dmm *entry_for(const kiln_node *n) {
     pthread_mutex_lock(&mm_lock);
     for (int i = 0; i < n_mm && !e; i++)
         if (!memcmp(&mm_cache[i]->k, &k, sizeof k)) e = mm_cache[i];
-    if (!e && n_mm < DMM_CACHE && (mm_engine || dnnl_engine_create(&mm_engine, dnnl_cpu, 0) == dnnl_success)) {
+    if (!e && n_mm == cap_mm) {
+        int cap = cap_mm ? 2 * cap_mm : 128;
+        dmm **c = realloc(mm_cache, (size_t)cap * sizeof *c);
+        if (c) { mm_cache = c; cap_mm = cap; }
+    }
+    if (!e && n_mm < cap_mm && (mm_engine || dnnl_engine_create(&mm_engine, dnnl_cpu, 0) == dnnl_success)) {
         e = calloc(1, sizeof *e);
         if (e) { e->k = k; e->ok = build(e); mm_cache[n_mm++] = e; }
     }
