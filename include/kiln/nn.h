@@ -357,6 +357,11 @@ typedef struct kiln_fit_opts {
                                           its B / N rows of every batch, gradients averaged with
                                           NCCL, the same update on every replica; batch norm keeps
                                           per-replica statistics. NULL, "" or one GPU: as compiled */
+    size_t bucket_bytes;               /* dist / devices: gradients are all-reduced in buckets of at
+                                          most this many bytes, each started as soon as the backward
+                                          pass has written it (overlapped with the rest of it;
+                                          KILN_OVERLAP=0 in the environment: all after it). 0: the
+                                          dist's (kiln_dist_set_bucket_bytes), else 4 MiB */
     /* Gradient accumulation: > 1 runs each batch of B examples as this many micro-batches of
      * B / accumulate_steps (B must be divisible by it) and sums their gradients, averaged, into
      * ONE optimizer update: the update of the whole batch's mean loss, with the activation memory
