@@ -109,6 +109,7 @@ static void zero_padding(kiln_session *s, kiln_plan *p, const rt_chunk *c) {
 
 kiln_status rt_run_overlapped(kiln_session *s, kiln_plan *p, int n, int at) {
     struct rt_reduce *r = s->reduce;
+    n = rt_grad_sort(s, p, n);
     kiln_status st = rt_grad_chunks(s, p, n, at, r->bucket, true);
     if (st != KILN_OK) return st;
     int pos = 0, started = 0;
