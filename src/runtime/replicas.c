@@ -12,6 +12,8 @@
 #include "runtime/runtime_internal.h"
 #include "runtime/grad_reduce.h"
 #include "runtime/replicas.h"
+#include "runtime/grad_reduce_internal.h"
+#include "compile/placement.h"
 #include "backend/registry.h"
 #include "backend/cuda/cuda_module.h"
 
@@ -29,6 +31,7 @@ struct kiln_replicas {
     float **bufs;            /* [MAX_RANGES * n] bucket b of replica k at b * n + k */
     int *ready, *ready_k;    /* [MAX_RANGES] each bucket's ready step: replica 0's, replica k's */
     bool overlap;
+    bool log;                /* log_device_placement: each replica's ops once, as replica_k/ on its GPU */
     int64_t calls;
     double bytes, seconds;
 };
@@ -83,6 +86,7 @@ kiln_status kiln_replicas_new(kiln_session *s0, const int *gpus, int n, kiln_rep
     r->ready = kiln_malloc(MAX_RANGES * sizeof *r->ready);
     r->ready_k = kiln_malloc(MAX_RANGES * sizeof *r->ready_k);
     r->overlap = kiln_grad_overlap_enabled();
+    r->log = s0->opts.log_device_placement;
     if (!r->ptr || !r->count || !r->bcount || !r->bufs || !r->ready || !r->ready_k) st = kiln_set_error(KILN_OUT_OF_MEMORY, "replicas: out of host memory");
     for (int k = 1; k < n && st == KILN_OK; k++) {
         const kiln_backend *be = kiln_cuda_backend(gpus[k]);
@@ -91,8 +95,8 @@ kiln_status kiln_replicas_new(kiln_session *s0, const int *gpus, int n, kiln_rep
             if (gpus[j] == gpus[k]) st = kiln_set_error(KILN_INVALID_ARGUMENT, "replicas: GPU %d listed twice", gpus[k]);
         if (st == KILN_OK && !(r->s[k] = kiln_session_new_with_device(s0->g, &s0->opts, be)))
             st = kiln_set_error(KILN_DEVICE_ERROR, "replicas: the session of GPU %d: %s", gpus[k], kiln_last_error());
-        /* replica 0 logs the placement once (the placement log names a session's only GPU
-         * /device:GPU:0 whichever it is); nn/fit_dist.c lists each replica's GPU */
+        /* the session would name its only GPU /device:GPU:0: kiln_replicas_run logs each replica's
+         * plans itself (log_replica), once per node */
         if (r->s[k]) r->s[k]->opts.log_device_placement = false;
     }
     for (int k = 0; k < n && st == KILN_OK; k++) st = kiln_session_set_grad_defer(r->s[k]);
@@ -222,6 +226,8 @@ kiln_status kiln_replicas_run(kiln_replicas *r, const kiln_feed *feeds, int n_fe
         st = kiln_session_run(r->s[k], feeds + (size_t)k * n_feeds, n_feeds, fetches, outs + (size_t)k * n_fetches, n_fetches,
                               targets, n_targets);
     }
+    for (int k = 1; k < r->n && st == KILN_OK && r->log; k++)
+        if (rt_reduce_pending(r->s[k])) kiln_log_placement_replica(r->s[k]->g, r->s[k]->reduce->pending, r->s[k]->logged, k, r->gpu[k]);
     bool pending = st == KILN_OK && rt_reduce_pending(r->s[0]);
     for (int k = 1; k < r->n && st == KILN_OK; k++)
         if (rt_reduce_pending(r->s[k]) != pending) st = kiln_set_error(KILN_INTERNAL, "replicas: replica %d's run differs from replica 0's", k);
