@@ -202,7 +202,9 @@ static void train_usage(FILE *f) {
         "  --gpus N|all        one process, several GPUs (MirroredStrategy): a replica of the training\n"
         "                      step on each of GPUs 0..N-1, each on batch-size / N rows of every batch,\n"
         "                      gradients averaged with NCCL, the same update everywhere\n"
-        "  --devices LIST      the same on the GPUs listed, e.g. gpu:0,gpu:1 (the first must be gpu:0)\n\n"
+        "  --devices LIST      the same on the GPUs listed, e.g. gpu:0,gpu:1 (the first must be gpu:0)\n"
+        "  --sync-batchnorm    under mpirun: batch norm layers use the mean and variance of the whole\n"
+        "                      global batch (every rank's rows), not each rank's own (the default)\n\n"
         "examples:\n"
         "  kiln train\n"
         "  kiln train --model cifar_cnn --data cifar10:/data/cifar-10-batches-bin --augment flip,crop \\\n"
@@ -615,7 +617,7 @@ static kiln_compile_opts compile_opts(const args *a, const kiln_model *m, kiln_d
     return (kiln_compile_opts){ .optimizer = opt, .schedule = sched, .loss = loss,
                                 .from_logits = !kiln_model_outputs_probabilities(m), .metrics = cli_metrics(a, loss), .device = a->device,
                                 .num_threads = a->threads, .log_device_placement = a->log_placement,
-                                .precision = cli_precision(a) };
+                                .precision = cli_precision(a), .sync_batchnorm = a->sync_batchnorm };
 }
 
 /* Says which examples eval / predict use when the source has no test split. */

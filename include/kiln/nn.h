@@ -255,6 +255,12 @@ typedef struct kiln_compile_opts {
     int num_threads;                   /* 0: cores available */
     bool log_device_placement;
     kiln_precision precision;          /* default FLOAT32; see kiln_precision above */
+    /* Synchronised batch norm (TF's SyncBatchNormalization, PyTorch's SyncBatchNorm): in training,
+     * BatchNormalization layers use the mean and variance of the global batch over the
+     * data-parallel replicas (MPI ranks: kiln_fit_opts.dist), their per-channel sums all-reduced
+     * in the forward pass and the matching terms in the backward pass. Default (false):
+     * per-replica statistics, as TensorFlow's MirroredStrategy. One process alone: the same as off. */
+    bool sync_batchnorm;
 } kiln_compile_opts;
 kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o);
 

@@ -104,6 +104,14 @@ kiln_status kiln_dist_grad_mean(void *dist, float *x, int64_t n) {
     return st;
 }
 
+kiln_status kiln_dist_cross_replica_sum(void *dist, void *x, int64_t n, kiln_dtype dtype) {
+    kiln_dist *d = dist;
+    if (!d || d->size <= 1 || n <= 0) return KILN_OK;
+    if (dtype != KILN_F32 && dtype != KILN_F64)
+        return kiln_set_error(KILN_UNSUPPORTED, "cross-replica sum: %s values (f32 and f64 are summed)", kiln_dtype_name(dtype));
+    return dist_tp_allreduce_sum(d, x, n, dtype == KILN_F64);
+}
+
 kiln_status kiln_dist_grad_mean_start(void *dist, float *x, int64_t n) {
     kiln_dist *d = dist;
     if (!d || d->size <= 1 || n <= 0) return KILN_OK;

@@ -38,6 +38,8 @@ kiln_status kiln_dist_grad_mean(void *dist, float *x, int64_t n);
  * progress lets MPI move data; finish waits for every started bucket and divides them by the
  * ranks. The stats count the seconds spent inside these calls (the communication not hidden). */
 kiln_status kiln_dist_grad_mean_start(void *dist, float *x, int64_t n);
+/* The session's CrossReplicaSum hook (synchronised batch norm): x summed over the ranks. */
+kiln_status kiln_dist_cross_replica_sum(void *dist, void *x, int64_t n, kiln_dtype dtype);
 kiln_status kiln_dist_grad_mean_progress(void *dist);
 kiln_status kiln_dist_grad_mean_finish(void *dist);
 #endif

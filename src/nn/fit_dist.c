@@ -45,13 +45,16 @@ static kiln_status parse_devices(const char *spec, int *gpus, int *n) {
 }
 
 /* Mirrored replicas in this process (o->devices). */
-static kiln_status begin_mirrored(nn_dist_fit *df, int *batch, const kiln_fit_opts **o) {
+static kiln_status begin_mirrored(nn_dist_fit *df, kiln_model *m, int *batch, const kiln_fit_opts **o) {
     int n = 0;
     kiln_status st = parse_devices((*o)->devices, df->gpus, &n);
     if (st || n < 2) return st;
     if ((*o)->dist && (*o)->dist->size > 1)
         return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: devices with several processes: under mpirun give each process one GPU");
     if ((*o)->data_on_device) return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: data_on_device with several devices is not supported");
+    if (m->copts.sync_batchnorm)
+        return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: synchronised batch norm with several GPUs in one process is not supported yet: "
+                              "run one process per GPU under mpirun (sync batch norm works there), or leave sync_batchnorm off");
     if ((*o)->accumulate_steps > 1)
         return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: gradient accumulation with several devices is not supported yet (use a "
                               "larger global batch over the GPUs instead)");
@@ -70,7 +73,7 @@ kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int
     memset(df, 0, sizeof *df);
     df->world = 1;
     df->split = 1;
-    if ((*o)->devices && *(*o)->devices) return begin_mirrored(df, batch, o);
+    if ((*o)->devices && *(*o)->devices) return begin_mirrored(df, m, batch, o);
     kiln_dist *d = (*o)->dist;
     if (!d || d->size <= 1) return KILN_OK;
     df->d = d;
@@ -174,6 +177,7 @@ kiln_status nn_dist_session(nn_dist_fit *df, kiln_model *m) {
     if (st == KILN_OK) st = kiln_session_set_grad_reduce(m->s, kiln_dist_grad_mean, df->d, bucket);
     static const kiln_grad_reduce_async overlapped = { kiln_dist_grad_mean_start, kiln_dist_grad_mean_progress, kiln_dist_grad_mean_finish };
     if (st == KILN_OK && kiln_grad_overlap_enabled()) st = kiln_session_set_grad_reduce_async(m->s, &overlapped, df->d);
+    if (st == KILN_OK && m->copts.sync_batchnorm) st = kiln_session_set_cross_replica_sum(m->s, kiln_dist_cross_replica_sum, df->d);
     return st;
 }
 

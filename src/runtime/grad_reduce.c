@@ -12,7 +12,7 @@
 
 kiln_status kiln_session_set_grad_reduce(kiln_session *s, kiln_grad_reduce_fn fn, void *user, size_t bucket_bytes) {
     if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce: NULL session");
-    if (!fn) { rt_reduce_free(s); return KILN_OK; }
+    if (!fn) { rt_reduce_free(s); return KILN_OK; }   /* the cross-replica sum hook goes with it */
     if (s->reduce && s->reduce->defer) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce: the session is a replica (deferred)");
     if (!s->reduce && !(s->reduce = kiln_calloc(1, sizeof *s->reduce)))
         return kiln_set_error(KILN_OUT_OF_MEMORY, "gradient all-reduce: out of host memory");
@@ -227,6 +227,7 @@ static kiln_status defer_run(kiln_session *s, kiln_plan *p, int n, int at) {
 kiln_status rt_run_reduced(kiln_session *s, kiln_plan *p) {
     int n = 0, at = 0;
     s->reduce->pending = NULL;
+    if (!s->reduce->fn && !s->reduce->defer) return rt_run_steps(s, p, 0, p->n_steps);   /* only a cross-replica sum hook */
     kiln_status st = find_grads(s, p, &n, &at);
     if (st != KILN_OK) return st;
     if (n == 0) return rt_run_steps(s, p, 0, p->n_steps);

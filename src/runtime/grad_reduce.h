@@ -25,6 +25,13 @@ typedef struct kiln_grad_reduce_async {
     kiln_status (*finish)(void *user);
 } kiln_grad_reduce_async;
 kiln_status kiln_session_set_grad_reduce_async(kiln_session *s, const kiln_grad_reduce_async *a, void *user);
+/* Sums x[0..n) (host memory, f32 or f64) over the replicas in place. */
+typedef kiln_status (*kiln_cross_replica_fn)(void *user, void *x, int64_t n, kiln_dtype dtype);
+/* The collective behind CrossReplicaSum ops (synchronised batch norm's statistics and their
+ * gradients): every run calls fn on each such op's output right after it is made (device values
+ * through the host). NULL: the op is the identity (one replica). */
+kiln_status kiln_session_set_cross_replica_sum(kiln_session *s, kiln_cross_replica_fn fn, void *user);
+
 /* Whether data-parallel training overlaps the all-reduce with the backward pass: yes unless the
  * environment says KILN_OVERLAP=0 (to compare the step time with and without). */
 bool kiln_grad_overlap_enabled(void);

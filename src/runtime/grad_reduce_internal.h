@@ -20,6 +20,8 @@ struct rt_reduce {
     void *user;
     size_t bucket;
     kiln_grad_reduce_async async;   /* start != NULL: reductions overlap the backward pass */
+    kiln_cross_replica_fn xsum;     /* CrossReplicaSum ops (sync batch norm): summed over the replicas */
+    void *xsum_user;
     void *async_user;
     int cap;                 /* ids the scratch below holds */
     unsigned char *mark;     /* [cap] 1: a gradient, 2: the storage a gradient aliases */
@@ -34,6 +36,8 @@ struct rt_reduce {
     int at;                  /* the step after the last gradient is written (the updates follow) */
 };
 
+/* cross_replica.c: after a CrossReplicaSum step's kernel (a copy), its output summed over the replicas */
+kiln_status rt_cross_replica_sum(kiln_session *s, const kiln_plan_step *stp, void *out);
 /* grad_reduce.c: ids sorted by (space, address), views of an earlier one's storage dropped; the count */
 int rt_grad_sort(kiln_session *s, kiln_plan *p, int n);
 /* grad_overlap.c: r->chunks for ids[0..n) (sorted): each range of contiguous gradients cut into

@@ -275,6 +275,7 @@ static kiln_kernel_fn kernel_for(const kiln_node *n) {
     if ((f = cu_reduce_kernel(n))) return f;
     if ((f = cu_shape_kernel(n))) return f;
     if ((f = cu_norm_kernel(n))) return f;
+    if ((f = cu_sync_bn_kernel(n))) return f;
     if ((f = cu_data_kernel(n))) return f;
     if ((f = cu_precision_kernel(n))) return f;
     return cu_loss_optim_kernel(n);
