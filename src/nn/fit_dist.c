@@ -45,16 +45,13 @@ static kiln_status parse_devices(const char *spec, int *gpus, int *n) {
 }
 
 /* Mirrored replicas in this process (o->devices). */
-static kiln_status begin_mirrored(nn_dist_fit *df, kiln_model *m, int *batch, const kiln_fit_opts **o) {
+static kiln_status begin_mirrored(nn_dist_fit *df, int *batch, const kiln_fit_opts **o) {
     int n = 0;
     kiln_status st = parse_devices((*o)->devices, df->gpus, &n);
     if (st || n < 2) return st;
     if ((*o)->dist && (*o)->dist->size > 1)
         return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: devices with several processes: under mpirun give each process one GPU");
     if ((*o)->data_on_device) return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: data_on_device with several devices is not supported");
-    if (m->copts.sync_batchnorm)
-        return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: synchronised batch norm with several GPUs in one process is not supported yet: "
-                              "run one process per GPU under mpirun (sync batch norm works there), or leave sync_batchnorm off");
     if ((*o)->accumulate_steps > 1)
         return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: gradient accumulation with several devices is not supported yet (use a "
                               "larger global batch over the GPUs instead)");
@@ -73,7 +70,7 @@ kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int
     memset(df, 0, sizeof *df);
     df->world = 1;
     df->split = 1;
-    if ((*o)->devices && *(*o)->devices) return begin_mirrored(df, m, batch, o);
+    if ((*o)->devices && *(*o)->devices) return begin_mirrored(df, batch, o);
     kiln_dist *d = (*o)->dist;
     if (!d || d->size <= 1) return KILN_OK;
     df->d = d;

@@ -274,6 +274,29 @@ kiln_status kiln_session_grad_buckets(kiln_session *s, size_t bucket_bytes, bool
     return KILN_OK;
 }
 
+kiln_status kiln_session_sync_points(kiln_session *s, void **ptr, size_t *count, kiln_dtype *dtype, int *step, int max, int *n_out) {
+    struct rt_reduce *r = s->reduce;
+    *n_out = 0;
+    if (!r || !r->pending) return KILN_OK;
+    kiln_plan *p = r->pending;
+    for (int i = 0; i < p->n_steps; i++) {
+        kiln_plan_step *stp = &p->steps[i];
+        if (stp->kind != KILN_STEP_KERNEL || stp->node->op != KILN_OP_CROSS_REPLICA_SUM) continue;
+        kiln_node *n = stp->node;
+        if (stp->space == KILN_SPACE_HOST || (n->dtype != KILN_F32 && n->dtype != KILN_F64))
+            return kiln_set_error(KILN_UNSUPPORTED, "replicas: cross-replica sum '%s' is %s on the %s; NCCL sums f32/f64 GPU values",
+                                  n->name, kiln_dtype_name(n->dtype), stp->space == KILN_SPACE_HOST ? "CPU" : "GPU");
+        if (i >= r->at)
+            return kiln_set_error(KILN_UNSUPPORTED, "replicas: cross-replica sum '%s' runs after the last gradient is made", n->name);
+        if (*n_out >= max) return kiln_set_error(KILN_INTERNAL, "replicas: more than %d cross-replica sums", max);
+        ptr[*n_out] = s->data[stp->space][stp->out_id];
+        count[*n_out] = (size_t)kiln_shape_numel(n->shape);
+        dtype[*n_out] = n->dtype;
+        step[(*n_out)++] = i;
+    }
+    return KILN_OK;
+}
+
 kiln_status kiln_session_run_to(kiln_session *s, int step) {
     struct rt_reduce *r = s->reduce;
     if (!r || !r->pending) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_run_to: no run waits for its gradients");

@@ -46,6 +46,10 @@ bool kiln_grad_overlap_enabled(void);
 kiln_status kiln_session_set_grad_defer(kiln_session *s);
 kiln_status kiln_session_grad_buckets(kiln_session *s, size_t bucket_bytes, bool overlap, void **ptr, size_t *count, int *ready,
                                       int max, int *n, int *at);
+/* The pending run's CrossReplicaSum steps (synchronised batch norm), in order: each output's
+ * device memory, elements, dtype and step; the caller runs every replica to the step after one
+ * and sums the outputs over the replicas before going on. */
+kiln_status kiln_session_sync_points(kiln_session *s, void **ptr, size_t *count, kiln_dtype *dtype, int *step, int max, int *n);
 kiln_status kiln_session_run_to(kiln_session *s, int step);
 kiln_status kiln_session_run_rest(kiln_session *s, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches);
 #endif

@@ -194,11 +194,46 @@ static kiln_status run_to(kiln_replicas *r, int step) {
     return st;
 }
 
-/* The backward pass in segments, each followed by the NCCL group of the buckets it completed. */
+#define MAX_SYNC 256
+
+/* The CrossReplicaSum outputs of every replica (synchronised batch norm), the same steps on each. */
+static kiln_status sync_points(kiln_replicas *r, void **bufs, size_t *count, kiln_dtype *dtype, int *step, int *nq) {
+    void *ptr[MAX_SYNC];
+    size_t cnt[MAX_SYNC];
+    kiln_dtype dt[MAX_SYNC];
+    int stp[MAX_SYNC];
+    for (int k = 0; k < r->n; k++) {
+        int m = 0;
+        kiln_status st = kiln_session_sync_points(r->s[k], ptr, k ? cnt : count, k ? dt : dtype, k ? stp : step, MAX_SYNC, &m);
+        if (st != KILN_OK) return st;
+        if (k == 0) *nq = m;
+        if (m != *nq) return kiln_set_error(KILN_INTERNAL, "replicas: replica %d has %d cross-replica sums, replica 0 %d", k, m, *nq);
+        for (int q = 0; q < m; q++) {
+            if (k && (cnt[q] != count[q] || dt[q] != dtype[q] || stp[q] != step[q]))
+                return kiln_set_error(KILN_INTERNAL, "replicas: cross-replica sum %d differs between replicas 0 and %d", q, k);
+            bufs[(size_t)q * r->n + k] = ptr[q];
+        }
+    }
+    return KILN_OK;
+}
+
+/* The backward pass in segments, each followed by the NCCL group of the buckets it completed;
+ * the forward and backward passes also stop after each cross-replica sum, summed over the GPUs
+ * before they go on. */
 static kiln_status reduce_in_segments(kiln_replicas *r) {
-    int nb = 0, at = 0;
+    int nb = 0, at = 0, nq = 0;
+    void *qbufs[MAX_SYNC * KILN_MAX_REPLICAS];
+    size_t qcount[MAX_SYNC];
+    kiln_dtype qdtype[MAX_SYNC];
+    int qstep[MAX_SYNC];
     kiln_status st = buckets(r, &nb, &at);
-    for (int b = 0; b < nb && st == KILN_OK;) {
+    if (st == KILN_OK) st = sync_points(r, qbufs, qcount, qdtype, qstep, &nq);
+    for (int b = 0, q = 0; (b < nb || q < nq) && st == KILN_OK;) {
+        if (q < nq && (b >= nb || qstep[q] + 1 <= r->ready[b])) {   /* a cross-replica sum comes first */
+            if ((st = run_to(r, qstep[q] + 1)) == KILN_OK) st = r->mod->allreduce_sum(r->comm, qbufs + (size_t)q * r->n, &qcount[q], 1, qdtype[q]);
+            q++;
+            continue;
+        }
         int e = b;
         while (e < nb && r->ready[e] == r->ready[b]) e++;
         if ((st = run_to(r, r->ready[b])) != KILN_OK) break;

@@ -167,44 +167,10 @@ static void test_overlap(kiln_dataset *train) {
     kiln_model_free(over); kiln_model_free(block); kiln_model_free(one);
 }
 
-/* A small conv net with batch norm on 4x4x1 images whose brightness differs from row to row, so
- * the two ranks' halves of a batch have different statistics. */
-static kiln_model *bn_net(bool sync) {
-    kiln_model *m = kiln_sequential("bn_net", KILN_SHAPE(4, 4, 1));
-    kiln_model_set_seed(m, 3);
-    /* no bias before batch norm (its gradient is rounding noise, which Adam would amplify) */
-    kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .filters = 4, .kernel = 3, .padding = KILN_SAME, .no_bias = true });
-    kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .momentum = 0.9, .epsilon = 1e-3 });
-    kiln_layer_activation(m, &(kiln_activation_opts){ .activation = KILN_RELU });
-    kiln_layer_flatten(m, NULL);
-    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3 });
-    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(0.01), .from_logits = true, .sync_batchnorm = sync }));
-    return m;
-}
-
-static kiln_dataset *images(int n) {
-    kiln_tensor *x = kiln_tensor_new(KILN_F32, KILN_SHAPE(n, 4, 4, 1)), *y = kiln_tensor_new(KILN_I32, KILN_SHAPE(n));
-    uint64_t r = 12345;
-    for (int i = 0; i < n; i++) {
-        float bright = (float)(i % 7) * 0.5f - 1.5f, sum = 0;
-        for (int k = 0; k < 16; k++) {
-            r = r * 6364136223846793005ull + 1442695040888963407ull;
-            float v = bright + (float)((r >> 40) % 1000) / 1000.0f;
-            ((float *)x->data)[i * 16 + k] = v;
-            sum += k < 8 ? v : -v;
-        }
-        ((int32_t *)y->data)[i] = sum > 0.3f ? 2 : sum < -0.3f ? 0 : 1;
-    }
-    kiln_dataset *d = kiln_dataset_from_tensors(x, y, 3);
-    kiln_tensor_free(x);
-    kiln_tensor_free(y);
-    return d;
-}
-
 /* Synchronised batch norm: 2 ranks x 32 == 1 process x 64 (losses, weights, moving statistics);
  * per-replica statistics (the default) do not match. */
 static void test_sync_batchnorm(void) {
-    kiln_dataset *train = images(256);
+    kiln_dataset *train = bn_images(256);
     losses l1 = { 0 }, ls = { 0 }, lp = { 0 };
     kiln_callback c1 = kiln_callback_lambda(record, NULL, &l1), cs = kiln_callback_lambda(record, NULL, &ls),
                   cp = kiln_callback_lambda(record, NULL, &lp);

@@ -29,8 +29,7 @@ expect_fail "--gpus 3 on two GPUs" "no GPU 2 \(2 visible\)" "$K" "${T[@]}" --epo
 expect_fail "--gpus x" "--gpus x: give a number of GPUs" "$K" "${T[@]}" --epochs 1 --gpus x
 expect_fail "--gpus with --devices" "give --gpus or --devices, not both" "$K" "${T[@]}" --epochs 1 --gpus 2 --devices 0,1
 expect_fail "--devices not starting at gpu:0" "first device must be gpu:0" "$K" "${T[@]}" --epochs 1 --devices gpu:1,gpu:0
-expect_fail "--sync-batchnorm with mirrored GPUs" "synchronised batch norm with several GPUs in one process is not supported yet" \
-    "$K" "${T[@]}" --epochs 1 --gpus 2 --sync-batchnorm
+expect "--sync-batchnorm with mirrored GPUs" "Mirrored: 2 replicas" "$K" "${T[@]}" --epochs 1 --gpus 2 --sync-batchnorm
 expect_fail "a batch two GPUs cannot share" "multiple of 2" "$K" "${T[@]}" --epochs 1 --gpus 2 --batch-size 63
 echo "test_mirrored_cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

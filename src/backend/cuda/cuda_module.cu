@@ -396,10 +396,12 @@ kiln_status cu_allreduce_mean(void *comm, float *const *bufs, const size_t *coun
 kiln_status cu_allreduce_start(void *comm, float *const *bufs, const size_t *counts, int n_buckets);
 kiln_status cu_allreduce_join(void *comm);
 kiln_status cu_broadcast(void *comm, void *const *bufs, const size_t *bytes, int n_bufs, int root);
+kiln_status cu_allreduce_sum(void *comm, void *const *bufs, const size_t *counts, int n_bufs, kiln_dtype dtype);
 
 static const kiln_cuda_module cuda_module = {
     KILN_CUDA_MODULE_ABI, device_count, backend, device_info, memory_stats, reset_peak, set_memory_options,
     host_alloc, host_free, cu_comm_new, cu_comm_free, cu_allreduce_mean, cu_allreduce_start, cu_allreduce_join, cu_broadcast,
+    cu_allreduce_sum,
 };
 
 static long env_long(const char *name, long dflt) {

@@ -57,6 +57,10 @@ typedef struct kiln_cuda_module {
     /* Copies, for each buffer b, bufs[b * n + root] (bytes[b] bytes on gpus[root]) into the other
      * GPUs' bufs[b * n + k], in one NCCL group on the compute streams. */
     kiln_status (*broadcast)(void *comm, void *const *bufs, const size_t *bytes, int n_bufs, int root);
+    /* Sums, for each buffer b, bufs[b * n + k] (counts[b] elements of dtype, f32 or f64) over the
+     * GPUs, in place, on the communication streams after the compute streams' work so far, and
+     * makes the compute streams wait for it (synchronised batch norm's statistics). */
+    kiln_status (*allreduce_sum)(void *comm, void *const *bufs, const size_t *counts, int n_bufs, kiln_dtype dtype);
 } kiln_cuda_module;
 
 /* Exported by the module. On failure returns NULL and writes a one-line reason into why

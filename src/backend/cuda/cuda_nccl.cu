@@ -26,6 +26,10 @@ kiln_status cu_allreduce_start(void *p, float *const *bufs, const size_t *counts
     return cu_allreduce_mean(p, bufs, counts, n_buckets);
 }
 kiln_status cu_allreduce_join(void *p) { (void)p; return cu_fail(KILN_UNSUPPORTED, "this libkiln_cuda was built without nccl.h"); }
+kiln_status cu_allreduce_sum(void *p, void *const *bufs, const size_t *counts, int n_bufs, kiln_dtype dtype) {
+    (void)p; (void)bufs; (void)counts; (void)n_bufs; (void)dtype;
+    return cu_fail(KILN_UNSUPPORTED, "this libkiln_cuda was built without nccl.h");
+}
 kiln_status cu_broadcast(void *p, void *const *bufs, const size_t *bytes, int n_bufs, int root) {
     (void)p; (void)bufs; (void)bytes; (void)n_bufs; (void)root;
     return cu_fail(KILN_UNSUPPORTED, "this libkiln_cuda was built without nccl.h");
@@ -180,19 +184,49 @@ kiln_status cu_allreduce_mean(void *p, float *const *bufs, const size_t *counts,
     return st;
 }
 
-kiln_status cu_allreduce_start(void *p, float *const *bufs, const size_t *counts, int n_buckets) {
-    cu_comm *c = (cu_comm *)p;
-    if (!c) return cu_fail(KILN_INVALID_ARGUMENT, "NCCL all-reduce: no communicator");
-    int prev = cu_cur;
+kiln_status cu_allreduce_join(void *p);
+
+/* Each communication stream waits for its GPU's compute stream's work so far. */
+static kiln_status comm_after_compute(cu_comm *c) {
     kiln_status st = KILN_OK;
-    for (int k = 0; k < c->n && st == KILN_OK; k++) {   /* the buckets are written: the compute stream's work so far */
+    for (int k = 0; k < c->n && st == KILN_OK; k++) {
         if ((st = cu_use(c->gpu[k])) != KILN_OK) break;
         st = cu_check(cudaEventRecord(c->ready[k], cu.dev[c->gpu[k]].stream), "cudaEventRecord");
         if (st == KILN_OK) st = cu_check(cudaStreamWaitEvent(c->stream[k], c->ready[k], 0), "cudaStreamWaitEvent");
     }
+    return st;
+}
+
+kiln_status cu_allreduce_start(void *p, float *const *bufs, const size_t *counts, int n_buckets) {
+    cu_comm *c = (cu_comm *)p;
+    if (!c) return cu_fail(KILN_INVALID_ARGUMENT, "NCCL all-reduce: no communicator");
+    int prev = cu_cur;
+    kiln_status st = comm_after_compute(c);   /* the buckets are written */
     if (st == KILN_OK) st = group_allreduce(c, bufs, counts, n_buckets, c->stream);
     cu_use(prev);
     return st;
+}
+
+kiln_status cu_allreduce_sum(void *p, void *const *bufs, const size_t *counts, int n_bufs, kiln_dtype dtype) {
+    cu_comm *c = (cu_comm *)p;
+    if (!c) return cu_fail(KILN_INVALID_ARGUMENT, "NCCL all-reduce: no communicator");
+    if (dtype != KILN_F32 && dtype != KILN_F64) return cu_fail(KILN_UNSUPPORTED, "NCCL sum: dtype %d (f32, f64 only)", (int)dtype);
+    int prev = cu_cur;
+    kiln_status st = comm_after_compute(c);
+    if (st == KILN_OK) {
+        st = nccl_check(nccl.group_start(), "ncclGroupStart");
+        for (int b = 0; b < n_bufs && st == KILN_OK; b++)
+            for (int k = 0; k < c->n && st == KILN_OK; k++) {
+                if ((st = cu_use(c->gpu[k])) != KILN_OK) break;
+                void *x = bufs[(size_t)b * c->n + k];
+                st = nccl_check(nccl.all_reduce(x, x, counts[b], dtype == KILN_F64 ? ncclFloat64 : ncclFloat32, ncclSum, c->comm[k], c->stream[k]),
+                                "ncclAllReduce");
+            }
+        kiln_status se = nccl_check(nccl.group_end(), "ncclGroupEnd");
+        if (st == KILN_OK) st = se;
+    }
+    cu_use(prev);
+    return st == KILN_OK ? cu_allreduce_join(p) : st;   /* the compute streams read the sums next */
 }
 
 kiln_status cu_allreduce_join(void *p) {
