@@ -96,10 +96,12 @@ static void usage(FILE *f) {
 
 #define PRECISION_HELP \
     "  --precision P       float32 (default); mixed_bfloat16 (bf16): convolutions and dense layers\n" \
-    "                      compute in bf16 with f32 accumulation, everything else (activations, batch\n" \
-    "                      norm, softmax, loss, metrics, weights, optimizer state) stays f32 (a CPU\n" \
-    "                      without AVX512-BF16/AMX trains in f32 and says so); mixed_float16 (fp16):\n" \
-    "                      the same in f16 with dynamic loss scaling (for GPUs; no faster on the CPU)\n"
+    "                      compute in bf16 with f32 accumulation and the activations between them\n" \
+    "                      (bias, relu, max pooling) are bf16: about half the activation memory;\n" \
+    "                      batch norm, softmax, loss, metrics, weights and optimizer state stay f32\n" \
+    "                      (a CPU without AVX512-BF16/AMX trains in f32 and says so);\n" \
+    "                      mixed_float16 (fp16): the products in f16 with f32 results and dynamic\n" \
+    "                      loss scaling (for GPUs; no faster on the CPU)\n"
 
 static void train_usage(FILE *f) {
     fprintf(f,

@@ -35,6 +35,11 @@ void kiln_graph_pop_device(kiln_graph *g);
  * and an f32 output (their gradients likewise; each gradient comes back f32). KILN_F32 turns it
  * off (the default); any other dtype is KILN_INVALID_ARGUMENT. Other ops are not affected. */
 kiln_status kiln_graph_set_autocast(kiln_graph *g, kiln_dtype compute);
+/* With autocast on, keep activations in the compute dtype too (Keras' mixed_bfloat16): MatMul and
+ * Conv2D then output it, bias/relu/max-pool/add/reshape on it stay in it, and every other op
+ * reads f32 (a Cast is inserted in front); weight gradients still come back f32. Half the
+ * activation memory and no casts between layers. Turned off with the autocast (KILN_F32). */
+kiln_status kiln_graph_set_autocast_activations(kiln_graph *g, bool on);
 kiln_dtype kiln_graph_autocast(const kiln_graph *g);
 
 /* Node accessors. */

@@ -225,11 +225,13 @@ enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
  * and optimizer state stay f32 in every policy, so checkpoints hold f32 and load in any policy.
  *   FLOAT32         everything in f32 (the default)
  *   MIXED_BFLOAT16  convolutions and matmuls (Conv2D, Dense, ...) take bf16 operands (weights cast
- *                   once per step inside the step graph) and accumulate in f32 with an f32 output;
- *                   every other op (bias, activations, pooling, batch norm, softmax, losses,
- *                   metrics) runs in f32. On a CPU without AVX512-BF16/AMX (kiln_cpu_has_bf16)
- *                   Kiln says so once and trains in f32.
- *   MIXED_FLOAT16   the same in f16, with dynamic loss scaling (start 2^15; a step whose
+ *                   once per step inside the step graph) and accumulate in f32; the activations
+ *                   between layers (their outputs, bias adds, relus, max pooling, residual adds)
+ *                   and the activation gradients are bf16, weight gradients f32; batch norm,
+ *                   other activations, softmax, losses and metrics run in f32. On a CPU without
+ *                   AVX512-BF16/AMX (kiln_cpu_has_bf16) Kiln says so once and trains in f32.
+ *   MIXED_FLOAT16   products in f16 with f32 accumulation and an f32 output (activations stay
+ *                   f32), with dynamic loss scaling (start 2^15; a step whose
  *                   gradients are not finite is skipped and the scale halved; doubled after 2000
  *                   good steps). On the CPU the f16 operands are widened to f32 for the products (exact, no
  *                   speed-up: no f16 arithmetic is assumed there). */

@@ -188,6 +188,9 @@ kiln_node *kiln_node_new_named(kiln_graph *g, kiln_op op, const char *name, kiln
         kiln_graph_fail(g, KILN_INVALID_ARGUMENT, "%s: takes %d..%d inputs, got %d", d->name, d->min_in, d->max_in, n_in);
         return NULL;
     }
+    kiln_node *cast_in[KILN_MAX_INPUTS];
+    if (g->autocast_act && !g->in_autocast && n_in <= KILN_MAX_INPUTS && !(in = kiln_autocast_inputs(g, op, in, n_in, cast_in)))
+        return NULL;
     kiln_node *n = node_alloc(g, op, name, in, n_in);
     if (!n) return NULL;
     if (attrs) n->attrs = *attrs;

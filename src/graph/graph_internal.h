@@ -25,8 +25,16 @@ struct kiln_graph {
     int *name_slots;            /* -1 empty */
     int n_slots;
     kiln_dtype autocast;        /* KILN_F16/KILN_BF16: matmul/conv on f32 operands compute in it */
+    bool autocast_act;          /* and the activations between layers stay in it (autocast.c) */
+    bool in_autocast;           /* kiln_autocast_inputs is inserting casts: no recursion */
 };
 
+/* Activation autocast (kiln_graph_set_autocast_activations): the inputs node `op` should read,
+ * in[] itself or casts of it written to buf. */
+/* An f32 weight as the layer should read it: its compute-dtype cast under activation autocast
+ * (made before the op that uses it, so a fused bias is ready before its convolution), else w. */
+kiln_node *kiln_autocast_weight(kiln_graph *g, kiln_node *w);
+kiln_node *const *kiln_autocast_inputs(kiln_graph *g, kiln_op op, kiln_node *const *in, int n_in, kiln_node **buf);
 kiln_node *kiln_node_new_named(kiln_graph *g, kiln_op op, const char *name, kiln_node *const *in,
                                int n_in, const kiln_attrs *attrs);
 #endif

@@ -2,6 +2,7 @@
  * from resident data), the layers, the loss, and for training the L2 penalties, gradients and
  * optimizer update. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "nn/nn_step.h"
 
@@ -49,7 +50,11 @@ static kiln_status build_layers(kiln_model *m, nn_forward *f) {
     nn_fwd c = { .m = m, .g = m->g, .batch = f->batch, .training = f->training, .dtype = f->dtype };
     for (int i = 0; i < m->n_layers; i++) m->layers[i]->node = NULL;
     m->input->node = f->x;
-    kiln_graph_set_autocast(m->g, nn_precision_compute_dtype(m));   /* the layers only: losses stay f32 */
+    kiln_dtype ct = nn_precision_compute_dtype(m);
+    kiln_graph_set_autocast(m->g, ct);   /* the layers only: losses stay f32 */
+    /* mixed_bfloat16 keeps the activations bf16 (Keras' policy); mixed_float16 keeps them f32:
+     * the CPU has no f16 arithmetic for the ops between the convolutions */
+    if (ct == KILN_BF16 && !getenv("KILN_BF16_F32_ACTIVATIONS")) kiln_graph_set_autocast_activations(m->g, true);
     for (int i = 0; i < m->n_layers; i++) {
         kiln_layer *l = m->layers[i];
         if (l->kind == NN_INPUT) continue;
@@ -58,6 +63,9 @@ static kiln_status build_layers(kiln_model *m, nn_forward *f) {
     }
     kiln_graph_set_autocast(m->g, KILN_F32);
     f->out = m->output->node;
+    if (f->out && kiln_node_dtype(f->out) != KILN_F32 && kiln_dtype_is_float(kiln_node_dtype(f->out)) &&
+        !(f->out = kiln_cast(m->g, f->out, KILN_F32)))   /* the model's output is f32 */
+        return nn_fail(m, kiln_graph_status(m->g), "model '%s': %s", m->name, kiln_last_error());
     return KILN_OK;
 }
 

@@ -2,6 +2,7 @@
  * AveragePooling2D, GlobalAveragePooling2D (schema, shape, variables, forward). */
 #include <stdio.h>
 #include "nn/nn_layers.h"
+#include "graph/graph_internal.h"
 
 /* Output size of a window op along one axis; -1 when the window does not fit. */
 static int64_t out_dim(int64_t in, int k, int s, int d, kiln_padding p) {
@@ -91,8 +92,9 @@ static void conv_vars(kiln_layer *l, const nn_layer_cfg *c) {
 static kiln_node *conv_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
     kiln_conv_params p = { .stride_h = l->sh, .stride_w = l->sw, .dilation_h = l->dil, .dilation_w = l->dil,
                            .padding = l->padding, .groups = l->groups };
+    kiln_node *bias = l->use_bias ? kiln_autocast_weight(f->g, nn_layer_var(f, l, "bias")) : NULL;   /* cast first: fusable */
     kiln_node *y = kiln_conv2d(f->g, x, nn_layer_var(f, l, l->kind == NN_DWCONV2D ? "depthwise_kernel" : "kernel"), &p);
-    if (l->use_bias) y = kiln_bias_add(f->g, y, nn_layer_var(f, l, "bias"));
+    if (l->use_bias) y = kiln_bias_add(f->g, y, bias);
     return nn_activate(f->g, y, l->act);
 }
 const nn_layer_def nn_def_conv2d = { "Conv2D", "conv2d", conv_opts, 1, 1, conv_shape, conv_vars, conv_forward };

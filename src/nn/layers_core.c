@@ -3,6 +3,7 @@
  * (its typed builder is in layers_api.c). */
 #include <stdio.h>
 #include "nn/nn_layers.h"
+#include "graph/graph_internal.h"
 
 /* ---- InputLayer ---- */
 static const nn_opt_spec input_opts[] = {
@@ -50,8 +51,9 @@ static void dense_vars(kiln_layer *l, const nn_layer_cfg *c) {
     if (l->use_bias) nn_layer_add_var(l, "bias", KILN_SHAPE(l->units), c->bias_init, true, 0);
 }
 static kiln_node *dense_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
+    kiln_node *bias = l->use_bias ? kiln_autocast_weight(f->g, nn_layer_var(f, l, "bias")) : NULL;   /* cast first: fusable */
     kiln_node *y = kiln_matmul(f->g, x, nn_layer_var(f, l, "kernel"), false, false);
-    if (l->use_bias) y = kiln_bias_add(f->g, y, nn_layer_var(f, l, "bias"));
+    if (l->use_bias) y = kiln_bias_add(f->g, y, bias);
     return nn_activate(f->g, y, l->act);
 }
 const nn_layer_def nn_def_dense = { "Dense", "dense", dense_opts, 1, 1, dense_shape, dense_vars, dense_forward };

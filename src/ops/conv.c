@@ -110,10 +110,12 @@ static kiln_status conv2d_bwd_filter_infer(kiln_node *n) {    /* (x, dy), attrs.
 static kiln_status conv2d_grad(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_node **dx) {
     kiln_node *x = n->in[0], *w = n->in[1];
     kiln_attrs at = n->attrs;
-    if (at.acc_f32) dy = kiln_cast(g, dy, x->dtype);   /* mixed: both backprops read dy in x's dtype */
+    if (dy->dtype != x->dtype) dy = kiln_cast(g, dy, x->dtype);   /* mixed: both backprops read dy in x's dtype */
     at.shape = x->shape;
+    at.acc_f32 = n->attrs.acc_f32 || kiln_is_half_cast(x);
     dx[0] = kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, (kiln_node *[]){ w, dy }, 2, &at);
     at.shape = w->shape;
+    at.acc_f32 = n->attrs.acc_f32 || kiln_is_half_cast(w);
     dx[1] = kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, (kiln_node *[]){ x, dy }, 2, &at);
     if (dx[0] && dx[1]) return KILN_OK;
     kiln_status s = kiln_graph_status(g);

@@ -91,21 +91,21 @@ typedef kiln_node *(*mm_builder)(kiln_graph *, kiln_node *, kiln_node *, bool, b
 
 /* TF's _MatMulGrad: for C = op(A) op(B), each case picks operands and flags so that dA and dB
  * come out in A's and B's stored layout. */
-static kiln_status mm_grads(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_node **dx, mm_builder mm) {
+static kiln_status mm_grads(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_node **dx, mm_builder mm, mm_builder mb) {
     kiln_node *a = n->in[0], *b = n->in[1];
     bool ta = n->attrs.trans_a, tb = n->attrs.trans_b;
     if (!ta && !tb) {        /* C = A B      */
         dx[0] = mm(g, dy, b, false, true);
-        dx[1] = mm(g, a, dy, true, false);
+        dx[1] = mb(g, a, dy, true, false);
     } else if (ta && !tb) {  /* C = A' B     */
         dx[0] = mm(g, b, dy, false, true);
-        dx[1] = mm(g, a, dy, false, false);
+        dx[1] = mb(g, a, dy, false, false);
     } else if (!ta && tb) {  /* C = A B'     */
         dx[0] = mm(g, dy, b, false, false);
-        dx[1] = mm(g, dy, a, true, false);
+        dx[1] = mb(g, dy, a, true, false);
     } else {                 /* C = A' B'    */
         dx[0] = mm(g, b, dy, true, true);
-        dx[1] = mm(g, dy, a, true, true);
+        dx[1] = mb(g, dy, a, true, true);
     }
     return dx[0] && dx[1] ? KILN_OK : grad_failed(g);
 }
@@ -118,14 +118,22 @@ static kiln_node *mm_acc_f32(kiln_graph *g, kiln_node *a, kiln_node *b, bool ta,
     return build(g, KILN_OP_MATMUL, a, b, ta, tb, true);
 }
 
+static kiln_node *mm_plain(kiln_graph *g, kiln_node *a, kiln_node *b, bool ta, bool tb) {
+    return build(g, KILN_OP_MATMUL, a, b, ta, tb, false);
+}
+
+/* Under activation autocast (half output) an operand that is a half cast of an f32 weight still
+ * gets its gradient in f32 (acc_f32); the other stays half, like the activations. */
 static kiln_status matmul_grad(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_node **dx) {
-    if (!n->attrs.acc_f32) return mm_grads(g, n, dy, dx, kiln_matmul);
-    dy = kiln_cast(g, dy, n->in[0]->dtype);
-    return dy ? mm_grads(g, n, dy, dx, mm_acc_f32) : grad_failed(g);
+    kiln_node *a = n->in[0], *b = n->in[1];
+    if (!n->attrs.acc_f32 && a->dtype == KILN_F32) return mm_grads(g, n, dy, dx, kiln_matmul, kiln_matmul);
+    if (dy->dtype != a->dtype && !(dy = kiln_cast(g, dy, a->dtype))) return grad_failed(g);
+    bool all = n->attrs.acc_f32;
+    return mm_grads(g, n, dy, dx, all || kiln_is_half_cast(a) ? mm_acc_f32 : mm_plain, all || kiln_is_half_cast(b) ? mm_acc_f32 : mm_plain);
 }
 
 static kiln_status batch_matmul_grad(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_node **dx) {
-    kiln_status st = mm_grads(g, n, dy, dx, kiln_batch_matmul);
+    kiln_status st = mm_grads(g, n, dy, dx, kiln_batch_matmul, kiln_batch_matmul);
     if (st) return st;
     /* The products have the broadcast batch dims; sum them back down to each operand's shape. */
     for (int i = 0; i < 2; i++)

@@ -133,6 +133,11 @@ kiln_node *kiln_identity(kiln_graph *g, kiln_node *x);
 /* Mixed precision (src/graph/autocast.c): under kiln_graph_set_autocast, casts f32 operands *a
  * and *b to the compute dtype and returns true (the op then sets acc_f32); false leaves them. */
 bool kiln_autocast_operands(kiln_graph *g, kiln_node **a, kiln_node **b);
+/* x is a bf16/f16 Cast of an f32 value (a master weight under autocast): the gradient products
+ * of a half op produce x's gradient in f32 (acc_f32), so it reaches the f32 value unrounded. */
+static inline bool kiln_is_half_cast(const kiln_node *x) {
+    return x->op == KILN_OP_CAST && (x->dtype == KILN_BF16 || x->dtype == KILN_F16) && x->in[0]->dtype == KILN_F32;
+}
 /* Scalar constant of x's dtype. */
 kiln_node *kiln_scalar_like(kiln_graph *g, kiln_node *x, double v);
 

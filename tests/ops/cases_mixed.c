@@ -81,6 +81,35 @@ static kiln_node *update_case(kiln_graph *g, kiln_node **x, kiln_node **e, int *
 static kiln_node *b_update_grow(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { return update_case(g, x, e, ne, 2000); }
 static kiln_node *b_update_count(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { return update_case(g, x, e, ne, 5000); }
 
+/* bf16 activations (mixed_bfloat16): products with bf16 outputs, and a convolution with its
+ * bias, which the cpu backend fuses into oneDNN's kernel (one rounding where ref rounds the
+ * convolution and then the bias add: hence a tolerance of about two bf16 ulps). A fused relu is
+ * left out here: oneDNN's relu post-op maps NaN to 0 (SEMANTICS.md), which the NaN pass would flag. */
+static kiln_node *conv_plain(kiln_graph *g, kiln_op op, kiln_node **x, int s, int pad, kiln_shape shape) {
+    kiln_attrs at = { 0 };
+    at.sh = at.sw = s; at.dh = at.dw = 1;
+    at.pt = at.pb = at.pl = at.pr = pad;
+    at.groups = 1;
+    at.shape = shape;
+    return kiln_node_new(g, op, x, 2, &at);
+}
+static kiln_node *b_conv_bias(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; return kiln_bias_add(g, conv_plain(g, KILN_OP_CONV2D, x, 1, 1, KILN_SHAPE(0)), x[2]);
+}
+static kiln_node *b_conv_half(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { UNUSED; return conv_plain(g, KILN_OP_CONV2D, x, 1, 1, KILN_SHAPE(0)); }
+static kiln_node *b_bwd_input_half(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; return conv_plain(g, KILN_OP_CONV2D_BWD_INPUT, x, 1, 1, KILN_SHAPE(4, 9, 9, 16));
+}
+static kiln_node *b_mm_half(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { UNUSED; return kiln_node_new(g, KILN_OP_MATMUL, x, 2, NULL); }
+static kiln_node *b_max_pool_grad_tiles(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED;
+    kiln_node *y = kiln_max_pool2d(g, x[0], &(kiln_pool_params){ .size_h = 2, .size_w = 2, .padding = KILN_VALID });
+    kiln_attrs at = y->attrs;
+    return kiln_node_new(g, KILN_OP_MAX_POOL_GRAD, (kiln_node *[]){ x[0], y, x[1] }, 3, &at);
+}
+#define BF16_ULPS 8e-3
+#define CB(op_, lbl, n, sa, sb, sc, fn) { op_, lbl, n, { F, F, F }, { sa, sb, sc }, { -1, -1, -1 }, { 1, 1, 1 }, fn, DT_BF16, false, 0, BF16_ULPS, 0, true, 0 }
+
 #define HALF (DT_F16 | DT_BF16)
 #define MIXED_TOL 1e-4
 /* nonfinite_any: oneDNN's bf16 backward-weights kernel runs over zero-padded rows of dy, so an
@@ -121,5 +150,14 @@ const op_case cases_mixed[] = {
     C2_CONV(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter acc_f32 x [4,9,9,16], dy [4,9,9,32]", S(4, 9, 9, 16), S(4, 9, 9, 32), b_bwd_filter),
     C2_CONV(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter acc_f32 x [4,9,9,16], dy [4,5,5,32] groups 2 stride 2", S(4, 9, 9, 16), S(4, 5, 5, 32),
        b_bwd_filter_s2_g2),
+    CB(KILN_OP_CONV2D, "conv2d bf16 out + bias (fused on cpu) [4,9,9,16] * [3,3,16,32]", 3, S(4, 9, 9, 16), S(3, 3, 16, 32), S(32),
+       b_conv_bias),
+    CB(KILN_OP_CONV2D, "conv2d bf16 out + bias, 3 channels in [2,8,8,3] * [3,3,3,16]", 3, S(2, 8, 8, 3), S(3, 3, 3, 16), S(16), b_conv_bias),
+    CB(KILN_OP_CONV2D, "conv2d bf16 out [4,9,9,16] * [3,3,16,32]", 2, S(4, 9, 9, 16), S(3, 3, 16, 32), S(1), b_conv_half),
+    CB(KILN_OP_CONV2D_BWD_INPUT, "conv2d_bwd_input bf16 out w [3,3,16,32], dy [4,9,9,32]", 2, S(3, 3, 16, 32), S(4, 9, 9, 32), S(1),
+       b_bwd_input_half),
+    CB(KILN_OP_MATMUL, "matmul bf16 out [33,70] @ [70,17]", 2, S(33, 70), S(70, 17), S(1), b_mm_half),
+    CB(KILN_OP_MAX_POOL_GRAD, "max_pool_grad bf16 2x2 windows tiling x [2,8,8,32], dy [2,4,4,32]", 2, S(2, 8, 8, 32), S(2, 4, 4, 32), S(1),
+       b_max_pool_grad_tiles),
 };
 const int n_cases_mixed = (int)(sizeof cases_mixed / sizeof cases_mixed[0]);

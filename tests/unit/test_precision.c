@@ -90,17 +90,23 @@ static kiln_status compile(kiln_model *m, kiln_precision p) {
                                                  .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = device(), .precision = p });
 }
 
-/* The training graph under mixed_bfloat16: every MatMul / Conv2D computes from bf16 operands
- * (acc_f32), every variable is f32, batch norm, softmax cross-entropy and the output are f32. */
+/* The training graph under mixed_bfloat16 (Keras' policy): every MatMul / Conv2D computes from
+ * bf16 operands; forward products and activation gradients stay bf16 (the activations between
+ * layers are bf16), weight gradients come out f32 (acc_f32) for the f32 variables; every variable
+ * is f32; batch norm, softmax cross-entropy and the output are f32. */
 static void check_model_graph(kiln_model *m) {
     kiln_graph *g = kiln_model_graph(m);
-    int n_mixed = 0, n_cast = 0, n_plain = 0;
+    int n_half = 0, n_wgrad = 0, n_cast = 0, n_plain = 0, n_half_act = 0;
     for (int i = 0; g && i < kiln_graph_node_count(g); i++) {
         kiln_node *n = kiln_graph_node(g, i);
         switch (n->op) {
         case KILN_OP_MATMUL: case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
-            if (n->attrs.acc_f32 && n->in[0]->dtype == KILN_BF16 && n->dtype == KILN_F32) n_mixed++; else n_plain++;
+            if (n->in[0]->dtype != KILN_BF16 || n->in[1]->dtype != KILN_BF16) n_plain++;
+            else if (n->attrs.acc_f32 && n->dtype == KILN_F32) n_wgrad++;
+            else if (!n->attrs.acc_f32 && n->dtype == KILN_BF16) n_half++;
+            else n_plain++;
             break;
+        case KILN_OP_RELU: case KILN_OP_MAX_POOL: case KILN_OP_BIAS_ADD: n_half_act += n->dtype == KILN_BF16; break;
         case KILN_OP_CAST: n_cast += n->dtype == KILN_BF16; break;
         case KILN_OP_VARIABLE: CHECK_MSG(n->dtype == KILN_F32, "variable %s is %s", n->name, kiln_dtype_name(n->dtype)); break;
         case KILN_OP_BATCH_NORM: case KILN_OP_SPARSE_SOFTMAX_XENT: case KILN_OP_SOFTMAX:
@@ -109,9 +115,10 @@ static void check_model_graph(kiln_model *m) {
         default: break;
         }
     }
-    /* forward conv + 2 dense, their backprops (conv: input not needed for the first layer's x? it is
-     * built and pruned later), in the training and inference forwards */
-    CHECK_MSG(n_mixed >= 3 + 5 && n_plain == 0, "mixed ops %d, f32 ops %d", n_mixed, n_plain);
+    /* forward conv + 2 dense in the training and inference forwards; their weight gradients (f32)
+     * and input gradients (bf16; the first layer's is built and pruned later) */
+    CHECK_MSG(n_half >= 3 + 2 && n_wgrad >= 3 && n_plain == 0, "bf16 ops %d, weight-gradient ops %d, others %d", n_half, n_wgrad, n_plain);
+    CHECK_MSG(n_half_act >= 4, "bf16 bias/relu/pool ops %d", n_half_act);
     CHECK_MSG(n_cast >= 6, "bf16 casts %d", n_cast);
 }
 

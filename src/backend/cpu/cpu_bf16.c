@@ -22,20 +22,12 @@ bool cpu_has_bf16(void) {
 
 bool kiln_cpu_has_bf16(void) { return cpu_has_bf16(); }
 
-static inline uint16_t to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 static kiln_status k_f32_to_bf16(const kiln_kctx *c) {
     const float *x = c->in[0].data;
     uint16_t *y = c->out.data;
     int64_t n = c->out.numel;
     #pragma omp parallel for simd schedule(static) num_threads(cpu_par(c, n))
-    for (int64_t i = 0; i < n; i++) y[i] = to_bf16(x[i]);
+    for (int64_t i = 0; i < n; i++) y[i] = cpu_to_bf16(x[i]);
     return KILN_OK;
 }
 
@@ -125,12 +117,13 @@ static size_t matmul_f16_workspace(const kiln_node *n) {
 
 /* One cached matmul primitive per (M, N, K, transposes); operands in Kiln's row-major layout
  * (a transpose is a stride), so no reorders are needed. */
-typedef struct dmm_key { int64_t M, N, K; int ta, tb; } dmm_key;
+typedef struct dmm_key { int64_t M, N, K; int ta, tb, cdt; } dmm_key;   /* cdt: the output's oneDNN dtype */
 typedef struct dmm { dmm_key k; bool ok; dnnl_primitive_t prim; dnnl_memory_desc_t a, b, c, scratch; size_t ws; } dmm;
 
-#define DMM_CACHE 128
-static dmm *mm_cache[DMM_CACHE];
-static int n_mm;
+/* Grows with the model (each dense layer has a forward and two gradient shapes per batch size):
+ * a full cache would send the rest to ref. */
+static dmm **mm_cache;
+static int n_mm, cap_mm;
 static pthread_mutex_t mm_lock = PTHREAD_MUTEX_INITIALIZER;
 static dnnl_engine_t mm_engine;
 
@@ -141,6 +134,7 @@ static bool key_of(const kiln_node *n, dmm_key *k) {
     k->ta = n->attrs.trans_a; k->tb = n->attrs.trans_b;
     k->M = n->shape.dim[0]; k->N = n->shape.dim[1];
     k->K = k->ta ? a.dim[0] : a.dim[1];
+    k->cdt = n->dtype == KILN_BF16 ? dnnl_bf16 : dnnl_f32;
     return k->M > 0 && k->N > 0 && k->K > 0;
 }
 
@@ -151,7 +145,7 @@ static bool build(dmm *e) {
     dnnl_dims_t as = { k->ta ? 1 : k->K, k->ta ? k->M : 1 }, bs = { k->tb ? 1 : k->N, k->tb ? k->K : 1 };
     if (dnnl_memory_desc_init_by_strides(&e->a, 2, ad, dnnl_bf16, as) != dnnl_success ||
         dnnl_memory_desc_init_by_strides(&e->b, 2, bd, dnnl_bf16, bs) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&e->c, 2, cd, dnnl_f32, dnnl_ab) != dnnl_success)
+        dnnl_memory_desc_init_by_tag(&e->c, 2, cd, (dnnl_data_type_t)k->cdt, dnnl_ab) != dnnl_success)
         return false;
     dnnl_primitive_attr_t attr;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return false;
@@ -177,7 +171,12 @@ static dmm *entry_for(const kiln_node *n) {
     pthread_mutex_lock(&mm_lock);
     for (int i = 0; i < n_mm && !e; i++)
         if (!memcmp(&mm_cache[i]->k, &k, sizeof k)) e = mm_cache[i];
-    if (!e && n_mm < DMM_CACHE && (mm_engine || dnnl_engine_create(&mm_engine, dnnl_cpu, 0) == dnnl_success)) {
+    if (!e && n_mm == cap_mm) {
+        int cap = cap_mm ? 2 * cap_mm : 128;
+        dmm **c = realloc(mm_cache, (size_t)cap * sizeof *c);
+        if (c) { mm_cache = c; cap_mm = cap; }
+    }
+    if (!e && n_mm < cap_mm && (mm_engine || dnnl_engine_create(&mm_engine, dnnl_cpu, 0) == dnnl_success)) {
         e = calloc(1, sizeof *e);
         if (e) { e->k = k; e->ok = build(e); mm_cache[n_mm++] = e; }
     }
@@ -209,15 +208,16 @@ static kiln_status k_matmul_bf16(const kiln_kctx *c) {
     if (ms) dnnl_memory_destroy(ms);
     if (st) dnnl_stream_destroy(st);
     if (!ok) return kiln_set_error(KILN_INTERNAL, "%s: oneDNN bf16 matmul failed", c->node->name);
-    if (c->epi_bias || c->epi_relu) cpu_epilogue(c, c->out.data, e->k.M, e->k.N);
+    if ((c->epi_bias || c->epi_relu) && c->node->dtype == KILN_F32) cpu_epilogue(c, c->out.data, e->k.M, e->k.N);
     return KILN_OK;
 }
 
 kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n) {
     int64_t M, N, K;
     if (mm_f16_dims(n, &M, &N, &K)) return k_matmul_f16;
-    if (n->op != KILN_OP_MATMUL || !n->attrs.acc_f32 || n->dtype != KILN_F32 || n->in[0]->dtype != KILN_BF16 ||
-        n->in[1]->dtype != KILN_BF16 || !cpu_has_bf16())
+    /* acc_f32 (f32 output), or bf16 activations (bf16 output, f32 sums inside oneDNN) */
+    bool out_ok = n->attrs.acc_f32 ? n->dtype == KILN_F32 : n->dtype == KILN_BF16;
+    if (n->op != KILN_OP_MATMUL || !out_ok || n->in[0]->dtype != KILN_BF16 || n->in[1]->dtype != KILN_BF16 || !cpu_has_bf16())
         return NULL;
     return entry_for(n) ? k_matmul_bf16 : NULL;
 }

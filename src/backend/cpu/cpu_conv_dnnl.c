@@ -18,6 +18,8 @@ typedef struct dconv_key {
     int dt[3];                         /* oneDNN data type of operands 0, 1, 2 (f32; bf16 inputs when mixed) */
     int up16;                          /* bit i: operand i is f16 in Kiln, widened to f32 for oneDNN (mixed f16) */
     int upbf;                          /* bit i: operand i is bf16, widened to f32: shapes with no bf16 kernel */
+    int dnbf;                          /* the output is bf16 in Kiln, computed f32 and rounded (with upbf) */
+    int bdt;                           /* oneDNN data type of the fused bias (the output's) */
     int64_t N, H, W, C, OH, OW, CO;
     int kh, kw, sh, sw, dh, dw, pt, pb, pl, pr;
 } dconv_key;
@@ -67,6 +69,7 @@ static bool key_of(const kiln_node *n, dconv_key *k) {
         if (d[i] != KILN_F32 && d[i] != KILN_BF16) return false;
         k->dt[i] = d[i] == KILN_F32 ? dnnl_f32 : dnnl_bf16;
     }
+    k->bdt = k->dt[2];
     return k->C % k->G == 0 && k->CO % k->G == 0 && ws.dim[2] == k->C / k->G && ws.dim[3] == k->CO && ys.dim[0] == k->N &&
            k->sh > 0 && k->sw > 0;
 }
@@ -75,6 +78,11 @@ static bool key_of(const kiln_node *n, dconv_key *k) {
 static bool cpu_conv_is_mixed(const kiln_node *n) {
     if (!n->attrs.acc_f32 || n->dtype != KILN_F32 || n->in[1]->dtype != n->in[0]->dtype) return false;
     return n->in[0]->dtype == KILN_F16 || (n->in[0]->dtype == KILN_BF16 && cpu_has_bf16());
+}
+
+/* bf16 activations (mixed_bfloat16): every operand bf16; the products accumulate in f32 inside oneDNN. */
+static bool cpu_conv_is_bf16(const kiln_node *n) {
+    return n->dtype == KILN_BF16 && n->in[0]->dtype == KILN_BF16 && n->in[1]->dtype == KILN_BF16 && cpu_has_bf16();
 }
 
 static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
@@ -153,7 +161,7 @@ static bool build_as(dconv *e, bool nhwc) {
         if (!po_ok) { dnnl_primitive_attr_destroy(attr); return false; }
     }
     dnnl_dims_t bd = { k->CO };
-    if ((k->epi & EPI_BIAS) && dnnl_memory_desc_init_by_tag(&e->bias, 1, bd, dnnl_f32, dnnl_a) != dnnl_success) {
+    if ((k->epi & EPI_BIAS) && dnnl_memory_desc_init_by_tag(&e->bias, 1, bd, (dnnl_data_type_t)k->bdt, dnnl_a) != dnnl_success) {
         dnnl_primitive_attr_destroy(attr);
         return false;
     }
@@ -199,7 +207,7 @@ static bool build_as(dconv *e, bool nhwc) {
     e->scratch_off = at;
     at += sp ? align64(dnnl_memory_desc_get_size(sp)) : 0;
     for (int i = 0; i < 3; i++)
-        if ((k->up16 | k->upbf) & (1 << i)) { e->up_off[i] = at; at += align64(dnnl_memory_desc_get_size(&e->user[i])); }
+        if (((k->up16 | k->upbf) & (1 << i)) || (k->dnbf && i == out)) { e->up_off[i] = at; at += align64(dnnl_memory_desc_get_size(&e->user[i])); }
     e->ws = at + 64;
     ok = ok && dnnl_primitive_create(&e->prim, pd) == dnnl_success;
     dnnl_primitive_desc_destroy(pd);
@@ -238,13 +246,19 @@ static dconv *lookup_or_build(const dconv_key *k) {
 }
 
 /* A mixed node whose shape has no bf16 kernel (or only oneDNN's reference one): its bf16 inputs
- * widened to f32 (exact), so the f32 kernels compute the same products with f32 sums. */
+ * widened to f32 (exact), so the f32 kernels compute the same products with f32 sums; a bf16
+ * output is computed f32 and rounded (its epilogue applied then: no fused variant). */
 static bool widen_bf16(dconv_key *k) {
     int out = k->op == KILN_OP_CONV2D ? 2 : k->op == KILN_OP_CONV2D_BWD_INPUT ? 0 : 1;
     bool any = false;
     for (int i = 0; i < 3; i++)
         if (i != out && k->dt[i] == dnnl_bf16) { k->upbf |= 1 << i; k->dt[i] = dnnl_f32; any = true; }
-    return any && k->dt[out] == dnnl_f32;
+    if (any && k->dt[out] == dnnl_bf16) {
+        if (k->epi) return false;
+        k->dnbf = 1;
+        k->dt[out] = k->bdt = dnnl_f32;
+    }
+    return any;
 }
 
 /* The cached convolution for n (with the fused epilogue epi, forward only), built on first sight;
@@ -270,6 +284,20 @@ static bool run(dnnl_primitive_t p, dnnl_stream_t s, int nargs, const dnnl_exec_
     return dnnl_primitive_execute(p, s, nargs, args) == dnnl_success;
 }
 
+/* A bf16 output: from the f32 result f (NULL: in place on y), with the step's bias + relu
+ * epilogue (forward; C channels innermost), rounded once. */
+static void bf16_epilogue(const kiln_kctx *c, const float *f, uint16_t *y, int64_t n, int64_t C) {
+    const uint16_t *b = c->node->op == KILN_OP_CONV2D && c->epi_bias ? (const uint16_t *)c->epi_bias->data : NULL;
+    bool relu = c->node->op == KILN_OP_CONV2D && c->epi_relu;
+    #pragma omp parallel for schedule(static) num_threads(cpu_par(c, n))
+    for (int64_t i = 0; i < n; i++) {
+        float v = f ? f[i] : cpu_from_bf16(y[i]);
+        if (b) v += cpu_from_bf16(b[i % C]);
+        if (relu) v = v <= 0.0f ? 0.0f : v;
+        y[i] = cpu_to_bf16(v);
+    }
+}
+
 static kiln_status k_dnnl_conv(const kiln_kctx *c) {
     /* The planned workspace is the plain convolution's; the fused variant is used when it fits
      * in it (it does unless oneDNN picks a kernel with a larger scratchpad), else the epilogue
@@ -288,6 +316,8 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
     else if (k->op == KILN_OP_CONV2D_BWD_INPUT) { user[0] = c->out.data; user[1] = c->in[0].data; user[2] = c->in[1].data; }
     else { user[0] = c->in[0].data; user[1] = c->out.data; user[2] = c->in[1].data; }
     int out = k->op == KILN_OP_CONV2D ? 2 : k->op == KILN_OP_CONV2D_BWD_INPUT ? 0 : 1;
+    uint16_t *out_bf16 = NULL;
+    if (k->dnbf) { out_bf16 = user[out]; user[out] = ws + e->up_off[out]; }
     for (int i = 0; i < 3; i++)           /* f16 (and kernel-less bf16) inputs widened to f32 */
         if ((k->up16 | k->upbf) & (1 << i)) {
             float *w32 = (float *)(ws + e->up_off[i]);
@@ -334,6 +364,12 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
     if (bm) dnnl_memory_destroy(bm);
     if (st) dnnl_stream_destroy(st);
     if (!ok) return kiln_set_error(KILN_INTERNAL, "%s: oneDNN convolution failed", c->node->name);
+    if (out_bf16 || c->node->dtype == KILN_BF16) {     /* bf16 output: rounded here, or epilogue on bf16 */
+        if (!out_bf16 && (epi || (!c->epi_bias && !c->epi_relu))) return KILN_OK;
+        bf16_epilogue(c, out_bf16 ? user[out] : NULL, out_bf16 ? out_bf16 : c->out.data,
+                      (int64_t)(dnnl_memory_desc_get_size(&e->user[out]) / (out_bf16 ? 4 : 2)), k->op == KILN_OP_CONV2D ? k->CO : 1);
+        return KILN_OK;
+    }
     if (k->op == KILN_OP_CONV2D && !epi && (c->epi_bias || c->epi_relu)) {   /* unfused bias + relu, rows split over the threads */
         int64_t rows = k->N * k->OH * k->OW, per = (rows + 63) / 64;
         float *y = (float *)c->out.data;
@@ -349,7 +385,7 @@ static kiln_status k_dnnl_conv(const kiln_kctx *c) {
 kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n) {
     const char *v = getenv("KILN_CPU_DNNL");    /* 0: im2col + sgemm (A/B, tests) */
     if (v && *v == '0') return NULL;
-    return (cpu_is_f32(n) || cpu_conv_is_mixed(n)) && entry_for(n, 0) ? k_dnnl_conv : NULL;
+    return (cpu_is_f32(n) || cpu_conv_is_mixed(n) || cpu_conv_is_bf16(n)) && entry_for(n, 0) ? k_dnnl_conv : NULL;
 }
 
 #else   /* no oneDNN in this build */

@@ -6,6 +6,7 @@ kiln_kernel_fn cpu_data_kernel(const kiln_node *n);   /* cpu_data.c */
 
 kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
     if (n && n->op == KILN_OP_CAST) return cpu_cast_kernel(n);
+    if (n && n->dtype == KILN_BF16) return cpu_bf16_act_kernel(n);
     if (!n || n->dtype != KILN_F32) return NULL;
     switch (n->op) {
     case KILN_OP_MATMUL: case KILN_OP_BATCH_MATMUL: {
@@ -33,6 +34,7 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
 
 size_t kiln_cpu_workspace(const kiln_node *n) {
     if (!n || !kiln_cpu_kernel(n)) return 0;
+    if (n->dtype == KILN_BF16 && n->op == KILN_OP_MAX_POOL_GRAD) return cpu_bf16_act_workspace(n);
     switch (n->op) {
     case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
         return cpu_dnnl_conv_kernel(n) ? cpu_dnnl_conv_workspace(n) : cpu_conv_workspace(n);
@@ -47,6 +49,7 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
 
 /* Conv2D and 2-D MatMul apply a bias + relu epilogue while their output is still in cache. */
 bool kiln_cpu_fuses(const kiln_node *n) {
+    if (n && n->dtype == KILN_BF16) return n->op == KILN_OP_CONV2D && kiln_cpu_kernel(n) != NULL;   /* oneDNN's bias + relu */
     if (!n || n->dtype != KILN_F32) return false;
     if (n->op == KILN_OP_CONV2D) return kiln_cpu_kernel(n) != NULL;
     if (n->op == KILN_OP_MATMUL) return kiln_cpu_kernel(n) != NULL;   /* f32 sgemm, or bf16/f16 mixed (cpu_bf16.c) */

@@ -33,6 +33,21 @@ static inline bool cpu_is_f32(const kiln_node *n) {
 }
 static inline float *cpu_f(const kiln_view *v) { return (float *)v->data; }
 
+/* bf16 <-> f32 as src/core/dtype.c (round to nearest even, NaN kept quiet), inline so loops vectorise. */
+static inline uint16_t cpu_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static inline float cpu_from_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* Single-threaded / multi-threaded sgemm: row-major C[M,N] = alpha*op(A)*op(B) + beta*C.
  * cpu_sgemm lets OpenBLAS thread; cpu_sgemm1 runs on the calling thread only (for use inside our
  * own parallel regions, where nested BLAS threads would oversubscribe the cores). */
@@ -73,6 +88,9 @@ size_t cpu_loss_optim_workspace(const kiln_node *n);
 /* cpu_bf16.c: mixed precision (casts; bf16 MatMul with f32 accumulation through oneDNN) */
 bool cpu_has_bf16(void);                                  /* AVX512-BF16 or AMX-BF16 (KILN_CPU_BF16=0: no) */
 kiln_kernel_fn cpu_cast_kernel(const kiln_node *n);
+/* cpu_bf16_act.c: bf16 activations (mixed_bfloat16 keeps them bf16 between layers) */
+kiln_kernel_fn cpu_bf16_act_kernel(const kiln_node *n);
+size_t cpu_bf16_act_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n);
 size_t cpu_bf16_matmul_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_all_finite_kernel(const kiln_node *n);   /* loss scaling */

@@ -1,0 +1,261 @@
+/* bf16 activations (mixed_bfloat16 keeps them bf16 between layers, src/graph/autocast.c): the
+ * memory-bound ops between the convolutions read and write half the bytes of their f32 versions.
+ * Arithmetic is f32 (bf16 widened exactly), each result rounded once to bf16 as the ref kernels
+ * do; max, relu and their gradients only select values, so they are exact. Convolutions and
+ * matmuls with bf16 outputs are oneDNN's (cpu_conv_dnnl.c, cpu_bf16.c). */
+#include <stdlib.h>
+#include "backend/cpu/cpu_internal.h"
+
+typedef uint16_t bf16;
+static inline const bf16 *hin(const kiln_kctx *c, int i) { return (const bf16 *)c->in[i].data; }
+static inline bf16 *hout(const kiln_kctx *c) { return (bf16 *)c->out.data; }
+
+/* ---- elementwise ---- */
+
+static kiln_status k_relu(const kiln_kctx *c) {     /* NaN passes, as the f32 kernel */
+    const bf16 *x = hin(c, 0);
+    bf16 *y = hout(c);
+    int64_t n = c->out.numel;
+    #pragma omp parallel for simd schedule(static) num_threads(cpu_par(c, n))
+    for (int64_t i = 0; i < n; i++) y[i] = cpu_from_bf16(x[i]) <= 0.0f ? 0 : x[i];
+    return KILN_OK;
+}
+
+static kiln_status k_relu_grad(const kiln_kctx *c) {   /* (x or y, dy) */
+    const bf16 *x = hin(c, 0), *g = hin(c, 1);
+    bf16 *y = hout(c);
+    int64_t n = c->out.numel;
+    #pragma omp parallel for simd schedule(static) num_threads(cpu_par(c, n))
+    for (int64_t i = 0; i < n; i++) y[i] = cpu_from_bf16(x[i]) > 0.0f ? g[i] : 0;
+    return KILN_OK;
+}
+
+static kiln_status k_add(const kiln_kctx *c) {         /* same shapes */
+    const bf16 *a = hin(c, 0), *b = hin(c, 1);
+    bf16 *y = hout(c);
+    int64_t n = c->out.numel;
+    #pragma omp parallel for simd schedule(static) num_threads(cpu_par(c, n))
+    for (int64_t i = 0; i < n; i++) y[i] = cpu_to_bf16(cpu_from_bf16(a[i]) + cpu_from_bf16(b[i]));
+    return KILN_OK;
+}
+
+static kiln_status k_bias_add(const kiln_kctx *c) {    /* x [..., C] + b [C] */
+    const bf16 *x = hin(c, 0), *b = hin(c, 1);
+    bf16 *y = hout(c);
+    int64_t n = c->out.numel, C = c->in[1].numel, R = C > 0 ? n / C : 0;
+    #pragma omp parallel for schedule(static) num_threads(cpu_par(c, n))
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t k = 0; k < C; k++) y[r * C + k] = cpu_to_bf16(cpu_from_bf16(x[r * C + k]) + cpu_from_bf16(b[k]));
+    return KILN_OK;
+}
+
+/* Sum over leading dims, x as [R, C] -> [C] (bias gradients): columns split over the threads, each
+ * summed in row order in f64 (as the f32 kernel), rounded once. */
+static kiln_status k_sum_leading(const kiln_kctx *c) {
+    int64_t C = c->out.numel, R = C > 0 ? c->in[0].numel / C : 0;
+    const bf16 *x = hin(c, 0);
+    bf16 *y = hout(c);
+    double scale = c->node->op == KILN_OP_REDUCE_MEAN ? (R > 0 ? 1.0 / (double)R : NAN) : 1.0;
+    int64_t nblk = (C + 63) / 64;
+    #pragma omp parallel for schedule(static) num_threads(nblk > 1 ? cpu_par(c, R * C) : 1)
+    for (int64_t b = 0; b < nblk; b++) {
+        int64_t k0 = b * 64, k1 = k0 + 64 < C ? k0 + 64 : C;
+        double acc[64] = { 0 };
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t k = k0; k < k1; k++) acc[k - k0] += cpu_from_bf16(x[r * C + k]);
+        for (int64_t k = k0; k < k1; k++) y[k] = cpu_to_bf16((float)(acc[k - k0] * scale));
+    }
+    return KILN_OK;
+}
+
+/* x's trailing dims equal `to` (leading ones stripped): returns C, else -1. */
+static int64_t leading_cols(kiln_shape x, kiln_shape to) {
+    int s = 0;
+    while (s < to.rank && to.dim[s] == 1) s++;
+    int tr = to.rank - s;
+    if (tr > x.rank) return -1;
+    int64_t C = 1;
+    for (int i = 0; i < tr; i++) {
+        if (to.dim[s + i] != x.dim[x.rank - tr + i]) return -1;
+        C *= to.dim[s + i];
+    }
+    return C;
+}
+
+static bool axes_leading(const kiln_node *n) {
+    const kiln_attrs *a = &n->attrs;
+    if (a->n_axes == 0) return true;
+    for (int i = 0; i < a->n_axes; i++) if (a->axes[i] != i) return false;
+    return a->n_axes <= n->in[0]->shape.rank;
+}
+
+/* ---- max pooling (NHWC, channels innermost; threads split the batch) ---- */
+
+typedef struct pool_p { int64_t N, H, W, C, OH, OW; int kh, kw, sh, sw, pt, pl; } pool_p;
+
+static bool pool_params(const kiln_node *n, kiln_shape xs, kiln_shape ys, pool_p *p) {
+    const kiln_attrs *a = &n->attrs;
+    if (xs.rank != 4 || ys.rank != 4 || xs.dim[0] != ys.dim[0] || xs.dim[3] != ys.dim[3]) return false;
+    *p = (pool_p){ xs.dim[0], xs.dim[1], xs.dim[2], xs.dim[3], ys.dim[1], ys.dim[2], a->kh, a->kw, a->sh, a->sw, a->pt, a->pl };
+    return p->kh > 0 && p->kw > 0 && p->sh > 0 && p->sw > 0;
+}
+
+static inline void window(const pool_p *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1, int64_t *w0, int64_t *w1) {
+    int64_t hs = oh * p->sh - p->pt, ws = ow * p->sw - p->pl;
+    *h0 = hs < 0 ? 0 : hs; *h1 = hs + p->kh < p->H ? hs + p->kh : p->H;
+    *w0 = ws < 0 ? 0 : ws; *w1 = ws + p->kw < p->W ? ws + p->kw : p->W;
+}
+
+static kiln_status k_max_pool(const kiln_kctx *c) {
+    pool_p p;
+    if (!pool_params(c->node, c->in[0].shape, c->out.shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
+    const bf16 *x = hin(c, 0);
+    bf16 *y = hout(c);
+    const int64_t C = p.C;
+    #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->in[0].numel))
+    for (int64_t n = 0; n < p.N; n++) {
+        const bf16 *xn = x + n * p.H * p.W * C;
+        float m[256];
+        for (int64_t oh = 0; oh < p.OH; oh++)
+            for (int64_t ow = 0; ow < p.OW; ow++) {
+                bf16 *o = y + ((n * p.OH + oh) * p.OW + ow) * C;
+                int64_t h0, h1, w0, w1;
+                window(&p, oh, ow, &h0, &h1, &w0, &w1);
+                for (int64_t c0 = 0; c0 < C; c0 += 256) {
+                    int64_t cn = C - c0 < 256 ? C - c0 : 256;
+                    for (int64_t k = 0; k < cn; k++) m[k] = -INFINITY;
+                    for (int64_t ih = h0; ih < h1; ih++)
+                        for (int64_t iw = w0; iw < w1; iw++) {
+                            const bf16 *s = xn + (ih * p.W + iw) * C + c0;
+                            for (int64_t k = 0; k < cn; k++) {
+                                float v = cpu_from_bf16(s[k]);
+                                m[k] = (v > m[k] || v != v) ? v : m[k];   /* NaN wins, as ref */
+                            }
+                        }
+                    for (int64_t k = 0; k < cn; k++) o[c0 + k] = cpu_to_bf16(m[k]);   /* exact: m is a bf16 value */
+                }
+            }
+    }
+    return KILN_OK;
+}
+
+static bool pool_tiles(const pool_p *p) {
+    return p->sh == p->kh && p->sw == p->kw && p->pt == 0 && p->pl == 0 && p->OH * p->kh == p->H && p->OW * p->kw == p->W;
+}
+
+/* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. Windows
+ * that tile x write each cell once (a selection, exact); overlapping ones add up in an f32 image
+ * of the workspace, rounded once, as ref. */
+static kiln_status k_max_pool_grad(const kiln_kctx *c) {
+    pool_p p;
+    if (!pool_params(c->node, c->in[0].shape, c->in[1].shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
+    const bf16 *x = hin(c, 0), *y = hin(c, 1), *dy = hin(c, 2);
+    bf16 *dx = hout(c);
+    const int64_t C = p.C, img = p.H * p.W * C;
+    const bool tiles = pool_tiles(&p);
+    int nt = cpu_par(c, c->out.numel);
+    float *acc = NULL;
+    if (!tiles) {
+        size_t per = (size_t)img * sizeof(float);
+        acc = (float *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63);
+        int fit = c->workspace && c->ws_bytes > per + 64 ? (int)((c->ws_bytes - 64) / per) : 0;
+        if (fit < 1) return kiln_set_error(KILN_INTERNAL, "%s: max-pool gradient workspace %zu bytes, needs %zu", c->node->name, c->ws_bytes, per + 64);
+        if (nt > fit) nt = fit;
+    }
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t n = 0; n < p.N; n++) {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        const bf16 *xn = x + n * img;
+        bf16 *dxn = dx + n * img;
+        float *an = acc ? acc + (size_t)t * (size_t)img : NULL;
+        if (an) memset(an, 0, sizeof(float) * (size_t)img);
+        unsigned char done[256];
+        for (int64_t oh = 0; oh < p.OH; oh++)
+            for (int64_t ow = 0; ow < p.OW; ow++) {
+                int64_t o = ((n * p.OH + oh) * p.OW + ow) * C;
+                int64_t h0, h1, w0, w1;
+                window(&p, oh, ow, &h0, &h1, &w0, &w1);
+                for (int64_t c0 = 0; c0 < C; c0 += 256) {
+                    int64_t cn = C - c0 < 256 ? C - c0 : 256;
+                    memset(done, 0, (size_t)cn);
+                    const bf16 *ym = y + o + c0, *g = dy + o + c0;
+                    for (int64_t ih = h0; ih < h1; ih++)
+                        for (int64_t iw = w0; iw < w1; iw++) {
+                            int64_t off = (ih * p.W + iw) * C + c0;
+                            const bf16 *s = xn + off;
+                            if (!an) {
+                                bf16 *d = dxn + off;
+                                for (int64_t k = 0; k < cn; k++) {
+                                    bool hit = !done[k] && cpu_from_bf16(s[k]) == cpu_from_bf16(ym[k]);
+                                    d[k] = hit ? g[k] : 0;
+                                    done[k] |= hit;
+                                }
+                            } else {
+                                float *d = an + off;
+                                for (int64_t k = 0; k < cn; k++) {
+                                    bool hit = !done[k] && cpu_from_bf16(s[k]) == cpu_from_bf16(ym[k]);
+                                    d[k] += hit ? cpu_from_bf16(g[k]) : 0.0f;
+                                    done[k] |= hit;
+                                }
+                            }
+                        }
+                }
+            }
+        if (an)
+            for (int64_t i = 0; i < img; i++) dxn[i] = cpu_to_bf16(an[i]);
+    }
+    return KILN_OK;
+}
+
+static bool all_bf16(const kiln_node *n) {
+    if (n->dtype != KILN_BF16) return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i]->dtype != KILN_BF16) return false;
+    return true;
+}
+
+kiln_kernel_fn cpu_bf16_act_kernel(const kiln_node *n) {
+    if (!n || !all_bf16(n)) return NULL;
+    pool_p p;
+    switch (n->op) {
+    case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
+        return cpu_dnnl_conv_kernel(n);
+    case KILN_OP_MATMUL:
+        return cpu_bf16_matmul_kernel(n);
+    case KILN_OP_RELU:
+        return kiln_shape_equal(n->in[0]->shape, n->shape) ? k_relu : NULL;
+    case KILN_OP_RELU_GRAD:
+        return kiln_shape_equal(n->in[0]->shape, n->shape) && kiln_shape_equal(n->in[1]->shape, n->shape) ? k_relu_grad : NULL;
+    case KILN_OP_ADD:
+        return kiln_shape_equal(n->in[0]->shape, n->shape) && kiln_shape_equal(n->in[1]->shape, n->shape) ? k_add : NULL;
+    case KILN_OP_BIAS_ADD:
+        return n->in[1]->shape.rank == 1 && n->shape.rank >= 1 && n->in[1]->shape.dim[0] == n->shape.dim[n->shape.rank - 1] &&
+               kiln_shape_equal(n->in[0]->shape, n->shape) ? k_bias_add : NULL;
+    case KILN_OP_SUM_TO:
+        return leading_cols(n->in[0]->shape, n->attrs.shape) == kiln_shape_numel(n->shape) ? k_sum_leading : NULL;
+    case KILN_OP_REDUCE_SUM: case KILN_OP_REDUCE_MEAN:
+        return axes_leading(n) ? k_sum_leading : NULL;
+    case KILN_OP_MAX_POOL:
+        return n->n_in == 1 && pool_params(n, n->in[0]->shape, n->shape, &p) ? k_max_pool : NULL;
+    case KILN_OP_MAX_POOL_GRAD:
+        return n->n_in == 3 && pool_params(n, n->in[0]->shape, n->in[1]->shape, &p) &&
+               kiln_shape_equal(n->in[1]->shape, n->in[2]->shape) && kiln_shape_equal(n->shape, n->in[0]->shape) ? k_max_pool_grad : NULL;
+    default: return NULL;
+    }
+}
+
+/* Overlapping max-pool windows: one f32 image per thread. */
+size_t cpu_bf16_act_workspace(const kiln_node *n) {
+    pool_p p;
+    if (!n || n->op != KILN_OP_MAX_POOL_GRAD || cpu_bf16_act_kernel(n) != k_max_pool_grad ||
+        !pool_params(n, n->in[0]->shape, n->in[1]->shape, &p) || pool_tiles(&p))
+        return 0;
+    int t = 1;
+#ifdef _OPENMP
+    t = omp_get_max_threads();
+#endif
+    return (size_t)t * (size_t)(p.H * p.W * p.C) * sizeof(float) + 64;
+}
