@@ -89,6 +89,17 @@ static kiln_node *b_max_pool_grad(kiln_graph *g, kiln_node **x, kiln_node **e, i
     if (!y) return NULL;
     return kiln_node_new(g, KILN_OP_MAX_POOL_GRAD, (kiln_node *[]){ x[0], y, x[1] }, 3, &y->attrs);
 }
+/* 2x2 windows tiling x (the cpu backend's register path); relu first makes ties (all-zero
+ * windows), where the first cell must take dy */
+static kiln_node *max_pool_grad_2x2(kiln_graph *g, kiln_node *x, kiln_node *dy) {
+    kiln_node *y = kiln_max_pool2d(g, x, &(kiln_pool_params){ .size_h = 2, .size_w = 2, .padding = KILN_VALID });
+    if (!y) return NULL;
+    return kiln_node_new(g, KILN_OP_MAX_POOL_GRAD, (kiln_node *[]){ x, y, dy }, 3, &y->attrs);
+}
+static kiln_node *b_max_pool_grad_2x2(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { UNUSED; return max_pool_grad_2x2(g, x[0], x[1]); }
+static kiln_node *b_max_pool_grad_2x2_ties(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; return max_pool_grad_2x2(g, kiln_relu(g, x[0]), x[1]);
+}
 /* x [2,7,7,3], 3x3 stride 2 SAME: out 4, pad total 3*2+3-7 = 2 -> 1, 1. */
 static kiln_node *b_avg_pool_grad_same(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
     UNUSED;
@@ -137,6 +148,10 @@ const op_case cases_matmul_conv_pool[] = {
     C1(KILN_OP_MAX_POOL, "max_pool [2,6,6,3] 2x2 VALID", S(2, 6, 6, 3), b_max_2_valid, DT_FLOATS, true),
     C1(KILN_OP_MAX_POOL, "max_pool [2,5,5,3] 2x2 SAME (pads 0,1)", S(2, 5, 5, 3), b_max_2_same, DT_FLOATS, true),
     C2(KILN_OP_MAX_POOL_GRAD, "max_pool_grad x [2,7,7,3], dy [2,4,4,3] 3x3 stride 2 SAME", S(2, 7, 7, 3), S(2, 4, 4, 3), b_max_pool_grad, DT_FLOATS, false),
+    C2(KILN_OP_MAX_POOL_GRAD, "max_pool_grad x [2,8,6,32], dy [2,4,3,32] 2x2 VALID (windows tile x)", S(2, 8, 6, 32), S(2, 4, 3, 32),
+       b_max_pool_grad_2x2, DT_FLOATS, false),
+    C2(KILN_OP_MAX_POOL_GRAD, "max_pool_grad relu(x) [2,8,6,32] 2x2 VALID (ties: the first cell takes dy)", S(2, 8, 6, 32), S(2, 4, 3, 32),
+       b_max_pool_grad_2x2_ties, DT_FLOATS, false),
     C1(KILN_OP_AVG_POOL, "avg_pool [2,7,7,3] 3x3 stride 2 SAME", S(2, 7, 7, 3), b_avg_3s2_same, DT_FLOATS, true),
     C1(KILN_OP_AVG_POOL, "avg_pool [2,7,7,3] 3x3 stride 2 VALID", S(2, 7, 7, 3), b_avg_3s2_valid, DT_FLOATS, true),
     C1(KILN_OP_AVG_POOL, "avg_pool [2,5,5,3] 2x2 SAME (pads 0,1)", S(2, 5, 5, 3), b_avg_2_same, DT_FLOATS, true),

@@ -117,7 +117,7 @@ static size_t matmul_f16_workspace(const kiln_node *n) {
 
 /* One cached matmul primitive per (M, N, K, transposes); operands in Kiln's row-major layout
  * (a transpose is a stride), so no reorders are needed. */
-typedef struct dmm_key { int64_t M, N, K; int ta, tb, cdt; } dmm_key;   /* cdt: the output's oneDNN dtype */
+typedef struct dmm_key { int64_t M, N, K; int ta, tb, adt, cdt; } dmm_key;   /* adt, cdt: the operands' and the output's oneDNN dtypes */
 typedef struct dmm { dmm_key k; bool ok; dnnl_primitive_t prim; dnnl_memory_desc_t a, b, c, scratch; size_t ws; } dmm;
 
 /* Grows with the model (each dense layer has a forward and two gradient shapes per batch size):
@@ -135,6 +135,7 @@ static bool key_of(const kiln_node *n, dmm_key *k) {
     k->M = n->shape.dim[0]; k->N = n->shape.dim[1];
     k->K = k->ta ? a.dim[0] : a.dim[1];
     k->cdt = n->dtype == KILN_BF16 ? dnnl_bf16 : dnnl_f32;
+    k->adt = n->in[0]->dtype == KILN_BF16 ? dnnl_bf16 : dnnl_f32;
     return k->M > 0 && k->N > 0 && k->K > 0;
 }
 
@@ -143,8 +144,8 @@ static bool build(dmm *e) {
     /* A is [M, K] (stored [K, M] when transposed), B is [K, N] (stored [N, K]) */
     dnnl_dims_t ad = { k->M, k->K }, bd = { k->K, k->N }, cd = { k->M, k->N };
     dnnl_dims_t as = { k->ta ? 1 : k->K, k->ta ? k->M : 1 }, bs = { k->tb ? 1 : k->N, k->tb ? k->K : 1 };
-    if (dnnl_memory_desc_init_by_strides(&e->a, 2, ad, dnnl_bf16, as) != dnnl_success ||
-        dnnl_memory_desc_init_by_strides(&e->b, 2, bd, dnnl_bf16, bs) != dnnl_success ||
+    if (dnnl_memory_desc_init_by_strides(&e->a, 2, ad, (dnnl_data_type_t)k->adt, as) != dnnl_success ||
+        dnnl_memory_desc_init_by_strides(&e->b, 2, bd, (dnnl_data_type_t)k->adt, bs) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&e->c, 2, cd, (dnnl_data_type_t)k->cdt, dnnl_ab) != dnnl_success)
         return false;
     dnnl_primitive_attr_t attr;
@@ -184,9 +185,9 @@ static dmm *entry_for(const kiln_node *n) {
     return e && e->ok ? e : NULL;
 }
 
-static kiln_status k_matmul_bf16(const kiln_kctx *c) {
+static kiln_status k_matmul_dnnl(const kiln_kctx *c) {
     dmm *e = entry_for(c->node);
-    if (!e) return kiln_set_error(KILN_INTERNAL, "%s: no oneDNN bf16 matmul for this shape", c->node->name);
+    if (!e) return kiln_set_error(KILN_INTERNAL, "%s: no oneDNN matmul for this shape", c->node->name);
     if (!c->workspace || c->ws_bytes < e->ws)
         return kiln_set_error(KILN_INTERNAL, "%s: oneDNN matmul workspace is %zu bytes, needs %zu", c->node->name, c->ws_bytes, e->ws);
     void *ws = (void *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63);
@@ -207,7 +208,7 @@ static kiln_status k_matmul_bf16(const kiln_kctx *c) {
     if (mc) dnnl_memory_destroy(mc);
     if (ms) dnnl_memory_destroy(ms);
     if (st) dnnl_stream_destroy(st);
-    if (!ok) return kiln_set_error(KILN_INTERNAL, "%s: oneDNN bf16 matmul failed", c->node->name);
+    if (!ok) return kiln_set_error(KILN_INTERNAL, "%s: oneDNN matmul failed", c->node->name);
     if ((c->epi_bias || c->epi_relu) && c->node->dtype == KILN_F32) cpu_epilogue(c, c->out.data, e->k.M, e->k.N);
     return KILN_OK;
 }
@@ -219,13 +220,24 @@ kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n) {
     bool out_ok = n->attrs.acc_f32 ? n->dtype == KILN_F32 : n->dtype == KILN_BF16;
     if (n->op != KILN_OP_MATMUL || !out_ok || n->in[0]->dtype != KILN_BF16 || n->in[1]->dtype != KILN_BF16 || !cpu_has_bf16())
         return NULL;
-    return entry_for(n) ? k_matmul_bf16 : NULL;
+    return entry_for(n) ? k_matmul_dnnl : NULL;
+}
+
+/* f32 MatMul through oneDNN's matmul (brgemm kernels) rather than OpenBLAS: about twice the rate
+ * on cifar_cnn's dense layers here (bench: see README). KILN_CPU_DNNL_MATMUL=0: OpenBLAS (A/B). */
+kiln_kernel_fn cpu_dnnl_matmul_kernel(const kiln_node *n) {
+    static int off = -1;
+    if (off < 0) { const char *v = getenv("KILN_CPU_DNNL_MATMUL"); off = v && *v == '0'; }
+    if (off || n->op != KILN_OP_MATMUL || n->n_in != 2 || n->dtype != KILN_F32 || n->in[0]->dtype != KILN_F32 ||
+        n->in[1]->dtype != KILN_F32 || n->in[0]->shape.rank != 2 || n->in[1]->shape.rank != 2)
+        return NULL;
+    return entry_for(n) ? k_matmul_dnnl : NULL;
 }
 
 size_t cpu_bf16_matmul_workspace(const kiln_node *n) {
     size_t f16 = matmul_f16_workspace(n);
     if (f16) return f16;
-    dmm *e = cpu_bf16_matmul_kernel(n) ? entry_for(n) : NULL;
+    dmm *e = cpu_bf16_matmul_kernel(n) || cpu_dnnl_matmul_kernel(n) ? entry_for(n) : NULL;
     return e ? e->ws : 0;
 }
 
@@ -235,6 +247,7 @@ kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n) {
     int64_t M, N, K;
     return mm_f16_dims(n, &M, &N, &K) ? k_matmul_f16 : NULL;
 }
+kiln_kernel_fn cpu_dnnl_matmul_kernel(const kiln_node *n) { (void)n; return NULL; }
 size_t cpu_bf16_matmul_workspace(const kiln_node *n) { return matmul_f16_workspace(n); }
 
 #endif

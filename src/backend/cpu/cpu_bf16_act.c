@@ -106,12 +106,61 @@ static inline void window(const pool_p *p, int64_t oh, int64_t ow, int64_t *h0, 
     *w0 = ws < 0 ? 0 : ws; *w1 = ws + p->kw < p->W ? ws + p->kw : p->W;
 }
 
+static bool pool_2x2(const pool_p *p) {
+    return p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->pt == 0 && p->pl == 0 && p->OH * 2 == p->H && p->OW * 2 == p->W;
+}
+
+static inline float max_nan(float m, float v) { return ((v > m) | (v != v)) ? v : m; }   /* NaN wins, as ref */
+
+/* 2x2 windows tiling x (the CNNs' pooling): the four cells in registers (cpu_pool.c's f32 twin). */
+static void max_pool_2x2(const pool_p *p, const bf16 *x, bf16 *y, int nt) {
+    const int64_t C = p->C, row = p->W * C;
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t oh = 0; oh < p->OH; oh++)
+            for (int64_t ow = 0; ow < p->OW; ow++) {
+                const bf16 *restrict a = x + ((n * p->H + 2 * oh) * p->W + 2 * ow) * C, *restrict b = a + C, *restrict e = a + row,
+                                     *restrict f = e + C;
+                bf16 *restrict o = y + ((n * p->OH + oh) * p->OW + ow) * C;
+                #pragma omp simd
+                for (int64_t k = 0; k < C; k++)
+                    o[k] = cpu_to_bf16(max_nan(max_nan(max_nan(cpu_from_bf16(a[k]), cpu_from_bf16(b[k])), cpu_from_bf16(e[k])),
+                                               cpu_from_bf16(f[k])));
+            }
+}
+
+static void max_pool_grad_2x2(const pool_p *p, const bf16 *x, const bf16 *y, const bf16 *dy, bf16 *dx, int nt) {
+    const int64_t C = p->C, row = p->W * C;
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t oh = 0; oh < p->OH; oh++)
+            for (int64_t ow = 0; ow < p->OW; ow++) {
+                int64_t i = ((n * p->H + 2 * oh) * p->W + 2 * ow) * C, o = ((n * p->OH + oh) * p->OW + ow) * C;
+                const bf16 *restrict a = x + i, *restrict b = a + C, *restrict e = a + row, *restrict f = e + C;
+                bf16 *restrict da = dx + i, *restrict db = da + C, *restrict de = da + row, *restrict df = de + C;
+                const bf16 *restrict ym = y + o, *restrict g = dy + o;
+                #pragma omp simd
+                for (int64_t k = 0; k < C; k++) {    /* the first cell equal to the max takes dy */
+                    float m = cpu_from_bf16(ym[k]);
+                    bf16 r = g[k];
+                    bool h = cpu_from_bf16(a[k]) == m;
+                    da[k] = h ? r : 0; r = h ? 0 : r;
+                    h = cpu_from_bf16(b[k]) == m;
+                    db[k] = h ? r : 0; r = h ? 0 : r;
+                    h = cpu_from_bf16(e[k]) == m;
+                    de[k] = h ? r : 0; r = h ? 0 : r;
+                    df[k] = cpu_from_bf16(f[k]) == m ? r : 0;
+                }
+            }
+}
+
 static kiln_status k_max_pool(const kiln_kctx *c) {
     pool_p p;
     if (!pool_params(c->node, c->in[0].shape, c->out.shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
     const bf16 *x = hin(c, 0);
     bf16 *y = hout(c);
     const int64_t C = p.C;
+    if (pool_2x2(&p)) { max_pool_2x2(&p, x, y, cpu_par(c, c->in[0].numel)); return KILN_OK; }
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->in[0].numel))
     for (int64_t n = 0; n < p.N; n++) {
         const bf16 *xn = x + n * p.H * p.W * C;
@@ -152,6 +201,7 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     const bf16 *x = hin(c, 0), *y = hin(c, 1), *dy = hin(c, 2);
     bf16 *dx = hout(c);
     const int64_t C = p.C, img = p.H * p.W * C;
+    if (pool_2x2(&p)) { max_pool_grad_2x2(&p, x, y, dy, dx, cpu_par(c, c->out.numel)); return KILN_OK; }
     const bool tiles = pool_tiles(&p);
     int nt = cpu_par(c, c->out.numel);
     float *acc = NULL;

@@ -11,6 +11,7 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
     switch (n->op) {
     case KILN_OP_MATMUL: case KILN_OP_BATCH_MATMUL: {
         kiln_kernel_fn f = cpu_bf16_matmul_kernel(n);
+        if (!f) f = cpu_dnnl_matmul_kernel(n);
         return f ? f : cpu_matmul_kernel(n);
     }
     case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER: {

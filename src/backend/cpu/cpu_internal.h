@@ -92,6 +92,7 @@ kiln_kernel_fn cpu_cast_kernel(const kiln_node *n);
 kiln_kernel_fn cpu_bf16_act_kernel(const kiln_node *n);
 size_t cpu_bf16_act_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_bf16_matmul_kernel(const kiln_node *n);
-size_t cpu_bf16_matmul_workspace(const kiln_node *n);
+size_t cpu_bf16_matmul_workspace(const kiln_node *n);   /* also the f32 one's below */
+kiln_kernel_fn cpu_dnnl_matmul_kernel(const kiln_node *n);    /* f32 MatMul through oneDNN (NULL: OpenBLAS) */
 kiln_kernel_fn cpu_all_finite_kernel(const kiln_node *n);   /* loss scaling */
 #endif

@@ -19,26 +19,81 @@ static inline void window(const pool_p *p, int64_t oh, int64_t ow, int64_t *h0, 
     *w0 = ws < 0 ? 0 : ws; *w1 = ws + p->kw < p->W ? ws + p->kw : p->W;
 }
 
+/* 2x2 windows, stride 2, no padding, tiling x (the CNNs' pooling): each output's four cells held
+ * in registers, channels vectorised; the generic loops below keep per-window arrays on the stack
+ * and ran at a fraction of the memory bandwidth. */
+static bool pool_2x2(const pool_p *p) {
+    return p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->pt == 0 && p->pl == 0 && p->OH * 2 == p->H && p->OW * 2 == p->W;
+}
+
+static inline float max_nan(float m, float v) { return ((v > m) | (v != v)) ? v : m; }   /* NaN wins, as ref */
+
+static void max_pool_2x2(const pool_p *p, const float *x, float *y, int nt) {
+    const int64_t C = p->C, row = p->W * C;
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t oh = 0; oh < p->OH; oh++)
+            for (int64_t ow = 0; ow < p->OW; ow++) {
+                const float *restrict a = x + ((n * p->H + 2 * oh) * p->W + 2 * ow) * C, *restrict b = a + C, *restrict e = a + row,
+                                      *restrict f = e + C;
+                float *restrict o = y + ((n * p->OH + oh) * p->OW + ow) * C;
+                #pragma omp simd
+                for (int64_t k = 0; k < C; k++) o[k] = max_nan(max_nan(max_nan(a[k], b[k]), e[k]), f[k]);
+            }
+}
+
+/* The first of the four cells (row-major) equal to the max takes dy, the others 0. */
+static void max_pool_grad_2x2(const pool_p *p, const float *x, const float *y, const float *dy, float *dx, int nt) {
+    const int64_t C = p->C, row = p->W * C;
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t oh = 0; oh < p->OH; oh++)
+            for (int64_t ow = 0; ow < p->OW; ow++) {
+                int64_t i = ((n * p->H + 2 * oh) * p->W + 2 * ow) * C, o = ((n * p->OH + oh) * p->OW + ow) * C;
+                const float *restrict a = x + i, *restrict b = a + C, *restrict e = a + row, *restrict f = e + C;
+                float *restrict da = dx + i, *restrict db = da + C, *restrict de = da + row, *restrict df = de + C;
+                const float *restrict ym = y + o, *restrict g = dy + o;
+                #pragma omp simd
+                for (int64_t k = 0; k < C; k++) {
+                    float m = ym[k], r = g[k];
+                    bool h = a[k] == m;
+                    da[k] = h ? r : 0.0f; r = h ? 0.0f : r;
+                    h = b[k] == m;
+                    db[k] = h ? r : 0.0f; r = h ? 0.0f : r;
+                    h = e[k] == m;
+                    de[k] = h ? r : 0.0f; r = h ? 0.0f : r;
+                    df[k] = f[k] == m ? r : 0.0f;
+                }
+            }
+}
+
 static kiln_status k_max_pool(const kiln_kctx *c) {
     pool_p p;
     if (!pool_params(c->node, c->in[0].shape, c->out.shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
     const float *x = cpu_f(&c->in[0]);
     float *y = cpu_f(&c->out);
     const int64_t C = p.C;
+    if (pool_2x2(&p)) { max_pool_2x2(&p, x, y, cpu_par(c, c->in[0].numel)); return KILN_OK; }
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->in[0].numel))
     for (int64_t n = 0; n < p.N; n++) {
         const float *xn = x + n * p.H * p.W * C;
+        float m[256];     /* the window's max of a block of channels, in registers */
         for (int64_t oh = 0; oh < p.OH; oh++)
             for (int64_t ow = 0; ow < p.OW; ow++) {
-                float *o = y + ((n * p.OH + oh) * p.OW + ow) * C;
+                float *restrict o = y + ((n * p.OH + oh) * p.OW + ow) * C;
                 int64_t h0, h1, w0, w1;
                 window(&p, oh, ow, &h0, &h1, &w0, &w1);
-                for (int64_t k = 0; k < C; k++) o[k] = -INFINITY;
-                for (int64_t ih = h0; ih < h1; ih++)
-                    for (int64_t iw = w0; iw < w1; iw++) {
-                        const float *s = xn + (ih * p.W + iw) * C;
-                        for (int64_t k = 0; k < C; k++) o[k] = (s[k] > o[k] || s[k] != s[k]) ? s[k] : o[k];   /* NaN wins, as ref */
-                    }
+                for (int64_t c0 = 0; c0 < C; c0 += 256) {
+                    int64_t cn = C - c0 < 256 ? C - c0 : 256;
+                    for (int64_t k = 0; k < cn; k++) m[k] = -INFINITY;
+                    for (int64_t ih = h0; ih < h1; ih++)
+                        for (int64_t iw = w0; iw < w1; iw++) {
+                            const float *restrict s = xn + (ih * p.W + iw) * C + c0;
+                            #pragma omp simd
+                            for (int64_t k = 0; k < cn; k++) m[k] = ((s[k] > m[k]) | (s[k] != s[k])) ? s[k] : m[k];   /* NaN wins, as ref */
+                        }
+                    for (int64_t k = 0; k < cn; k++) o[c0 + k] = m[k];
+                }
             }
     }
     return KILN_OK;
@@ -57,39 +112,45 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     const float *x = cpu_f(&c->in[0]), *y = cpu_f(&c->in[1]), *dy = cpu_f(&c->in[2]);
     float *dx = cpu_f(&c->out);
     const int64_t C = p.C;
+    if (pool_2x2(&p)) { max_pool_grad_2x2(&p, x, y, dy, dx, cpu_par(c, c->out.numel)); return KILN_OK; }
     const bool tiles = pool_tiles(&p);
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->out.numel))
     for (int64_t n = 0; n < p.N; n++) {
         const float *xn = x + n * p.H * p.W * C;
         float *dxn = dx + n * p.H * p.W * C;
         if (!tiles) memset(dxn, 0, sizeof(float) * (size_t)(p.H * p.W * C));
-        unsigned char done[256];
+        /* rem: the window's dy not yet given to a cell; the first cell equal to the max takes it
+         * (rem becomes 0, so later equal cells take 0): all f32 selects, no flags */
+        float rem[256];
         for (int64_t oh = 0; oh < p.OH; oh++)
             for (int64_t ow = 0; ow < p.OW; ow++) {
                 int64_t o = ((n * p.OH + oh) * p.OW + ow) * C;
                 int64_t h0, h1, w0, w1;
                 window(&p, oh, ow, &h0, &h1, &w0, &w1);
-                for (int64_t c0 = 0; c0 < C; c0 += 256) {   /* channel blocks keep `done` on the stack */
+                for (int64_t c0 = 0; c0 < C; c0 += 256) {   /* channel blocks keep `rem` on the stack */
                     int64_t cn = C - c0 < 256 ? C - c0 : 256;
-                    memset(done, 0, (size_t)cn);
-                    const float *ym = y + o + c0, *g = dy + o + c0;
+                    const float *restrict ym = y + o + c0, *restrict g = dy + o + c0;
+                    for (int64_t k = 0; k < cn; k++) rem[k] = g[k];
                     for (int64_t ih = h0; ih < h1; ih++)
                         for (int64_t iw = w0; iw < w1; iw++) {
                             int64_t off = (ih * p.W + iw) * C + c0;
-                            const float *s = xn + off;
-                            float *d = dxn + off;
-                            if (tiles)
+                            const float *restrict s = xn + off;
+                            float *restrict d = dxn + off;
+                            if (tiles) {
+                                #pragma omp simd
                                 for (int64_t k = 0; k < cn; k++) {
-                                    bool hit = !done[k] && s[k] == ym[k];
-                                    d[k] = hit ? g[k] : 0.0f;
-                                    done[k] |= hit;
+                                    bool hit = s[k] == ym[k];
+                                    d[k] = hit ? rem[k] : 0.0f;
+                                    rem[k] = hit ? 0.0f : rem[k];
                                 }
-                            else
+                            } else {
+                                #pragma omp simd
                                 for (int64_t k = 0; k < cn; k++) {
-                                    bool hit = !done[k] && s[k] == ym[k];
-                                    d[k] += hit ? g[k] : 0.0f;
-                                    done[k] |= hit;
+                                    bool hit = s[k] == ym[k];
+                                    d[k] += hit ? rem[k] : 0.0f;
+                                    rem[k] = hit ? 0.0f : rem[k];
                                 }
+                            }
                         }
                 }
             }
