@@ -64,13 +64,24 @@ static void sort_by_ready(rt_chunk *c, int n) {
     }
 }
 
+static kiln_status push_chunk(struct rt_reduce *r, char *lo, int64_t count, int sp, int ready, int a, int b) {
+    kiln_status st = grow_chunks(r, r->n_chunks + 1);
+    if (st == KILN_OK) r->chunks[r->n_chunks++] = (rt_chunk){ lo, count, sp, ready, a, b };
+    return st;
+}
+
+/* Buckets hold whole gradients (as PyTorch DDP's): consecutive ones while they fit, so a small
+ * gradient made early is not held back by a large one made late; a gradient larger than a bucket
+ * is cut into bucket-sized pieces. */
 kiln_status rt_grad_chunks(kiln_session *s, kiln_plan *p, int n, int at, size_t bucket, bool overlap) {
     struct rt_reduce *r = s->reduce;
     int *ids = r->ids;
     int64_t per = (int64_t)(bucket / sizeof(float));
     if (per < 16) per = 16;
+    int ready0 = overlap ? 0 : at;
+    kiln_status st = KILN_OK;
     r->n_chunks = 0;
-    for (int a = 0; a < n;) {
+    for (int a = 0; a < n && st == KILN_OK;) {
         int sp = p->home[ids[a]], b = a + 1;
         while (b < n && p->home[ids[b]] == sp) {   /* extend while the next starts within 64 bytes of the end */
             kiln_node *prev = s->g->nodes[ids[b - 1]];
@@ -78,18 +89,28 @@ kiln_status rt_grad_chunks(kiln_session *s, kiln_plan *p, int n, int at, size_t 
             if (next < end || next - end >= 64 || (next - end) % 4) break;
             b++;
         }
-        kiln_node *last = s->g->nodes[ids[b - 1]];
-        char *lo = s->data[sp][ids[a]], *hi = (char *)s->data[sp][last->id] + node_bytes(last);
-        int64_t count = (int64_t)(hi - lo) / (int64_t)sizeof(float);
-        for (int64_t off = 0; off < count; off += per) {
-            kiln_status st = grow_chunks(r, r->n_chunks + 1);
-            if (st != KILN_OK) return st;
-            r->chunks[r->n_chunks++] = (rt_chunk){ lo + off * (int64_t)sizeof(float), count - off < per ? count - off : per, sp,
-                                                   overlap ? 0 : at, a, b };
+        char *lo = NULL, *hi = NULL;         /* the bucket being filled: gradients [ca, k) */
+        int ca = a;
+        for (int k = a; k <= b && st == KILN_OK; k++) {
+            char *gs = k < b ? (char *)s->data[sp][ids[k]] : NULL;
+            char *ge = k < b ? gs + node_bytes(s->g->nodes[ids[k]]) : NULL;
+            int64_t gcount = k < b ? (int64_t)(ge - gs) / (int64_t)sizeof(float) : 0;
+            if (lo && (k == b || gcount > per || (ge - lo) / (int64_t)sizeof(float) > per)) {
+                st = push_chunk(r, lo, (int64_t)(hi - lo) / (int64_t)sizeof(float), sp, ready0, ca, k);
+                lo = NULL;
+            }
+            if (k == b || st != KILN_OK) break;
+            if (gcount > per) {
+                for (int64_t off = 0; off < gcount && st == KILN_OK; off += per)
+                    st = push_chunk(r, gs + off * (int64_t)sizeof(float), gcount - off < per ? gcount - off : per, sp, ready0, k, k + 1);
+                continue;
+            }
+            if (!lo) { lo = gs; ca = k; }
+            hi = ge;
         }
         a = b;
     }
-    if (!overlap) return KILN_OK;
+    if (st != KILN_OK || !overlap) return st;
     for (int i = 0; i < at; i++) step_touches(s, p, i);
     sort_by_ready(r->chunks, r->n_chunks);
     return KILN_OK;
