@@ -70,6 +70,8 @@ static const cli_opt opts[] = {
     { "--memory-limit", K_INT, T, F(memory_limit_mib), 1, 1 << 30, 0 },
     { "--debug-numerics", K_FLAG, T, F(debug_numerics), 0, 0, 0 },
     { "--precision", K_STR, T | S, F(precision), 0, 0, 0 },
+    { "--sync-batchnorm", K_FLAG, T, F(sync_batchnorm), 0, 0, 0 },
+    { "--bucket-kb", K_INT, T, F(bucket_kb), 1, 1 << 20, 0 },
 };
 #undef F
 #define N_OPTS (sizeof opts / sizeof opts[0])

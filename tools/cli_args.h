@@ -35,6 +35,8 @@ typedef struct args {
     int memory_limit_mib;      /* --memory-limit MIB (train --batch-size auto on the CPU; 0: not given) */
     bool debug_numerics;       /* --debug-numerics */
     const char *precision;     /* --precision float32 | mixed_bfloat16 (bf16) | mixed_float16 (fp16); NULL: float32 */
+    bool sync_batchnorm;       /* --sync-batchnorm: batch norm statistics over every replica's rows */
+    int bucket_kb;             /* --bucket-kb N: gradient all-reduce buckets of N KiB (0: 4 MiB) */
 } args;
 
 /* The command's bit (CMD_*), 0 for an unknown name. */

@@ -88,6 +88,7 @@ int cli_dist_run(args *a, int (*train)(args *)) {
         snprintf(vis, sizeof vis, "%d", local_rank % n_gpu);
         setenv("CUDA_VISIBLE_DEVICES", vis, 1);
     }
+    if (a->bucket_kb) kiln_dist_set_bucket_bytes(d, (size_t)a->bucket_kb << 10);   /* --bucket-kb */
     if (rank > 0) {                 /* progress, summaries, "Saved:": rank 0's */
         fflush(stdout);
         if (!freopen("/dev/null", "w", stdout)) fprintf(stderr, "kiln train: rank %d: cannot silence stdout\n", rank);
@@ -105,8 +106,9 @@ int cli_dist_run(args *a, int (*train)(args *)) {
     }
     if (rank == 0 && getenv("KILN_DIST_STATS")) {
         kiln_dist_stats s = kiln_dist_get_stats(d);
-        printf("All-reduce: %lld calls over %lld steps, %.1f MB, %.3f s (%.2f ms per step)\n", (long long)s.calls, (long long)s.steps,
-               s.bytes / 1e6, s.seconds, s.steps ? 1e3 * s.seconds / (double)s.steps : 0.0);
+        printf("All-reduce: %lld calls over %lld steps, %.1f MB, %.3f s (%.2f ms per step); %lld plan steps ran while one was in flight\n",
+               (long long)s.calls, (long long)s.steps, s.bytes / 1e6, s.seconds, s.steps ? 1e3 * s.seconds / (double)s.steps : 0.0,
+               (long long)s.overlapped_steps);
     }
     kiln_dist_free(d);
     return rc;

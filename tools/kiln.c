@@ -204,7 +204,13 @@ static void train_usage(FILE *f) {
         "  --gpus N|all        one process, several GPUs (MirroredStrategy): a replica of the training\n"
         "                      step on each of GPUs 0..N-1, each on batch-size / N rows of every batch,\n"
         "                      gradients averaged with NCCL, the same update everywhere\n"
-        "  --devices LIST      the same on the GPUs listed, e.g. gpu:0,gpu:1 (the first must be gpu:0)\n\n"
+        "  --devices LIST      the same on the GPUs listed, e.g. gpu:0,gpu:1 (the first must be gpu:0)\n"
+        "  --sync-batchnorm    with mpirun or --gpus: batch norm layers use the mean and variance of the\n"
+        "                      whole global batch (every replica's rows), not each replica's own (the\n"
+        "                      default)\n"
+        "  --bucket-kb N       with mpirun or --gpus: all-reduce the gradients in buckets of N KiB\n"
+        "                      (default 4096), each started as soon as the backward pass has written\n"
+        "                      it; smaller buckets start earlier (more overlap), in more calls\n\n"
         "examples:\n"
         "  kiln train\n"
         "  kiln train --model cifar_cnn --data cifar10:/data/cifar-10-batches-bin --augment flip,crop \\\n"
@@ -617,7 +623,7 @@ static kiln_compile_opts compile_opts(const args *a, const kiln_model *m, kiln_d
     return (kiln_compile_opts){ .optimizer = opt, .schedule = sched, .loss = loss,
                                 .from_logits = !kiln_model_outputs_probabilities(m), .metrics = cli_metrics(a, loss), .device = a->device,
                                 .num_threads = a->threads, .log_device_placement = a->log_placement,
-                                .precision = cli_precision(a) };
+                                .precision = cli_precision(a), .sync_batchnorm = a->sync_batchnorm };
 }
 
 /* Says which examples eval / predict use when the source has no test split. */
@@ -819,12 +825,14 @@ static int cmd_train(args *a) {
                                                      .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
                                                      .device_crop_pad = aug.crop_pad, .device_flip = aug.flip,
                                                      .device_augment_seed = aug.seed, .accumulate_steps = a->accumulate,
-                                                     .debug_numerics = a->debug_numerics, .dist = a->dist, .devices = a->fit_devices });
+                                                     .debug_numerics = a->debug_numerics, .dist = a->dist, .devices = a->fit_devices,
+                                                    .bucket_bytes = (size_t)a->bucket_kb << 10 });
     else if (initial < a->epochs)
         st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
                                                     .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb,
                                                     .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics,
-                                                    .dist = a->dist, .devices = a->fit_devices });
+                                                    .dist = a->dist, .devices = a->fit_devices,
+                                                    .bucket_bytes = (size_t)a->bucket_kb << 10 });
     else if (a->load) printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
     else printf("--epochs 0: nothing to train; evaluating the initial weights\n");
     double secs = cli_now() - t0;

@@ -63,7 +63,9 @@ kiln_status kiln_dist_barrier(kiln_dist *d);
 void kiln_dist_set_bucket_bytes(kiln_dist *d, size_t bytes);
 size_t kiln_dist_bucket_bytes(const kiln_dist *d);
 /* What the gradient all-reduces cost so far on this rank: calls, bytes, wall seconds. */
-typedef struct kiln_dist_stats { int64_t calls, steps; double bytes, seconds; } kiln_dist_stats;
+/* calls: bucket all-reduces; seconds: inside them (with overlap, the time not hidden behind the
+ * backward pass); overlapped_steps: plan steps run while some bucket's all-reduce was in flight. */
+typedef struct kiln_dist_stats { int64_t calls, steps; double bytes, seconds; int64_t overlapped_steps; } kiln_dist_stats;
 kiln_dist_stats kiln_dist_get_stats(const kiln_dist *d);
 
 #ifdef __cplusplus

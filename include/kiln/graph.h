@@ -161,6 +161,14 @@ kiln_node *kiln_global_avg_pool2d(kiln_graph *g, kiln_node *x);     /* NHWC -> N
 kiln_node *kiln_batch_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, kiln_node *beta,
                            kiln_node *moving_mean, kiln_node *moving_var, double momentum,
                            double epsilon, bool training);
+/* Synchronised batch norm, training (TF's SyncBatchNormalization): the batch mean and variance
+ * are those of the global batch over the data-parallel replicas: per-channel sums (f64) of every
+ * replica's rows are summed across them by a CrossReplicaSum op (MPI ranks: the session's
+ * cross-replica hook; one device alone: its own batch), and the backward pass sums the matching
+ * terms the same way. moving_mean/moving_var are updated with the global statistics (unbiased
+ * variance) each run. */
+kiln_node *kiln_sync_batch_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, kiln_node *beta, kiln_node *moving_mean,
+                                kiln_node *moving_var, double momentum, double epsilon);
 /* Inverted dropout: zeroes with probability `rate` and scales by 1/(1-rate) when training;
  * identity when not. The mask depends on (seed, session step, element). */
 kiln_node *kiln_dropout(kiln_graph *g, kiln_node *x, double rate, uint64_t seed, bool training);

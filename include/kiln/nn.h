@@ -257,6 +257,12 @@ typedef struct kiln_compile_opts {
     int num_threads;                   /* 0: cores available */
     bool log_device_placement;
     kiln_precision precision;          /* default FLOAT32; see kiln_precision above */
+    /* Synchronised batch norm (TF's SyncBatchNormalization, PyTorch's SyncBatchNorm): in training,
+     * BatchNormalization layers use the mean and variance of the global batch over the
+     * data-parallel replicas (MPI ranks: kiln_fit_opts.dist), their per-channel sums all-reduced
+     * in the forward pass and the matching terms in the backward pass. Default (false):
+     * per-replica statistics, as TensorFlow's MirroredStrategy. One process alone: the same as off. */
+    bool sync_batchnorm;
 } kiln_compile_opts;
 kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o);
 
@@ -359,6 +365,11 @@ typedef struct kiln_fit_opts {
                                           its B / N rows of every batch, gradients averaged with
                                           NCCL, the same update on every replica; batch norm keeps
                                           per-replica statistics. NULL, "" or one GPU: as compiled */
+    size_t bucket_bytes;               /* dist / devices: gradients are all-reduced in buckets of at
+                                          most this many bytes, each started as soon as the backward
+                                          pass has written it (overlapped with the rest of it;
+                                          KILN_OVERLAP=0 in the environment: all after it). 0: the
+                                          dist's (kiln_dist_set_bucket_bytes), else 4 MiB */
     /* Gradient accumulation: > 1 runs each batch of B examples as this many micro-batches of
      * B / accumulate_steps (B must be divisible by it) and sums their gradients, averaged, into
      * ONE optimizer update: the update of the whole batch's mean loss, with the activation memory

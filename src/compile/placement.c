@@ -69,13 +69,21 @@ kiln_status kiln_place(kiln_graph *g, const kiln_placement *pl, int8_t *place) {
     return KILN_OK;
 }
 
-void kiln_log_placement(kiln_graph *g, const kiln_plan *p, bool *logged) {
+/* prefix: the replica's name scope ("replica_1/", "" for none); gpu >= 0: the GPU index the
+ * session's only device space stands for (a replica's session calls its GPU space 1). */
+static const char *space_of(int space, int gpu, char *buf, size_t n) {
+    if (space > KILN_SPACE_HOST && gpu >= 0) snprintf(buf, n, "/device:GPU:%d", gpu);
+    else kiln_space_name(space, buf, n);
+    return buf;
+}
+
+static void log_plan(kiln_graph *g, const kiln_plan *p, bool *logged, const char *prefix, int gpu) {
     char sp[32];
     for (int i = 0; i < p->n_sources; i++) {
         kiln_node *n = g->nodes[p->sources[i]];
         if (logged[n->id]) continue;
         logged[n->id] = true;
-        kiln_log_msg(KILN_LOG_INFO, "%s: (%s): %s", n->name, kiln_op_get(n->op)->name, kiln_space_name(p->home[n->id], sp, sizeof sp));
+        kiln_log_msg(KILN_LOG_INFO, "%s%s: (%s): %s", prefix, n->name, kiln_op_get(n->op)->name, space_of(p->home[n->id], gpu, sp, sizeof sp));
     }
     for (int i = 0; i < p->n_steps; i++) {
         const kiln_plan_step *st = &p->steps[i];
@@ -83,12 +91,20 @@ void kiln_log_placement(kiln_graph *g, const kiln_plan *p, bool *logged) {
         if (st->kind == KILN_STEP_COPY) {
             char to[16];
             if (st->space == KILN_SPACE_HOST) snprintf(to, sizeof to, "CPU_0");
-            else snprintf(to, sizeof to, "GPU_%d", st->space - 1);
-            kiln_log_msg(KILN_LOG_INFO, "%s/_copy_to_%s: (Copy): %s", n->name, to, kiln_space_name(st->space, sp, sizeof sp));
+            else snprintf(to, sizeof to, "GPU_%d", gpu >= 0 ? gpu : st->space - 1);
+            kiln_log_msg(KILN_LOG_INFO, "%s%s/_copy_to_%s: (Copy): %s", prefix, n->name, to, space_of(st->space, gpu, sp, sizeof sp));
             continue;
         }
         if (logged[n->id]) continue;
         logged[n->id] = true;
-        kiln_log_msg(KILN_LOG_INFO, "%s: (%s): %s", n->name, kiln_op_get(n->op)->name, kiln_space_name(st->space, sp, sizeof sp));
+        kiln_log_msg(KILN_LOG_INFO, "%s%s: (%s): %s", prefix, n->name, kiln_op_get(n->op)->name, space_of(st->space, gpu, sp, sizeof sp));
     }
+}
+
+void kiln_log_placement(kiln_graph *g, const kiln_plan *p, bool *logged) { log_plan(g, p, logged, "", -1); }
+
+void kiln_log_placement_replica(kiln_graph *g, const kiln_plan *p, bool *logged, int replica, int gpu) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "replica_%d/", replica);
+    log_plan(g, p, logged, prefix, gpu);
 }

@@ -20,4 +20,7 @@ kiln_status kiln_place(kiln_graph *g, const kiln_placement *pl, int8_t *place);
 const char *kiln_space_name(int space, char *buf, size_t n);
 /* The device placement log (log_device_placement): each node of the plan once (logged[id]). */
 void kiln_log_placement(kiln_graph *g, const kiln_plan *p, bool *logged);
+/* The same for replica k >= 1 of a mirrored step (TensorFlow's form): names in the scope
+ * "replica_k/", its device space shown as GPU gpu, the GPU it runs on. */
+void kiln_log_placement_replica(kiln_graph *g, const kiln_plan *p, bool *logged, int replica, int gpu);
 #endif

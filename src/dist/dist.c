@@ -46,6 +46,7 @@ kiln_status kiln_dist_init(int *argc, char ***argv, kiln_dist **out) {
 void kiln_dist_free(kiln_dist *d) {
     if (!d) return;
     if (d->owns_mpi) dist_tp_finalize(d);
+    kiln_free(d->started);
     kiln_free(d);
 }
 
@@ -99,6 +100,59 @@ kiln_status kiln_dist_grad_mean(void *dist, float *x, int64_t n) {
     for (int64_t i = 0; st == KILN_OK && i < n; i++) x[i] *= inv;
     d->stats.calls++;
     d->stats.bytes += (double)n * sizeof(float);
+    d->stats.seconds += kiln_now() - t0;
+    return st;
+}
+
+kiln_status kiln_dist_cross_replica_sum(void *dist, void *x, int64_t n, kiln_dtype dtype) {
+    kiln_dist *d = dist;
+    if (!d || d->size <= 1 || n <= 0) return KILN_OK;
+    if (dtype != KILN_F32 && dtype != KILN_F64)
+        return kiln_set_error(KILN_UNSUPPORTED, "cross-replica sum: %s values (f32 and f64 are summed)", kiln_dtype_name(dtype));
+    return dist_tp_allreduce_sum(d, x, n, dtype == KILN_F64);
+}
+
+kiln_status kiln_dist_grad_mean_start(void *dist, float *x, int64_t n) {
+    kiln_dist *d = dist;
+    if (!d || d->size <= 1 || n <= 0) return KILN_OK;
+    if (d->n_started == d->cap_started) {
+        int cap = d->cap_started ? 2 * d->cap_started : 64;
+        void *p = kiln_realloc(d->started, (size_t)cap * sizeof *d->started);
+        if (!p) return kiln_set_error(KILN_OUT_OF_MEMORY, "gradient all-reduce: out of host memory");
+        d->started = p;
+        d->cap_started = cap;
+    }
+    double t0 = kiln_now();
+    kiln_status st = dist_tp_iallreduce_sum(d, x, n);
+    if (st == KILN_OK) {
+        d->started[d->n_started].x = x;
+        d->started[d->n_started++].n = n;
+        d->stats.calls++;
+        d->stats.bytes += (double)n * sizeof(float);
+    }
+    d->stats.seconds += kiln_now() - t0;
+    return st;
+}
+
+kiln_status kiln_dist_grad_mean_progress(void *dist) {
+    kiln_dist *d = dist;
+    if (!d || d->size <= 1 || d->n_started == 0) return KILN_OK;
+    double t0 = kiln_now();
+    d->stats.overlapped_steps++;
+    kiln_status st = dist_tp_test(d);
+    d->stats.seconds += kiln_now() - t0;
+    return st;
+}
+
+kiln_status kiln_dist_grad_mean_finish(void *dist) {
+    kiln_dist *d = dist;
+    if (!d || d->size <= 1) return KILN_OK;
+    double t0 = kiln_now();
+    kiln_status st = dist_tp_wait(d);
+    float inv = 1.0f / (float)d->size;
+    for (int k = 0; k < d->n_started && st == KILN_OK; k++)
+        for (int64_t i = 0; i < d->started[k].n; i++) d->started[k].x[i] *= inv;
+    d->n_started = 0;
     d->stats.seconds += kiln_now() - t0;
     return st;
 }

@@ -6,7 +6,14 @@
 #include <stdio.h>
 #include "dist/dist_internal.h"
 
-static MPI_Comm comm_of(const kiln_dist *d) { return *(const MPI_Comm *)d->tp; }
+/* The transport's state: the job's communicator and the nonblocking gradient all-reduces in flight. */
+typedef struct mpi_tp {
+    MPI_Comm comm;
+    MPI_Request *req;
+    int n_req, cap;
+} mpi_tp;
+
+static MPI_Comm comm_of(const kiln_dist *d) { return ((const mpi_tp *)d->tp)->comm; }
 
 static kiln_status mpi_fail(const kiln_dist *d, const char *what, int rc) {
     char s[MPI_MAX_ERROR_STRING] = "";
@@ -26,21 +33,24 @@ kiln_status dist_tp_init(kiln_dist *d, int *argc, char ***argv) {
             return kiln_set_error(KILN_DEVICE_ERROR, "MPI_Init failed: is this process started by mpirun?");
         d->owns_mpi = true;
     }
-    MPI_Comm *c = kiln_malloc(sizeof *c);
-    if (!c) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_dist_init: out of host memory");
-    int rc = MPI_Comm_dup(MPI_COMM_WORLD, c);
-    if (rc != MPI_SUCCESS) { kiln_free(c); return kiln_set_error(KILN_DEVICE_ERROR, "MPI_Comm_dup failed"); }
-    MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN);
-    d->tp = c;
-    MPI_Comm_rank(*c, &d->rank);
-    MPI_Comm_size(*c, &d->size);
+    mpi_tp *t = kiln_calloc(1, sizeof *t);
+    if (!t) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_dist_init: out of host memory");
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &t->comm);
+    if (rc != MPI_SUCCESS) { kiln_free(t); return kiln_set_error(KILN_DEVICE_ERROR, "MPI_Comm_dup failed"); }
+    MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
+    d->tp = t;
+    MPI_Comm_rank(t->comm, &d->rank);
+    MPI_Comm_size(t->comm, &d->size);
     return KILN_OK;
 }
 
 void dist_tp_finalize(kiln_dist *d) {
     if (d->tp) {
-        MPI_Comm_free((MPI_Comm *)d->tp);
-        kiln_free(d->tp);
+        mpi_tp *t = d->tp;
+        if (t->n_req) MPI_Waitall(t->n_req, t->req, MPI_STATUSES_IGNORE);
+        MPI_Comm_free(&t->comm);
+        kiln_free(t->req);
+        kiln_free(t);
         d->tp = NULL;
     }
     int fin = 0;
@@ -57,6 +67,41 @@ kiln_status dist_tp_allreduce_sum(kiln_dist *d, void *x, int64_t n, bool f64) {
         off += count;
     }
     return KILN_OK;
+}
+
+kiln_status dist_tp_iallreduce_sum(kiln_dist *d, float *x, int64_t n) {
+    mpi_tp *t = d->tp;
+    if (n > INT_MAX / 2) {   /* one request per bucket: a bucket this large is reduced at once */
+        kiln_status st = dist_tp_wait(d);
+        return st == KILN_OK ? dist_tp_allreduce_sum(d, x, n, false) : st;
+    }
+    if (t->n_req == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 64;
+        MPI_Request *r = kiln_realloc(t->req, (size_t)cap * sizeof *r);
+        if (!r) return kiln_set_error(KILN_OUT_OF_MEMORY, "gradient all-reduce: out of host memory");
+        t->req = r;
+        t->cap = cap;
+    }
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, t->comm, &t->req[t->n_req]);
+    if (rc != MPI_SUCCESS) return mpi_fail(d, "MPI_Iallreduce", rc);
+    t->n_req++;
+    return KILN_OK;
+}
+
+kiln_status dist_tp_test(kiln_dist *d) {
+    mpi_tp *t = d->tp;
+    int done = 0;
+    int rc = t->n_req ? MPI_Testall(t->n_req, t->req, &done, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) return mpi_fail(d, "MPI_Testall", rc);
+    if (done) t->n_req = 0;     /* completed requests are MPI_REQUEST_NULL now */
+    return KILN_OK;
+}
+
+kiln_status dist_tp_wait(kiln_dist *d) {
+    mpi_tp *t = d->tp;
+    int rc = t->n_req ? MPI_Waitall(t->n_req, t->req, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    t->n_req = 0;
+    return rc == MPI_SUCCESS ? KILN_OK : mpi_fail(d, "MPI_Waitall", rc);
 }
 
 kiln_status dist_tp_broadcast(kiln_dist *d, void *buf, size_t bytes, int root) {

@@ -104,6 +104,7 @@ kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int
  * every rank) and session step on every rank, then the gradient hook. */
 static kiln_status mirrored_session(nn_dist_fit *df, kiln_model *m) {
     kiln_status st = kiln_replicas_new(m->s, df->gpus, df->split, &df->rep);
+    if (st == KILN_OK && df->opts.bucket_bytes) kiln_replicas_set_bucket_bytes(df->rep, df->opts.bucket_bytes);
     if (st == KILN_OK) st = kiln_replicas_sync_variables(df->rep);
     nn_forward *f = &m->train;
     for (int k = 1; k < df->split && st == KILN_OK; k++)
@@ -169,7 +170,11 @@ kiln_status nn_dist_session(nn_dist_fit *df, kiln_model *m) {
     uint64_t step = kiln_session_step(m->s);
     if (st == KILN_OK) st = kiln_dist_broadcast(df->d, &step, sizeof step, 0);
     if (st == KILN_OK) kiln_session_set_step(m->s, step);
-    if (st == KILN_OK) st = kiln_session_set_grad_reduce(m->s, kiln_dist_grad_mean, df->d, df->d->bucket_bytes);
+    size_t bucket = df->opts.bucket_bytes ? df->opts.bucket_bytes : df->d->bucket_bytes;
+    if (st == KILN_OK) st = kiln_session_set_grad_reduce(m->s, kiln_dist_grad_mean, df->d, bucket);
+    static const kiln_grad_reduce_async overlapped = { kiln_dist_grad_mean_start, kiln_dist_grad_mean_progress, kiln_dist_grad_mean_finish };
+    if (st == KILN_OK && kiln_grad_overlap_enabled()) st = kiln_session_set_grad_reduce_async(m->s, &overlapped, df->d);
+    if (st == KILN_OK && m->copts.sync_batchnorm) st = kiln_session_set_cross_replica_sum(m->s, kiln_dist_cross_replica_sum, df->d);
     return st;
 }
 

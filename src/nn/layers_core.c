@@ -144,6 +144,9 @@ static void bn_vars(kiln_layer *l, const nn_layer_cfg *c) {
     nn_layer_add_var(l, "moving_variance", KILN_SHAPE(ch), kiln_init_ones(), false, 0);
 }
 static kiln_node *bn_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
+    if (f->training && f->m->copts.sync_batchnorm)   /* statistics of the global batch over the replicas */
+        return kiln_sync_batch_norm(f->g, x, nn_layer_var(f, l, "gamma"), nn_layer_var(f, l, "beta"), nn_layer_var(f, l, "moving_mean"),
+                                    nn_layer_var(f, l, "moving_variance"), l->momentum, l->epsilon);
     return kiln_batch_norm(f->g, x, nn_layer_var(f, l, "gamma"), nn_layer_var(f, l, "beta"), nn_layer_var(f, l, "moving_mean"),
                            nn_layer_var(f, l, "moving_variance"), l->momentum, l->epsilon, f->training);
 }

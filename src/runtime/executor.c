@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "runtime/runtime_internal.h"
+#include "runtime/grad_reduce_internal.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -134,6 +135,7 @@ static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) 
     for (size_t k = 0; guard && k < p->guard && st == KILN_OK; k++)
         if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
             st = kiln_set_error(KILN_INTERNAL, "%s (%s): the %s kernel wrote past the end of its output (guard byte %zu)", n->name, kiln_op_get(n->op)->name, stp->backend, k);
+    if (st == KILN_OK && n->op == KILN_OP_CROSS_REPLICA_SUM) st = rt_cross_replica_sum(s, stp, c.out.data);   /* grad_reduce.h */
     if (st == KILN_OK && s->check_numerics) st = rt_check_numerics(s, stp);
     return st == KILN_OK ? KILN_OK : kernel_failed(n, st);
 }

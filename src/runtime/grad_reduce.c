@@ -2,28 +2,17 @@
  * split at the step after the last one writing a gradient the updates read (the plan's gradient
  * block, src/compile/plan.c, holds them back to back): those gradients are reduced there, in
  * buckets, then the run goes on with the updates, so every replica applies the same mean
- * gradient. Gradients of device spaces travel through one host staging buffer. */
+ * gradient. Gradients of device spaces travel through one host staging buffer. With a
+ * nonblocking hook (kiln_session_set_grad_reduce_async) each host bucket's reduction starts as
+ * soon as its gradients are written, during the rest of the backward pass (grad_overlap.c). */
 #include <string.h>
 #include "runtime/runtime_internal.h"
 #include "runtime/grad_reduce.h"
-
-struct rt_reduce {
-    kiln_grad_reduce_fn fn;
-    void *user;
-    size_t bucket;
-    int cap;                 /* ids the scratch below holds */
-    unsigned char *mark;     /* [cap] 1: a gradient, 2: the storage a gradient aliases */
-    int *ids;                /* [cap] the gradients of this run */
-    float *stage;            /* host staging for device gradients */
-    size_t stage_bytes;
-    bool defer;              /* replicas: stop after the backward pass (kiln_session_run_rest goes on) */
-    kiln_plan *pending;      /* the run stopped there, its gradients in ids[0..n_pending) */
-    int pending_at, n_pending;
-};
+#include "runtime/grad_reduce_internal.h"
 
 kiln_status kiln_session_set_grad_reduce(kiln_session *s, kiln_grad_reduce_fn fn, void *user, size_t bucket_bytes) {
     if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce: NULL session");
-    if (!fn) { rt_reduce_free(s); return KILN_OK; }
+    if (!fn) { rt_reduce_free(s); return KILN_OK; }   /* the cross-replica sum hook goes with it */
     if (s->reduce && s->reduce->defer) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce: the session is a replica (deferred)");
     if (!s->reduce && !(s->reduce = kiln_calloc(1, sizeof *s->reduce)))
         return kiln_set_error(KILN_OUT_OF_MEMORY, "gradient all-reduce: out of host memory");
@@ -33,8 +22,21 @@ kiln_status kiln_session_set_grad_reduce(kiln_session *s, kiln_grad_reduce_fn fn
     return KILN_OK;
 }
 
+kiln_status kiln_session_set_grad_reduce_async(kiln_session *s, const kiln_grad_reduce_async *a, void *user) {
+    if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce_async: NULL session");
+    if (!s->reduce || s->reduce->defer)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce_async: set the blocking reduction first "
+                              "(kiln_session_set_grad_reduce, the fallback for device gradients)");
+    if (a && (!a->start || !a->finish))
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce_async: start and finish are required");
+    s->reduce->async = a ? *a : (kiln_grad_reduce_async){ 0 };
+    s->reduce->async_user = user;
+    return KILN_OK;
+}
+
 void rt_reduce_free(kiln_session *s) {
     if (!s->reduce) return;
+    kiln_free(s->reduce->chunks);
     kiln_free(s->reduce->mark);
     kiln_free(s->reduce->ids);
     kiln_free(s->reduce->stage);
@@ -82,6 +84,11 @@ static int dedup(kiln_session *s, kiln_plan *p, int *ids, int n) {
         ids[k++] = ids[i];
     }
     return k;
+}
+
+int rt_grad_sort(kiln_session *s, kiln_plan *p, int n) {
+    sort_by_place(s, p, s->reduce->ids, n);
+    return dedup(s, p, s->reduce->ids, n);
 }
 
 /* Marks this run's gradients (ids, *n) and returns the step after the last one writing them. */
@@ -176,8 +183,7 @@ static kiln_status reduce_grads(kiln_session *s, kiln_plan *p, int n) {
             return kiln_set_error(KILN_UNSUPPORTED, "data-parallel training: gradient '%s' is %s; only f32 gradients are all-reduced",
                                   g->name, kiln_dtype_name(g->dtype));
     }
-    sort_by_place(s, p, ids, n);
-    n = dedup(s, p, ids, n);
+    n = rt_grad_sort(s, p, n);
     for (int a = 0; a < n;) {
         int sp = p->home[ids[a]], b = a + 1;
         while (b < n && p->home[ids[b]] == sp) {   /* extend while the next starts within 64 bytes of the end */
@@ -193,26 +199,48 @@ static kiln_status reduce_grads(kiln_session *s, kiln_plan *p, int n) {
     return KILN_OK;
 }
 
+/* Every gradient f32 in host memory: the overlapped path can take them. */
+static bool all_host_f32(kiln_session *s, kiln_plan *p, int n) {
+    for (int k = 0; k < n; k++) {
+        kiln_node *g = s->g->nodes[s->reduce->ids[k]];
+        if (g->dtype != KILN_F32 || p->home[g->id] != KILN_SPACE_HOST) return false;
+    }
+    return true;
+}
+
+/* A replica's run: checked, its gradients sorted, then it waits at step 0 for the caller. */
+static kiln_status defer_run(kiln_session *s, kiln_plan *p, int n, int at) {
+    struct rt_reduce *r = s->reduce;
+    for (int i = 0; i < n; i++) {
+        kiln_node *g = s->g->nodes[r->ids[i]];
+        if (g->dtype != KILN_F32 || p->home[g->id] == KILN_SPACE_HOST)
+            return kiln_set_error(KILN_UNSUPPORTED, "replicas: gradient '%s' is %s in %s memory; only f32 gradients on the GPU are "
+                                  "all-reduced with NCCL", g->name, kiln_dtype_name(g->dtype), p->home[g->id] ? "device" : "host");
+    }
+    r->n_pending = rt_grad_sort(s, p, n);
+    r->at = at;
+    r->pending_at = 0;
+    r->pending = p;
+    return KILN_OK;
+}
+
 kiln_status rt_run_reduced(kiln_session *s, kiln_plan *p) {
     int n = 0, at = 0;
     s->reduce->pending = NULL;
+    if (!s->reduce->fn && !s->reduce->defer) return rt_run_steps(s, p, 0, p->n_steps);   /* only a cross-replica sum hook */
     kiln_status st = find_grads(s, p, &n, &at);
     if (st != KILN_OK) return st;
     if (n == 0) return rt_run_steps(s, p, 0, p->n_steps);
+    if (s->reduce->defer) return defer_run(s, p, n, at);
+    if (s->reduce->async.start && all_host_f32(s, p, n)) return rt_run_overlapped(s, p, n, at);
     if ((st = rt_run_steps(s, p, 0, at)) != KILN_OK) return st;
-    if (s->reduce->defer) {
-        s->reduce->pending = p;
-        s->reduce->pending_at = at;
-        s->reduce->n_pending = n;
-        return KILN_OK;
-    }
     for (int sp = 1; sp < s->n_spaces; sp++)      /* device work before the reduction is done */
         if ((p->device_space == sp || p->device_space == -2) && (st = s->be[sp]->sync(s->be[sp])) != KILN_OK) return st;
     if ((st = reduce_grads(s, p, n)) != KILN_OK) return st;
     return rt_run_steps(s, p, at, p->n_steps);
 }
 
-/* ---- replicas (src/runtime/replicas.c): the run stops after the backward pass ---- */
+/* ---- replicas (src/runtime/replicas.c): the run waits at step 0, run in segments by the caller ---- */
 
 kiln_status kiln_session_set_grad_defer(kiln_session *s) {
     if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_defer: NULL session");
@@ -227,37 +255,56 @@ bool rt_reduce_pending(const kiln_session *s) { return s->reduce && s->reduce->p
 
 void rt_reduce_cancel(kiln_session *s) { if (s->reduce) s->reduce->pending = NULL; }
 
-kiln_status kiln_session_grad_ranges(kiln_session *s, void **ptr, size_t *count, int max, int *n_out) {
+kiln_status kiln_session_grad_buckets(kiln_session *s, size_t bucket_bytes, bool overlap, void **ptr, size_t *count, int *ready,
+                                      int max, int *n_out, int *at) {
+    struct rt_reduce *r = s->reduce;
+    *n_out = 0;
+    *at = 0;
+    if (!r || !r->pending) return KILN_OK;
+    kiln_status st = rt_grad_chunks(s, r->pending, r->n_pending, r->at, bucket_bytes, overlap);
+    if (st != KILN_OK) return st;
+    if (r->n_chunks > max) return kiln_set_error(KILN_INTERNAL, "replicas: %d gradient buckets, at most %d", r->n_chunks, max);
+    for (int k = 0; k < r->n_chunks; k++) {
+        ptr[k] = r->chunks[k].lo;
+        count[k] = (size_t)r->chunks[k].count;
+        ready[k] = r->chunks[k].ready;
+    }
+    *n_out = r->n_chunks;
+    *at = r->at;
+    return KILN_OK;
+}
+
+kiln_status kiln_session_sync_points(kiln_session *s, void **ptr, size_t *count, kiln_dtype *dtype, int *step, int max, int *n_out) {
     struct rt_reduce *r = s->reduce;
     *n_out = 0;
     if (!r || !r->pending) return KILN_OK;
     kiln_plan *p = r->pending;
-    int *ids = r->ids, n = r->n_pending, k = 0;
-    for (int i = 0; i < n; i++) {
-        kiln_node *g = s->g->nodes[ids[i]];
-        if (g->dtype != KILN_F32 || p->home[g->id] == KILN_SPACE_HOST)
-            return kiln_set_error(KILN_UNSUPPORTED, "replicas: gradient '%s' is %s in %s memory; only f32 gradients on the GPU are "
-                                  "all-reduced with NCCL", g->name, kiln_dtype_name(g->dtype), p->home[g->id] ? "device" : "host");
+    for (int i = 0; i < p->n_steps; i++) {
+        kiln_plan_step *stp = &p->steps[i];
+        if (stp->kind != KILN_STEP_KERNEL || stp->node->op != KILN_OP_CROSS_REPLICA_SUM) continue;
+        kiln_node *n = stp->node;
+        if (stp->space == KILN_SPACE_HOST || (n->dtype != KILN_F32 && n->dtype != KILN_F64))
+            return kiln_set_error(KILN_UNSUPPORTED, "replicas: cross-replica sum '%s' is %s on the %s; NCCL sums f32/f64 GPU values",
+                                  n->name, kiln_dtype_name(n->dtype), stp->space == KILN_SPACE_HOST ? "CPU" : "GPU");
+        if (i >= r->at)
+            return kiln_set_error(KILN_UNSUPPORTED, "replicas: cross-replica sum '%s' runs after the last gradient is made", n->name);
+        if (*n_out >= max) return kiln_set_error(KILN_INTERNAL, "replicas: more than %d cross-replica sums", max);
+        ptr[*n_out] = s->data[stp->space][stp->out_id];
+        count[*n_out] = (size_t)kiln_shape_numel(n->shape);
+        dtype[*n_out] = n->dtype;
+        step[(*n_out)++] = i;
     }
-    sort_by_place(s, p, ids, n);
-    n = dedup(s, p, ids, n);
-    for (int a = 0; a < n;) {
-        int sp = p->home[ids[a]], b = a + 1;
-        while (b < n && p->home[ids[b]] == sp) {
-            kiln_node *prev = s->g->nodes[ids[b - 1]];
-            char *end = (char *)s->data[sp][prev->id] + node_bytes(prev), *next = s->data[sp][ids[b]];
-            if (next < end || next - end >= 64 || (next - end) % 4) break;
-            b++;
-        }
-        kiln_node *last = s->g->nodes[ids[b - 1]];
-        char *lo = s->data[sp][ids[a]], *hi = (char *)s->data[sp][last->id] + node_bytes(last);
-        if (k >= max) return kiln_set_error(KILN_INTERNAL, "replicas: more than %d gradient ranges", max);
-        ptr[k] = lo;
-        count[k++] = (size_t)(hi - lo) / sizeof(float);
-        a = b;
-    }
-    *n_out = k;
     return KILN_OK;
+}
+
+kiln_status kiln_session_run_to(kiln_session *s, int step) {
+    struct rt_reduce *r = s->reduce;
+    if (!r || !r->pending) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_run_to: no run waits for its gradients");
+    if (step < r->pending_at || step > r->at)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_run_to: step %d outside [%d, %d]", step, r->pending_at, r->at);
+    kiln_status st = rt_run_steps(s, r->pending, r->pending_at, step);
+    r->pending_at = step;
+    return st;
 }
 
 kiln_status kiln_session_run_rest(kiln_session *s, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches) {

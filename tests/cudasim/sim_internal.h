@@ -1,6 +1,8 @@
 /* Shared state of the simulator's sources (not seen by the kernels). */
 #ifndef CUSIM_SIM_INTERNAL_H
 #define CUSIM_SIM_INTERNAL_H
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <vector>
 #include "cuda_runtime.h"
@@ -11,7 +13,14 @@ struct CUstream_st {
     int device = 0;                               /* the GPU current when it was created */
     bool capturing = false, invalidated = false;
     std::vector<std::function<void()>> ops;       /* recorded while capturing */
-    std::vector<std::function<void()>> pending;   /* enqueued, not yet run (see flush) */
+    std::deque<std::function<void()>> pending;    /* enqueued, not yet run (see flush) */
+    uint64_t enqueued = 0, executed = 0;          /* work items ever enqueued / run (events mark positions) */
+};
+/* An event: the position in its stream's work where it was last recorded (sim_event.cpp). */
+struct CUevent_st {
+    int device = 0;
+    CUstream_st *stream = nullptr;                /* nullptr: never recorded (waiting on it is a no-op) */
+    uint64_t seq = 0;
 };
 struct CUgraph_st { std::vector<std::function<void()>> ops; };
 struct CUgraphExec_st { std::vector<std::function<void()>> ops; };
@@ -37,6 +46,9 @@ CUstream_st *stream_of(cudaStream_t s);
  * buffers without synchronising sees what it would see on a real GPU at worst. */
 cudaError_t enqueue(cudaStream_t s, std::function<void()> op);
 void flush(CUstream_st *st);
+/* Runs st's work up to its seq-th item (an event's position). */
+void flush_until(CUstream_st *st, uint64_t seq);
+bool stream_alive(CUstream_st *st);
 void flush_all();
 /* Device memory is inaccessible (PROT_NONE) to the host except while device work runs: host code
  * that touches it faults, as on a GPU. Nestable. */

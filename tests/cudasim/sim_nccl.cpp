@@ -44,7 +44,16 @@ bool type_ok(ncclDataType_t t) { return t == ncclFloat32 || t == ncclFloat64 || 
 elem elem_of(ncclDataType_t t) {
     return t == ncclFloat64 ? elem::f64 : t == ncclFloat16 ? elem::f16 : t == ncclBfloat16 ? elem::bf16 : elem::f32;
 }
-size_t size_of(ncclDataType_t t) { return elem_size(elem_of(t)); }
+/* bytes per element of every NCCL type (broadcast copies any type; reductions are simulated for
+ * floating types only) */
+size_t size_of(ncclDataType_t t) {
+    switch (t) {
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclInt32: case ncclUint32: return 4;
+    case ncclInt64: case ncclUint64: return 8;
+    default: return elem_size(elem_of(t));
+    }
+}
 
 ncclResult_t bad(ncclResult_t r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 ncclResult_t bad(ncclResult_t r, const char *fmt, ...) {
@@ -60,7 +69,7 @@ ncclResult_t bad(ncclResult_t r, const char *fmt, ...) {
 ncclResult_t check(const call &c, const char *what) {
     if (!c.comm || !comms.count(c.comm)) return bad(ncclInvalidArgument, "%s: invalid or destroyed communicator", what);
     if (c.type < 0 || c.type >= ncclNumTypes) return bad(ncclInvalidArgument, "%s: invalid datatype %d", what, (int)c.type);
-    if (!type_ok(c.type)) return bad(ncclInvalidArgument, "%s: datatype %d not simulated (floating types only)", what, (int)c.type);
+    if (!c.bcast && !type_ok(c.type)) return bad(ncclInvalidArgument, "%s: datatype %d not simulated (floating types only)", what, (int)c.type);
     if (!c.bcast && (c.op < 0 || c.op >= ncclNumOps)) return bad(ncclInvalidArgument, "%s: invalid reduction op %d", what, (int)c.op);
     if (c.bcast && (c.root < 0 || c.root >= c.comm->nranks)) return bad(ncclInvalidArgument, "%s: root %d out of range", what, c.root);
     CUstream_st *st = stream_of(c.stream);
@@ -87,7 +96,7 @@ void run(const std::vector<const call *> &ranks) {
     device_window w;
     if (c0.bcast) {
         const call &root = *ranks[c0.root];
-        std::vector<char> data((const char *)root.send, (const char *)root.send + n * elem_size(t));
+        std::vector<char> data((const char *)root.send, (const char *)root.send + n * size_of(c0.type));
         for (const call *c : ranks) memcpy(c->recv, data.data(), data.size());
         return;
     }

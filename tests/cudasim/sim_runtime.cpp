@@ -63,17 +63,27 @@ CUstream_st *stream_of(cudaStream_t s) {
 cudaError_t enqueue(cudaStream_t s, std::function<void()> op) {
     CUstream_st *st = stream_of(s);
     if (!st) return cudaErrorInvalidResourceHandle;
-    (st->capturing ? st->ops : st->pending).push_back(std::move(op));
+    if (st->capturing) st->ops.push_back(std::move(op));
+    else { st->pending.push_back(std::move(op)); st->enqueued++; }
     return cudaSuccess;
 }
 
-void flush(CUstream_st *st) {
-    if (st->pending.empty()) return;
+/* In order, one item at a time: an item may wait on an event of another stream, which runs that
+ * stream up to the event first (cudaStreamWaitEvent). */
+void flush_until(CUstream_st *st, uint64_t seq) {
+    if (st->executed >= seq || st->pending.empty()) return;
     device_window w;
-    std::vector<std::function<void()>> ops;
-    ops.swap(st->pending);
-    for (auto &op : ops) op();
+    while (st->executed < seq && !st->pending.empty()) {
+        std::function<void()> op = std::move(st->pending.front());
+        st->pending.pop_front();
+        st->executed++;
+        op();
+    }
 }
+
+void flush(CUstream_st *st) { flush_until(st, st->enqueued); }
+
+bool stream_alive(CUstream_st *st) { return st == &legacy || streams.count(st); }
 
 void flush_all() {
     flush(&legacy);

@@ -11,6 +11,7 @@
 #include "../dist/equiv_model.h"
 #include "backend/registry.h"
 #include "backend/cuda/cuda_module.h"
+#include "runtime/replicas.h"
 
 static char dir[256];
 
@@ -41,6 +42,30 @@ static void test_nccl(void) {
     CHECK(strstr(kiln_last_error(), "invalid argument") != NULL);
     float *swapped[2] = { dev[1], dev[0] };         /* GPU 1's memory for GPU 0's rank */
     CHECK(mod->allreduce_mean(comm, swapped, &count, 1) != KILN_OK);
+    /* broadcast from GPU 1 (any bytes), and the checks NCCL makes */
+    void *vb[2] = { dev[0], dev[1] };
+    size_t bytes = 3 * sizeof(float);
+    float seven[5] = { 7, 7, 7, 7, 7 };
+    CHECK_OK(b[1]->copy(b[1], dev[1], seven, sizeof seven, KILN_COPY_H2D));
+    CHECK_OK(mod->broadcast(comm, vb, &bytes, 1, 1));
+    CHECK_OK(b[0]->copy(b[0], back, dev[0], sizeof back, KILN_COPY_D2H));
+    CHECK_OK(b[0]->sync(b[0]));
+    CHECK_MSG(back[0] == 7 && back[2] == 7 && back[3] == 2.0f * 4, "broadcast: %g %g %g", back[0], back[2], back[3]);
+    void *vwrong[2] = { host[0], dev[1] };
+    CHECK(mod->broadcast(comm, vwrong, &bytes, 1, 1) != KILN_OK);
+    CHECK(mod->broadcast(comm, vb, &bytes, 1, 2) == KILN_INVALID_ARGUMENT);
+    /* on the communication streams after the compute streams' work: a copy enqueued on GPU 0's
+     * compute stream before the start is in the average; the join orders later work after it */
+    float ones[5] = { 1, 1, 1, 1, 1 }, threes[5] = { 3, 3, 3, 3, 3 };
+    CHECK_OK(b[0]->copy(b[0], dev[0], ones, sizeof ones, KILN_COPY_H2D));
+    CHECK_OK(b[1]->copy(b[1], dev[1], threes, sizeof threes, KILN_COPY_H2D));
+    CHECK_OK(mod->allreduce_start(comm, dev, &count, 1));
+    CHECK_OK(mod->allreduce_join(comm));
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(b[k]->copy(b[k], back, dev[k], sizeof back, KILN_COPY_D2H));
+        CHECK_OK(b[k]->sync(b[k]));
+        CHECK_MSG(back[0] == 2 && back[4] == 2, "GPU %d after allreduce_start: %g %g", k, back[0], back[4]);
+    }
     int dup[2] = { 1, 1 };
     void *c2 = NULL;
     CHECK(mod->comm_new(dup, 2, &c2) == KILN_INVALID_ARGUMENT);
@@ -91,6 +116,59 @@ static void test_equivalence(kiln_dataset *train, kiln_optimizer opt, const char
     kiln_model_free(two);
 }
 
+/* Buckets of 64 bytes: the replicas run their plans in segments, each bucket's NCCL group starts
+ * on the communication streams while the backward pass goes on, and the weights are bit-identical
+ * to one group after the backward pass (KILN_OVERLAP=0) and as close to one GPU as before. */
+static void test_overlap(kiln_dataset *train) {
+    kiln_model *over = tiny(kiln_adam(0.01)), *block = tiny(kiln_adam(0.01)), *one = tiny(kiln_adam(0.01));
+    int64_t g0, g1, g2, b0, b1, b2;
+    kiln_replicas_counters(&g0, &b0);
+    CHECK_OK(kiln_fit(over, train, &(kiln_fit_opts){ .epochs = 2, .batch_size = 64, .devices = "all", .bucket_bytes = 64 }));
+    kiln_replicas_counters(&g1, &b1);
+    setenv("KILN_OVERLAP", "0", 1);
+    CHECK_OK(kiln_fit(block, train, &(kiln_fit_opts){ .epochs = 2, .batch_size = 64, .devices = "all", .bucket_bytes = 64 }));
+    unsetenv("KILN_OVERLAP");
+    kiln_replicas_counters(&g2, &b2);
+    CHECK_OK(kiln_fit(one, train, &(kiln_fit_opts){ .epochs = 2, .batch_size = 64 }));
+    double exact = var_diff(over, kiln_model_session(over), block, kiln_model_session(block));
+    double d1 = var_diff(one, kiln_model_session(one), over, kiln_model_session(over));
+    printf("overlap, 64-byte buckets: %lld NCCL groups started during the backward pass in 16 steps (%lld with KILN_OVERLAP=0); "
+           "max |variable diff| vs one group after it %.3g, vs 1 GPU %.3g\n", (long long)(g1 - g0), (long long)(g2 - g1), exact, d1);
+    CHECK_MSG(g1 - g0 >= 16, "%lld NCCL groups started early", (long long)(g1 - g0));
+    CHECK(g2 == g1);
+    CHECK_MSG(exact == 0, "overlapped and blocking all-reduce give different weights (%g)", exact);
+    CHECK_MSG(d1 <= 1e-4, "overlapped 2 GPUs vs 1: %g", d1);
+    kiln_model_free(over); kiln_model_free(block); kiln_model_free(one);
+}
+
+/* Synchronised batch norm on 2 GPUs: each replica's forward and backward pass stop after every
+ * cross-replica sum (the batch statistics and their gradients), summed with NCCL before they go
+ * on: 2 GPUs x 32 == 1 GPU x 64 (losses, weights, moving statistics); per-replica statistics differ. */
+static void test_sync_batchnorm(void) {
+    kiln_dataset *train = bn_images(256);
+    losses l1 = { 0 }, ls = { 0 }, lp = { 0 };
+    kiln_callback c1 = kiln_callback_lambda(record, NULL, &l1), cs = kiln_callback_lambda(record, NULL, &ls),
+                  cp = kiln_callback_lambda(record, NULL, &lp);
+    kiln_model *one = bn_net(false), *sync = bn_net(true), *plain = bn_net(false);
+    CHECK_OK(kiln_fit(one, train, &(kiln_fit_opts){ .epochs = 2, .batch_size = 64, .callbacks = &c1, .n_callbacks = 1 }));
+    CHECK_OK(kiln_fit(sync, train, &(kiln_fit_opts){ .epochs = 2, .batch_size = 64, .callbacks = &cs, .n_callbacks = 1, .devices = "all",
+                                                     .bucket_bytes = 64 }));
+    CHECK_OK(kiln_fit(plain, train, &(kiln_fit_opts){ .epochs = 2, .batch_size = 64, .callbacks = &cp, .n_callbacks = 1, .devices = "all" }));
+    double dl = 0;
+    for (int i = 0; i < l1.n && i < ls.n; i++)
+        if (fabs(l1.v[i] - ls.v[i]) > dl) dl = fabs(l1.v[i] - ls.v[i]);
+    double dv = var_diff(one, kiln_model_session(one), sync, kiln_model_session(sync));
+    double dp = var_diff(one, kiln_model_session(one), plain, kiln_model_session(plain));
+    printf("sync batch norm, conv net, 2 GPUs x 32 vs 1 GPU x 64 over 8 steps: max |loss diff| %.3g, max |variable diff| %.3g "
+           "(moving statistics included); per-replica statistics: %.3g\n", dl, dv, dp);
+    CHECK(l1.n == 8 && ls.n == 8 && lp.n == 8);
+    CHECK_MSG(dl <= 1e-5, "sync batch norm on 2 GPUs: losses differ by %g", dl);
+    CHECK_MSG(dv <= 1e-4, "sync batch norm on 2 GPUs: variables differ by %g", dv);
+    CHECK_MSG(dp > 1e-3, "per-replica statistics match the global batch's (%g)", dp);
+    kiln_model_free(one); kiln_model_free(sync); kiln_model_free(plain);
+    kiln_dataset_free(train);
+}
+
 static void test_checkpoints(kiln_dataset *train) {
     char ck2[400], ck1[400];
     snprintf(ck2, sizeof ck2, "%s/two.safetensors", dir);
@@ -106,9 +184,14 @@ static void test_checkpoints(kiln_dataset *train) {
         CHECK_OK(kiln_model_load_opts(p1, paths[i], &(kiln_load_opts){ .resume = true, .strict = true }));
         CHECK_OK(kiln_model_load_opts(p2, paths[i], &(kiln_load_opts){ .resume = true, .strict = true }));
         CHECK_OK(kiln_fit(p1, train, &(kiln_fit_opts){ .epochs = 2, .initial_epoch = 1, .batch_size = 64 }));
+        int64_t g, b0, b1;
+        kiln_replicas_counters(&g, &b0);
         CHECK_OK(kiln_fit(p2, train, &(kiln_fit_opts){ .epochs = 2, .initial_epoch = 1, .batch_size = 64, .devices = "0,1" }));
+        kiln_replicas_counters(&g, &b1);
         double d = var_diff(p1, kiln_model_session(p1), p2, kiln_model_session(p2));
-        printf("checkpoint of %s, resumed: 1 GPU vs 2: max |variable diff| %.3g\n", i ? "1 GPU" : "2 GPUs", d);
+        printf("checkpoint of %s, resumed: 1 GPU vs 2: max |variable diff| %.3g (%lld variables sent with ncclBroadcast)\n",
+               i ? "1 GPU" : "2 GPUs", d, (long long)(b1 - b0));
+        CHECK_MSG(b1 - b0 >= 4, "%lld variables broadcast with NCCL", (long long)(b1 - b0));
         CHECK_MSG(d <= 1e-4, "checkpoint %s: resumed runs differ by %g", paths[i], d);
         kiln_model_free(p1);
         kiln_model_free(p2);
@@ -170,6 +253,8 @@ int main(int argc, char **argv) {
     test_nccl();
     test_equivalence(train, kiln_sgd(0.1), "sgd", 1e-5);
     test_equivalence(train, kiln_adam(0.01), "adam", 1e-4);
+    test_overlap(train);
+    test_sync_batchnorm();
     test_checkpoints(train);
     test_errors(train);
     kiln_dataset_free(train);

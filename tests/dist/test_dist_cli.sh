@@ -57,6 +57,11 @@ expect "a 2-process checkpoint resumes in one process" "Resuming from .*ck2.safe
 out=$(timeout 120 "${MPI[@]}" "$K" "${T[@]}" --epochs 2 --load "$tmp/ck1.safetensors" --history "$tmp/hr.csv" 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q "Resuming from .*ck1.safetensors at epoch 1" <<<"$out" && grep -q "^2," "$tmp/hr.csv" && ok || bad "a 1-process checkpoint resumed on 2 (rc $rc): $(tail -4 <<<"$out")"
 
+# --sync-batchnorm: a model with batch norm (resnet20, one step) trains with the global batch's statistics
+out=$(timeout 120 "${MPI[@]}" "$K" train --model resnet20 --data synthetic --limit 64 --batch-size 32 --epochs 1 --verbose 2 \
+      --threads 1 --sync-batchnorm --history "$tmp/hs.csv" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l < "$tmp/hs.csv")" -eq 2 ] && ok || bad "--sync-batchnorm on 2 processes (rc $rc): $(tail -4 <<<"$out")"
+
 # a global batch two processes cannot share
 out=$(timeout 60 "${MPI[@]}" "$K" "${T[@]}" --epochs 1 --batch-size 63 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "batch-size 63 is the global batch, split over 2 processes: make it a multiple of 2" <<<"$out" && ok || bad "batch 63 on 2 (rc $rc): $(head -c 400 <<<"$out")"

@@ -32,6 +32,30 @@ static const kiln_attrs eps_attrs = { .epsilon = 1e-3 };
 BUILDER(bn_grad, kiln_node_new(g, KILN_OP_BATCH_NORM_GRAD, x, 3, &eps_attrs))
 BUILDER(bn_grad_gamma, kiln_node_new(g, KILN_OP_BN_GRAD_GAMMA, x, 2, &eps_attrs))
 
+/* ---- synchronised batch norm (one replica: the global batch is the local one) ---- */
+static kiln_node *b_sync_bn(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    kiln_shape c = kiln_node_shape(x[1]);
+    kiln_dtype t = kiln_node_dtype(x[0]);
+    kiln_node *mm = kiln_variable_trainable(g, "moving_mean", t, c, kiln_init_uniform(-0.5, 0.5, 1), false);
+    kiln_node *mv = kiln_variable_trainable(g, "moving_var", t, c, kiln_init_uniform(0.5, 1.5, 2), false);
+    e[0] = mm;
+    e[1] = mv;
+    *ne = 2;
+    return kiln_sync_batch_norm(g, x[0], x[1], x[2], mm, mv, 0.9, 1e-3);
+}
+BUILDER(crs, kiln_node_new(g, KILN_OP_CROSS_REPLICA_SUM, x, 1, NULL))
+BUILDER(bn_stats, kiln_node_new(g, KILN_OP_BN_STATS, x, 1, NULL))
+BUILDER(bn_stats_grad, kiln_node_new(g, KILN_OP_BN_STATS_GRAD, x, 2, NULL))
+/* (x, gamma, dy) with the statistics of x */
+static kiln_node *sync_grad(kiln_graph *g, kiln_node **x, int mode) {
+    kiln_attrs a = { .epsilon = 1e-3, .axis = mode };
+    kiln_node *st = kiln_node_new(g, KILN_OP_BN_STATS, x, 1, NULL);
+    return kiln_node_new(g, KILN_OP_BN_SYNC_GRAD, (kiln_node *[]){ x[0], x[1], x[2], st }, 4, &a);
+}
+BUILDER(sync_grad_dx, sync_grad(g, x, 0))
+BUILDER(sync_grad_dgamma, sync_grad(g, x, 1))
+BUILDER(sync_grad_dstats, sync_grad(g, x, 2))
+
 /* ---- dropout ---- */
 BUILDER(dropout, kiln_dropout(g, x[0], 0.3, 11, true))
 BUILDER(dropout_off, kiln_dropout(g, x[0], 0.3, 11, false))
@@ -137,6 +161,21 @@ const op_case cases_norm_loss_optim[] = {
     { KILN_OP_BN_GRAD_GAMMA, "BatchNormGammaGrad [50,4] (50 rows)", 2, { F, F }, { S(50, 4), S(50, 4) },
       { -2, -1 }, { 3, 1 }, b_bn_grad_gamma, DT_FLOATS, false, 0, 0, 0 },
 
+    /* the whole composition's gradient (SyncBatchNorm -> its grads, CrossReplicaSum, BatchNormStats) by finite differences */
+    { KILN_OP_BN_SYNC, "sync batch norm [6,4] (stats -> cross-replica sum -> normalise)", 3, { F, F, F }, { S(6, 4), S(4), S(4) },
+      { -2, 0.5, -1 }, { 2, 1.5, 1 }, b_sync_bn, DT_FLOATS, true, 0, 0, 0 },
+    { KILN_OP_BN_SYNC, "sync batch norm NHWC [2,3,3,4]", 3, { F, F, F }, { S(2, 3, 3, 4), S(4), S(4) },
+      { -2, 0.5, -1 }, { 3, 1.5, 1 }, b_sync_bn, DT_FLOATS, true, 0, 0, 0 },
+    C1(KILN_OP_CROSS_REPLICA_SUM, "cross-replica sum (one replica) [3,5]", S(3, 5), -2, 2, b_crs, true),
+    C1(KILN_OP_BN_STATS, "batch norm stats [5,3]", S(5, 3), -2, 2, b_bn_stats, true),
+    { KILN_OP_BN_STATS_GRAD, "batch norm stats grad [4,3]", 2, { F, KILN_F64 }, { S(4, 3), S(7) },
+      { -2, -1 }, { 2, 1 }, b_bn_stats_grad, DT_FLOATS, false, 0, 0, 0 },
+    { KILN_OP_BN_SYNC_GRAD, "sync batch norm grad dx [5,3]", 3, { F, F, F }, { S(5, 3), S(3), S(5, 3) },
+      { -2, 0.5, -1 }, { 2, 1.5, 1 }, b_sync_grad_dx, DT_FLOATS, false, 0, 0, 0 },
+    { KILN_OP_BN_SYNC_GRAD, "sync batch norm grad dgamma [5,3]", 3, { F, F, F }, { S(5, 3), S(3), S(5, 3) },
+      { -2, 0.5, -1 }, { 2, 1.5, 1 }, b_sync_grad_dgamma, DT_FLOATS, false, 0, 0, 0 },
+    { KILN_OP_BN_SYNC_GRAD, "sync batch norm grad dstats [5,3]", 3, { F, F, F }, { S(5, 3), S(3), S(5, 3) },
+      { -2, 0.5, -1 }, { 2, 1.5, 1 }, b_sync_grad_dstats, DT_FLOATS, false, 0, 0, 0 },
     C1(KILN_OP_DROPOUT, "dropout rate 0.3 [6,7]", S(6, 7), -1, 1, b_dropout, true),
     C1(KILN_OP_DROPOUT, "difference of two dropouts with one seed [4,5]", S(4, 5), 0.5, 1, b_dropout_two, true),
     C1(KILN_OP_IDENTITY, "dropout when not training is identity [3,4]", S(3, 4), -1, 1, b_dropout_off, true),

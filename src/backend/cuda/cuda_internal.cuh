@@ -205,6 +205,7 @@ kiln_kernel_fn cu_shape_kernel(const kiln_node *n);
 kiln_kernel_fn cu_loss_optim_kernel(const kiln_node *n);
 size_t cu_loss_optim_workspace(const kiln_node *n);
 kiln_kernel_fn cu_norm_kernel(const kiln_node *n);
+kiln_kernel_fn cu_sync_bn_kernel(const kiln_node *n);   /* cuda_sync_bn.cu */
 size_t cu_norm_workspace(const kiln_node *n);
 kiln_kernel_fn cu_data_kernel(const kiln_node *n);
 kiln_kernel_fn cu_precision_kernel(const kiln_node *n);   /* cuda_precision.cu: loss scaling */

@@ -275,6 +275,7 @@ static kiln_kernel_fn kernel_for(const kiln_node *n) {
     if ((f = cu_reduce_kernel(n))) return f;
     if ((f = cu_shape_kernel(n))) return f;
     if ((f = cu_norm_kernel(n))) return f;
+    if ((f = cu_sync_bn_kernel(n))) return f;
     if ((f = cu_data_kernel(n))) return f;
     if ((f = cu_precision_kernel(n))) return f;
     return cu_loss_optim_kernel(n);
@@ -392,10 +393,15 @@ static const kiln_backend *backend(int index) { return index >= 0 && index < cu.
 kiln_status cu_comm_new(const int *gpus, int n, void **out);              /* cuda_nccl.cu */
 void cu_comm_free(void *comm);
 kiln_status cu_allreduce_mean(void *comm, float *const *bufs, const size_t *counts, int n_buckets);
+kiln_status cu_allreduce_start(void *comm, float *const *bufs, const size_t *counts, int n_buckets);
+kiln_status cu_allreduce_join(void *comm);
+kiln_status cu_broadcast(void *comm, void *const *bufs, const size_t *bytes, int n_bufs, int root);
+kiln_status cu_allreduce_sum(void *comm, void *const *bufs, const size_t *counts, int n_bufs, kiln_dtype dtype);
 
 static const kiln_cuda_module cuda_module = {
     KILN_CUDA_MODULE_ABI, device_count, backend, device_info, memory_stats, reset_peak, set_memory_options,
-    host_alloc, host_free, cu_comm_new, cu_comm_free, cu_allreduce_mean,
+    host_alloc, host_free, cu_comm_new, cu_comm_free, cu_allreduce_mean, cu_allreduce_start, cu_allreduce_join, cu_broadcast,
+    cu_allreduce_sum,
 };
 
 static long env_long(const char *name, long dflt) {

@@ -9,8 +9,9 @@
 
 /* 4: one backend object per GPU (backend(index)); the session hooks moved into kiln_backend.
  * 5: the host's log function (the module's warnings go through kiln_set_log_callback). */
-/* 6: NCCL collectives (comm_new, comm_free, allreduce_mean). */
-#define KILN_CUDA_MODULE_ABI 6
+/* 6: NCCL collectives (comm_new, comm_free, allreduce_mean).
+ * 7: all-reduce on the communicator's own streams (allreduce_start / allreduce_join), broadcast. */
+#define KILN_CUDA_MODULE_ABI 7
 #define KILN_CUDA_MODULE_SYMBOL "kiln_cuda_module_init"
 
 /* Services libkiln gives the module. */
@@ -46,6 +47,20 @@ typedef struct kiln_cuda_module {
     kiln_status (*comm_new)(const int *gpus, int n, void **comm);
     void (*comm_free)(void *comm);
     kiln_status (*allreduce_mean)(void *comm, float *const *bufs, const size_t *counts, int n_buckets);
+    /* The same on each GPU's communication stream (one per GPU, the communicator's), after an
+     * event recorded on the GPU's compute stream now: the compute stream goes on with later work
+     * (the rest of the backward pass) while the buckets travel. Every later allreduce_start queues
+     * behind the earlier ones. allreduce_join makes each compute stream wait for its communication
+     * stream's work so far (before the optimizer updates read the averaged gradients). */
+    kiln_status (*allreduce_start)(void *comm, float *const *bufs, const size_t *counts, int n_buckets);
+    kiln_status (*allreduce_join)(void *comm);
+    /* Copies, for each buffer b, bufs[b * n + root] (bytes[b] bytes on gpus[root]) into the other
+     * GPUs' bufs[b * n + k], in one NCCL group on the compute streams. */
+    kiln_status (*broadcast)(void *comm, void *const *bufs, const size_t *bytes, int n_bufs, int root);
+    /* Sums, for each buffer b, bufs[b * n + k] (counts[b] elements of dtype, f32 or f64) over the
+     * GPUs, in place, on the communication streams after the compute streams' work so far, and
+     * makes the compute streams wait for it (synchronised batch norm's statistics). */
+    kiln_status (*allreduce_sum)(void *comm, void *const *bufs, const size_t *counts, int n_bufs, kiln_dtype dtype);
 } kiln_cuda_module;
 
 /* Exported by the module. On failure returns NULL and writes a one-line reason into why
