@@ -222,7 +222,7 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
         bf16 *dxn = dx + n * img;
         float *an = acc ? acc + (size_t)t * (size_t)img : NULL;
         if (an) memset(an, 0, sizeof(float) * (size_t)img);
-        unsigned char done[256];
+        float rem[256];    /* the window's dy not yet given to a cell (cpu_pool.c's rule) */
         for (int64_t oh = 0; oh < p.OH; oh++)
             for (int64_t ow = 0; ow < p.OW; ow++) {
                 int64_t o = ((n * p.OH + oh) * p.OW + ow) * C;
@@ -230,25 +230,27 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
                 window(&p, oh, ow, &h0, &h1, &w0, &w1);
                 for (int64_t c0 = 0; c0 < C; c0 += 256) {
                     int64_t cn = C - c0 < 256 ? C - c0 : 256;
-                    memset(done, 0, (size_t)cn);
-                    const bf16 *ym = y + o + c0, *g = dy + o + c0;
+                    const bf16 *restrict ym = y + o + c0, *restrict g = dy + o + c0;
+                    for (int64_t k = 0; k < cn; k++) rem[k] = cpu_from_bf16(g[k]);
                     for (int64_t ih = h0; ih < h1; ih++)
                         for (int64_t iw = w0; iw < w1; iw++) {
                             int64_t off = (ih * p.W + iw) * C + c0;
-                            const bf16 *s = xn + off;
+                            const bf16 *restrict s = xn + off;
                             if (!an) {
-                                bf16 *d = dxn + off;
+                                bf16 *restrict d = dxn + off;
+                                #pragma omp simd
                                 for (int64_t k = 0; k < cn; k++) {
-                                    bool hit = !done[k] && cpu_from_bf16(s[k]) == cpu_from_bf16(ym[k]);
-                                    d[k] = hit ? g[k] : 0;
-                                    done[k] |= hit;
+                                    bool hit = cpu_from_bf16(s[k]) == cpu_from_bf16(ym[k]);
+                                    d[k] = cpu_to_bf16(hit ? rem[k] : 0.0f);   /* exact: rem is dy or 0 */
+                                    rem[k] = hit ? 0.0f : rem[k];
                                 }
                             } else {
-                                float *d = an + off;
+                                float *restrict d = an + off;
+                                #pragma omp simd
                                 for (int64_t k = 0; k < cn; k++) {
-                                    bool hit = !done[k] && cpu_from_bf16(s[k]) == cpu_from_bf16(ym[k]);
-                                    d[k] += hit ? cpu_from_bf16(g[k]) : 0.0f;
-                                    done[k] |= hit;
+                                    bool hit = cpu_from_bf16(s[k]) == cpu_from_bf16(ym[k]);
+                                    d[k] += hit ? rem[k] : 0.0f;
+                                    rem[k] = hit ? 0.0f : rem[k];
                                 }
                             }
                         }
