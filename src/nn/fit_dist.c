@@ -111,6 +111,8 @@ static kiln_status mirrored_session(nn_dist_fit *df, kiln_model *m) {
         if (!(df->rep_outs[2 * k] = kiln_tensor_new(f->loss_t->dtype, f->loss_t->shape)) ||
             !(df->rep_outs[2 * k + 1] = kiln_tensor_new(f->out_t->dtype, f->out_t->shape)))
             st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
+    for (int k = 1; k < df->split && st == KILN_OK && f->finite; k++)
+        if (!(df->rep_finite[k] = kiln_tensor_new(KILN_F32, KILN_SCALAR))) st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
     df->lr_synced = m->lr_current;
     if (st == KILN_OK && (m->copts.log_device_placement || getenv("KILN_LOG_DEVICE_PLACEMENT")))
         for (int k = 0; k < df->split; k++) fprintf(stderr, "kiln: replica %d of %d: /device:GPU:%d\n", k, df->split, df->gpus[k]);
@@ -128,27 +130,32 @@ kiln_status nn_mirror_step(nn_dist_fit *df, kiln_model *m, const kiln_tensor *x,
         if (st) return st;
         df->lr_synced = m->lr_current;
     }
-    kiln_tensor xs[16], ys[16], *outs[32];
+    kiln_tensor xs[16], ys[16], *outs[48];
     kiln_feed feeds[32];
+    int nf = f->finite ? 3 : 2;      /* the guard's flag too (grad_guard.c) */
     size_t xrow = kiln_tensor_nbytes(x) / (size_t)x->shape.dim[0], yrow = kiln_tensor_nbytes(y) / (size_t)y->shape.dim[0];
     for (int k = 0; k < n; k++) {      /* replica k's rows: views into the batch, no copy */
         xs[k] = *x; xs[k].shape.dim[0] = b; xs[k].data = (char *)x->data + (size_t)(k * b) * xrow; xs[k].owns_data = false;
         ys[k] = *y; ys[k].shape.dim[0] = b; ys[k].data = (char *)y->data + (size_t)(k * b) * yrow; ys[k].owns_data = false;
         feeds[2 * k] = (kiln_feed){ f->x, &xs[k] };
         feeds[2 * k + 1] = (kiln_feed){ f->y, &ys[k] };
-        outs[2 * k] = k ? df->rep_outs[2 * k] : f->loss_t;
-        outs[2 * k + 1] = k ? df->rep_outs[2 * k + 1] : f->out_t;
+        outs[nf * k] = k ? df->rep_outs[2 * k] : f->loss_t;
+        outs[nf * k + 1] = k ? df->rep_outs[2 * k + 1] : f->out_t;
+        if (nf == 3) outs[nf * k + 2] = k ? df->rep_finite[k] : f->finite_t;
     }
-    kiln_node *fetch[2] = { f->loss, f->out };
-    if ((st = kiln_replicas_run(df->rep, feeds, 2, fetch, outs, 2, &f->step, 1))) return st;
+    kiln_node *fetch[3] = { f->loss, f->out, f->finite };
+    if ((st = kiln_replicas_run(df->rep, feeds, 2, fetch, outs, nf, &f->step, 1))) return st;
     *loss = *correct = *topk = 0;
+    double finite = 1;
     for (int k = 0; k < n; k++) {
         double c, t;
-        nn_batch_metrics(m, outs[2 * k + 1], &ys[k], b, &c, &t);
-        *loss += kiln_tensor_get(outs[2 * k], 0) / n;
+        nn_batch_metrics(m, outs[nf * k + 1], &ys[k], b, &c, &t);
+        *loss += kiln_tensor_get(outs[nf * k], 0) / n;
         *correct += c;
         *topk += t;
+        if (nf == 3 && kiln_tensor_get(outs[nf * k + 2], 0) == 0) finite = 0;
     }
+    if (nf == 3) kiln_tensor_set(f->finite_t, 0, finite);
     return KILN_OK;
 }
 
@@ -193,6 +200,7 @@ void nn_dist_end(nn_dist_fit *df, kiln_model *m) {
     kiln_replicas_free(df->rep);
     df->rep = NULL;
     for (int k = 0; k < 32; k++) { kiln_tensor_free(df->rep_outs[k]); df->rep_outs[k] = NULL; }
+    for (int k = 0; k < 16; k++) { kiln_tensor_free(df->rep_finite[k]); df->rep_finite[k] = NULL; }
     if (!df->d) return;
     if (m->s) kiln_session_set_grad_reduce(m->s, NULL, NULL, 0);
     kiln_data_free(df->shard);     /* borrows the caller's pipeline: frees only itself */

@@ -57,10 +57,12 @@ typedef struct nn_dist_fit {
     int gpus[16];
     struct kiln_replicas *rep;
     kiln_tensor *rep_outs[32];  /* replicas 1..: their loss and output */
+    kiln_tensor *rep_finite[16];  /* replicas 1..: their step's finiteness flag (grad_guard.c) */
     double lr_synced;
 } nn_dist_fit;
 /* One mirrored step (o->devices): replica k trains on rows [k * batch, (k + 1) * batch) of x, y;
- * the mean loss and the summed metrics of every replica. */
+ * the mean loss and the summed metrics of every replica; m->train.finite_t gets 0 when any
+ * replica's guard found a non-finite loss or gradient (each skipped its update). */
 kiln_status nn_mirror_step(nn_dist_fit *df, kiln_model *m, const kiln_tensor *x, const kiln_tensor *y, double *loss,
                            double *correct, double *topk);
 /* Shards *train (the global batch *batch becomes this rank's), points *o at this rank's options. */

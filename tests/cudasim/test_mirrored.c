@@ -216,6 +216,41 @@ static void test_errors(kiln_dataset *train) {
     kiln_model_free(m);
 }
 
+static kiln_tensor *read_var(kiln_model *m, const char *name) {
+    kiln_node *v = kiln_graph_find(kiln_model_graph(m), name);
+    kiln_tensor *t = v ? kiln_tensor_new(kiln_node_dtype(v), kiln_node_shape(v)) : NULL;
+    if (t) CHECK_OK(kiln_session_read_variable(kiln_model_session(m), v, t));
+    return t;
+}
+
+/* The finiteness guard with replicas: a gradient (not the loss) that goes non-finite, an L2 factor
+ * of 3e38 on a kernel of zeros but one 1 (penalty 3e38, gradient Inf), stops the mirrored fit
+ * with a numeric error instead of a silent skip, and no replica's update touched the weights. */
+static void test_guard(kiln_dataset *train) {
+    kiln_model *m = kiln_sequential("mir_guard", KILN_SHAPE(8));
+    kiln_model_set_seed(m, 1);
+    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 16, .activation = KILN_RELU });
+    kiln_layer_dense(m, &(kiln_dense_opts){ .units = 3, .l2 = 3e38 });
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_sgd(0.01), .from_logits = true, .device = "gpu" }));
+    kiln_memory_report r;
+    CHECK_OK(kiln_model_memory(m, 32, 1, &r));            /* builds the training step without running it */
+    kiln_memory_report_free(&r);
+    kiln_tensor *k = read_var(m, "dense_1/kernel");
+    if (!k) { kiln_model_free(m); return; }
+    memset(k->data, 0, kiln_tensor_nbytes(k));
+    ((float *)k->data)[0] = 1;
+    CHECK_OK(kiln_session_assign_variable(kiln_model_session(m), kiln_graph_find(kiln_model_graph(m), "dense_1/kernel"), k));
+    kiln_tensor *before = read_var(m, "dense/kernel");
+    kiln_status st = kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 1, .batch_size = 64, .devices = "all" });
+    CHECK_MSG(st == KILN_NUMERIC_ERROR && strstr(kiln_last_error(), "non-finite at epoch 1, step 1"), "mirrored guard: %s: %s",
+              kiln_status_name(st), kiln_last_error());
+    kiln_tensor *after = read_var(m, "dense/kernel"), *k2 = read_var(m, "dense_1/kernel");
+    CHECK(before && after && k2 && memcmp(before->data, after->data, kiln_tensor_nbytes(before)) == 0 &&
+          memcmp(k->data, k2->data, kiln_tensor_nbytes(k)) == 0);
+    kiln_tensor_free(k); kiln_tensor_free(k2); kiln_tensor_free(before); kiln_tensor_free(after);
+    kiln_model_free(m);
+}
+
 /* --one (tests/gpu/run.sh on a machine with one GPU): NCCL loads, a 1-rank communicator's
  * all-reduce leaves the data as it is, and devices = "gpu:0" trains as the plain run does. */
 static int one_gpu(void) {
@@ -257,6 +292,7 @@ int main(int argc, char **argv) {
     test_sync_batchnorm();
     test_checkpoints(train);
     test_errors(train);
+    test_guard(train);
     kiln_dataset_free(train);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
