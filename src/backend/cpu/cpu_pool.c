@@ -118,11 +118,18 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     for (int64_t n = 0; n < p.N; n++) {
         const float *xn = x + n * p.H * p.W * C;
         float *dxn = dx + n * p.H * p.W * C;
-        if (!tiles) memset(dxn, 0, sizeof(float) * (size_t)(p.H * p.W * C));
+        /* overlapping windows add up: each row of dx is zeroed just before the first window
+         * reaching it (hot in cache for the adds), rows no window reaches at the end */
+        const int64_t row = p.W * C;
+        int64_t zeroed = 0;
         /* rem: the window's dy not yet given to a cell; the first cell equal to the max takes it
          * (rem becomes 0, so later equal cells take 0): all f32 selects, no flags */
         float rem[256];
-        for (int64_t oh = 0; oh < p.OH; oh++)
+        for (int64_t oh = 0; oh < p.OH; oh++) {
+            if (!tiles) {
+                int64_t he = oh * p.sh - p.pt + p.kh;
+                for (he = he < p.H ? he : p.H; zeroed < he; zeroed++) memset(dxn + zeroed * row, 0, sizeof(float) * (size_t)row);
+            }
             for (int64_t ow = 0; ow < p.OW; ow++) {
                 int64_t o = ((n * p.OH + oh) * p.OW + ow) * C;
                 int64_t h0, h1, w0, w1;
@@ -154,6 +161,9 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
                         }
                 }
             }
+        }
+        if (!tiles)
+            for (; zeroed < p.H; zeroed++) memset(dxn + zeroed * row, 0, sizeof(float) * (size_t)row);
     }
     return KILN_OK;
 }
