@@ -154,6 +154,51 @@ static void max_pool_grad_2x2(const pool_p *p, const bf16 *x, const bf16 *y, con
             }
 }
 
+/* Windows of up to 3x3 cells (3x3 stride 2, the other CNN pooling): nine cell pointers per
+ * window, cells in the padding pointing at a row of -inf, so the channel loop is one expression
+ * in registers. Row-major order keeps the first of equal values, as ref. */
+#define POOL9_MAXC 1024
+static const bf16 *neg_inf_row(void) {
+    static bf16 row[POOL9_MAXC];
+    static int done;
+    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+        for (int k = 0; k < POOL9_MAXC; k++) row[k] = 0xff80;    /* -inf */
+        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    }
+    return row;
+}
+
+static bool pool_9(const pool_p *p) { return p->kh <= 3 && p->kw <= 3 && p->C <= POOL9_MAXC; }
+
+static void max_pool_9(const pool_p *p, const bf16 *x, bf16 *y, int nt) {
+    const int64_t C = p->C;
+    const bf16 *ninf = neg_inf_row();
+    #pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t oh = 0; oh < p->OH; oh++)
+            for (int64_t ow = 0; ow < p->OW; ow++) {
+                const bf16 *c9[9];
+                int64_t hs = oh * p->sh - p->pt, ws = ow * p->sw - p->pl;
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++) {
+                        int64_t h = hs + i, w = ws + j;
+                        bool in = i < p->kh && j < p->kw && h >= 0 && h < p->H && w >= 0 && w < p->W;
+                        c9[i * 3 + j] = in ? x + ((n * p->H + h) * p->W + w) * C : ninf;
+                    }
+                bf16 *restrict o = y + ((n * p->OH + oh) * p->OW + ow) * C;
+                const bf16 *restrict a = c9[0], *restrict b = c9[1], *restrict cc = c9[2], *restrict d = c9[3], *restrict e = c9[4],
+                                     *restrict f = c9[5], *restrict g = c9[6], *restrict h = c9[7], *restrict q = c9[8];
+                #pragma omp simd
+                for (int64_t k = 0; k < C; k++) {
+                    float m = cpu_from_bf16(a[k]);
+                    m = max_nan(m, cpu_from_bf16(b[k])); m = max_nan(m, cpu_from_bf16(cc[k]));
+                    m = max_nan(m, cpu_from_bf16(d[k])); m = max_nan(m, cpu_from_bf16(e[k])); m = max_nan(m, cpu_from_bf16(f[k]));
+                    m = max_nan(m, cpu_from_bf16(g[k])); m = max_nan(m, cpu_from_bf16(h[k])); m = max_nan(m, cpu_from_bf16(q[k]));
+                    o[k] = cpu_to_bf16(m);
+                }
+            }
+}
+
 static kiln_status k_max_pool(const kiln_kctx *c) {
     pool_p p;
     if (!pool_params(c->node, c->in[0].shape, c->out.shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
@@ -161,6 +206,7 @@ static kiln_status k_max_pool(const kiln_kctx *c) {
     bf16 *y = hout(c);
     const int64_t C = p.C;
     if (pool_2x2(&p)) { max_pool_2x2(&p, x, y, cpu_par(c, c->in[0].numel)); return KILN_OK; }
+    if (pool_9(&p)) { max_pool_9(&p, x, y, cpu_par(c, c->in[0].numel)); return KILN_OK; }
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->in[0].numel))
     for (int64_t n = 0; n < p.N; n++) {
         const bf16 *xn = x + n * p.H * p.W * C;
