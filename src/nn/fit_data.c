@@ -209,7 +209,7 @@ kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const k
             if (!st && df.split <= 1) st = nn_dist_step(&df, &l, &c, &k);   /* over every rank's rows (MPI) */
             if (st) { if (prog.verbose) fputc('\n', stdout); goto done; }
             if (!isfinite(l) && f->loss_scale) continue;     /* mixed_float16: the step was skipped (counted in the graph) */
-            if (nn_numerics_tripped(f, l, true)) {   /* the update was skipped (every replica's, mirrored): stop, naming where (numerics.c) */
+            if (nn_numerics_tripped(f, l)) {   /* the update was skipped (every replica's, mirrored): stop, naming where (numerics.c) */
                 if (prog.verbose) fputc('\n', stdout);
                 st = nn_numerics_bad_step(m, f, epoch, s + 1, lr, l, feeds, n_feeds, f->resident_n ? NULL : x, df.split <= 1);
                 goto done;

@@ -81,11 +81,11 @@ kiln_status nn_accum_run(kiln_model *m, nn_forward *f, const kiln_feed *feeds, i
 kiln_tensor nn_accum_slice(const kiln_tensor *t, int64_t b, int i);
 kiln_status nn_accum_zero(kiln_model *m);
 /* numerics.c: whether the step just run went non-finite outside loss scaling (its loss, or the
- * guard's flag when the run fetched it: its update was skipped); the error for it at (epoch, step): the batch's feeds are
+ * guard's flag, which every kind of step fetches: its update was skipped); the error for it at (epoch, step): the batch's feeds are
  * run once more with every op checked (rerun; the weights are still the good ones) to name the
  * first layer whose output or gradient went non-finite; x: the batch's input (NULL: resident);
  * the error for a step stopped by the session's numeric checks (debug_numerics). */
-bool nn_numerics_tripped(const nn_forward *f, double loss, bool flag_fetched);
+bool nn_numerics_tripped(const nn_forward *f, double loss);
 kiln_status nn_numerics_bad_step(kiln_model *m, nn_forward *f, int epoch, int64_t step, double lr, double loss,
                                  const kiln_feed *feeds, int n_feeds, const kiln_tensor *x, bool rerun);
 kiln_status nn_numerics_step(kiln_model *m, int epoch, int64_t step);

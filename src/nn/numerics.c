@@ -60,9 +60,9 @@ kiln_status nn_numerics_step(kiln_model *m, int epoch, int64_t step) {
                           "update was not applied", m->name, epoch, (long long)step, where, msg);
 }
 
-bool nn_numerics_tripped(const nn_forward *f, double loss, bool flag_fetched) {
+bool nn_numerics_tripped(const nn_forward *f, double loss) {
     if (f->loss_scale) return false;          /* mixed_float16: a skipped step, counted in the graph */
-    return !isfinite(loss) || (flag_fetched && f->finite && kiln_tensor_get(f->finite_t, 0) == 0);
+    return !isfinite(loss) || (f->finite && kiln_tensor_get(f->finite_t, 0) == 0);
 }
 
 static bool finite_var(kiln_model *m, kiln_node *v) {

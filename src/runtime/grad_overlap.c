@@ -82,13 +82,7 @@ kiln_status rt_grad_chunks(kiln_session *s, kiln_plan *p, int n, int at, size_t 
     kiln_status st = KILN_OK;
     r->n_chunks = 0;
     for (int a = 0; a < n && st == KILN_OK;) {
-        int sp = p->home[ids[a]], b = a + 1;
-        while (b < n && p->home[ids[b]] == sp) {   /* extend while the next starts within 64 bytes of the end */
-            kiln_node *prev = s->g->nodes[ids[b - 1]];
-            char *end = (char *)s->data[sp][prev->id] + node_bytes(prev), *next = s->data[sp][ids[b]];
-            if (next < end || next - end >= 64 || (next - end) % 4) break;
-            b++;
-        }
+        int sp = p->home[ids[a]], b = rt_grad_run_end(s, p, a, n);
         char *lo = NULL, *hi = NULL;         /* the bucket being filled: gradients [ca, k) */
         int ca = a;
         for (int k = a; k <= b && st == KILN_OK; k++) {

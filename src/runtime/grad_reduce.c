@@ -175,6 +175,18 @@ static kiln_status reduce_range(kiln_session *s, const kiln_plan *p, int a, int 
     return st == KILN_OK ? be->sync(be) : st;   /* the staging buffer is reused by the next range */
 }
 
+int rt_grad_run_end(kiln_session *s, const kiln_plan *p, int a, int n) {
+    const int *ids = s->reduce->ids;
+    int sp = p->home[ids[a]], b = a + 1;
+    while (b < n && p->home[ids[b]] == sp) {   /* extend while the next starts within 64 bytes of the end */
+        kiln_node *prev = s->g->nodes[ids[b - 1]];
+        char *end = (char *)s->data[sp][prev->id] + node_bytes(prev), *next = s->data[sp][ids[b]];
+        if (next < end || next - end >= 64 || (next - end) % 4) break;
+        b++;
+    }
+    return b;
+}
+
 static kiln_status reduce_grads(kiln_session *s, kiln_plan *p, int n) {
     int *ids = s->reduce->ids;
     for (int k = 0; k < n; k++) {
@@ -185,13 +197,7 @@ static kiln_status reduce_grads(kiln_session *s, kiln_plan *p, int n) {
     }
     n = rt_grad_sort(s, p, n);
     for (int a = 0; a < n;) {
-        int sp = p->home[ids[a]], b = a + 1;
-        while (b < n && p->home[ids[b]] == sp) {   /* extend while the next starts within 64 bytes of the end */
-            kiln_node *prev = s->g->nodes[ids[b - 1]];
-            char *end = (char *)s->data[sp][prev->id] + node_bytes(prev), *next = s->data[sp][ids[b]];
-            if (next < end || next - end >= 64 || (next - end) % 4) break;
-            b++;
-        }
+        int b = rt_grad_run_end(s, p, a, n);
         kiln_status st = reduce_range(s, p, a, b);
         if (st != KILN_OK) return st;
         a = b;

@@ -40,6 +40,9 @@ struct rt_reduce {
 kiln_status rt_cross_replica_sum(kiln_session *s, const kiln_plan_step *stp, void *out);
 /* grad_reduce.c: ids sorted by (space, address), views of an earlier one's storage dropped; the count */
 int rt_grad_sort(kiln_session *s, kiln_plan *p, int n);
+/* grad_reduce.c: the end of the run of gradients from ids[a] (sorted) that lie back to back in
+ * one space (gaps of the gradient block's alignment padding only), so one range can hold them */
+int rt_grad_run_end(kiln_session *s, const kiln_plan *p, int a, int n);
 /* grad_overlap.c: r->chunks for ids[0..n) (sorted): each range of contiguous gradients cut into
  * buckets of `bucket` bytes, ordered by their ready step (overlap) or all ready at `at`. */
 kiln_status rt_grad_chunks(kiln_session *s, kiln_plan *p, int n, int at, size_t bucket, bool overlap);

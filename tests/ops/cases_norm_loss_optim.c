@@ -15,15 +15,16 @@
 
 /* ---- batch norm ---- */
 /* Moving statistics as variables of x's dtype, returned in extra[] (their updated values). */
-static kiln_node *bn(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne, bool training, double momentum) {
+static void moving_stats(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
     kiln_shape c = kiln_node_shape(x[1]);
     kiln_dtype t = kiln_node_dtype(x[0]);
-    kiln_node *mm = kiln_variable_trainable(g, "moving_mean", t, c, kiln_init_uniform(-0.5, 0.5, 1), false);
-    kiln_node *mv = kiln_variable_trainable(g, "moving_var", t, c, kiln_init_uniform(0.5, 1.5, 2), false);
-    e[0] = mm;
-    e[1] = mv;
+    e[0] = kiln_variable_trainable(g, "moving_mean", t, c, kiln_init_uniform(-0.5, 0.5, 1), false);
+    e[1] = kiln_variable_trainable(g, "moving_var", t, c, kiln_init_uniform(0.5, 1.5, 2), false);
     *ne = 2;
-    return kiln_batch_norm(g, x[0], x[1], x[2], mm, mv, momentum, 1e-3, training);
+}
+static kiln_node *bn(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne, bool training, double momentum) {
+    moving_stats(g, x, e, ne);
+    return kiln_batch_norm(g, x[0], x[1], x[2], e[0], e[1], momentum, 1e-3, training);
 }
 static kiln_node *b_bn_train(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { return bn(g, x, e, ne, true, 0.99); }
 static kiln_node *b_bn_train_m9(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { return bn(g, x, e, ne, true, 0.9); }
@@ -34,14 +35,8 @@ BUILDER(bn_grad_gamma, kiln_node_new(g, KILN_OP_BN_GRAD_GAMMA, x, 2, &eps_attrs)
 
 /* ---- synchronised batch norm (one replica: the global batch is the local one) ---- */
 static kiln_node *b_sync_bn(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
-    kiln_shape c = kiln_node_shape(x[1]);
-    kiln_dtype t = kiln_node_dtype(x[0]);
-    kiln_node *mm = kiln_variable_trainable(g, "moving_mean", t, c, kiln_init_uniform(-0.5, 0.5, 1), false);
-    kiln_node *mv = kiln_variable_trainable(g, "moving_var", t, c, kiln_init_uniform(0.5, 1.5, 2), false);
-    e[0] = mm;
-    e[1] = mv;
-    *ne = 2;
-    return kiln_sync_batch_norm(g, x[0], x[1], x[2], mm, mv, 0.9, 1e-3);
+    moving_stats(g, x, e, ne);
+    return kiln_sync_batch_norm(g, x[0], x[1], x[2], e[0], e[1], 0.9, 1e-3);
 }
 BUILDER(crs, kiln_node_new(g, KILN_OP_CROSS_REPLICA_SUM, x, 1, NULL))
 BUILDER(bn_stats, kiln_node_new(g, KILN_OP_BN_STATS, x, 1, NULL))

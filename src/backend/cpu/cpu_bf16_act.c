@@ -4,7 +4,7 @@
  * do; max, relu and their gradients only select values, so they are exact. Convolutions and
  * matmuls with bf16 outputs are oneDNN's (cpu_conv_dnnl.c, cpu_bf16.c). */
 #include <stdlib.h>
-#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_pool_shape.h"
 
 typedef uint16_t bf16;
 static inline const bf16 *hin(const kiln_kctx *c, int i) { return (const bf16 *)c->in[i].data; }
@@ -68,49 +68,7 @@ static kiln_status k_sum_leading(const kiln_kctx *c) {
     return KILN_OK;
 }
 
-/* x's trailing dims equal `to` (leading ones stripped): returns C, else -1. */
-static int64_t leading_cols(kiln_shape x, kiln_shape to) {
-    int s = 0;
-    while (s < to.rank && to.dim[s] == 1) s++;
-    int tr = to.rank - s;
-    if (tr > x.rank) return -1;
-    int64_t C = 1;
-    for (int i = 0; i < tr; i++) {
-        if (to.dim[s + i] != x.dim[x.rank - tr + i]) return -1;
-        C *= to.dim[s + i];
-    }
-    return C;
-}
-
-static bool axes_leading(const kiln_node *n) {
-    const kiln_attrs *a = &n->attrs;
-    if (a->n_axes == 0) return true;
-    for (int i = 0; i < a->n_axes; i++) if (a->axes[i] != i) return false;
-    return a->n_axes <= n->in[0]->shape.rank;
-}
-
-/* ---- max pooling (NHWC, channels innermost; threads split the batch) ---- */
-
-typedef struct pool_p { int64_t N, H, W, C, OH, OW; int kh, kw, sh, sw, pt, pl; } pool_p;
-
-static bool pool_params(const kiln_node *n, kiln_shape xs, kiln_shape ys, pool_p *p) {
-    const kiln_attrs *a = &n->attrs;
-    if (xs.rank != 4 || ys.rank != 4 || xs.dim[0] != ys.dim[0] || xs.dim[3] != ys.dim[3]) return false;
-    *p = (pool_p){ xs.dim[0], xs.dim[1], xs.dim[2], xs.dim[3], ys.dim[1], ys.dim[2], a->kh, a->kw, a->sh, a->sw, a->pt, a->pl };
-    return p->kh > 0 && p->kw > 0 && p->sh > 0 && p->sw > 0;
-}
-
-static inline void window(const pool_p *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1, int64_t *w0, int64_t *w1) {
-    int64_t hs = oh * p->sh - p->pt, ws = ow * p->sw - p->pl;
-    *h0 = hs < 0 ? 0 : hs; *h1 = hs + p->kh < p->H ? hs + p->kh : p->H;
-    *w0 = ws < 0 ? 0 : ws; *w1 = ws + p->kw < p->W ? ws + p->kw : p->W;
-}
-
-static bool pool_2x2(const pool_p *p) {
-    return p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->pt == 0 && p->pl == 0 && p->OH * 2 == p->H && p->OW * 2 == p->W;
-}
-
-static inline float max_nan(float m, float v) { return ((v > m) | (v != v)) ? v : m; }   /* NaN wins, as ref */
+/* ---- max pooling (NHWC, channels innermost; threads split the batch; cpu_pool_shape.h) ---- */
 
 /* 2x2 windows tiling x (the CNNs' pooling): the four cells in registers (cpu_pool.c's f32 twin). */
 static void max_pool_2x2(const pool_p *p, const bf16 *x, bf16 *y, int nt) {
@@ -157,7 +115,6 @@ static void max_pool_grad_2x2(const pool_p *p, const bf16 *x, const bf16 *y, con
 /* Windows of up to 3x3 cells (3x3 stride 2, the other CNN pooling): nine cell pointers per
  * window, cells in the padding pointing at a row of -inf, so the channel loop is one expression
  * in registers. Row-major order keeps the first of equal values, as ref. */
-#define POOL9_MAXC 1024
 static const bf16 *neg_inf_row(void) {
     static bf16 row[POOL9_MAXC];
     static int done;
@@ -167,8 +124,6 @@ static const bf16 *neg_inf_row(void) {
     }
     return row;
 }
-
-static bool pool_9(const pool_p *p) { return p->kh <= 3 && p->kw <= 3 && p->C <= POOL9_MAXC; }
 
 static void max_pool_9(const pool_p *p, const bf16 *x, bf16 *y, int nt) {
     const int64_t C = p->C;
@@ -232,10 +187,6 @@ static kiln_status k_max_pool(const kiln_kctx *c) {
             }
     }
     return KILN_OK;
-}
-
-static bool pool_tiles(const pool_p *p) {
-    return p->sh == p->kh && p->sw == p->kw && p->pt == 0 && p->pl == 0 && p->OH * p->kh == p->H && p->OW * p->kw == p->W;
 }
 
 /* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. Windows
@@ -349,10 +300,8 @@ kiln_kernel_fn cpu_bf16_act_kernel(const kiln_node *n) {
     case KILN_OP_BIAS_ADD:
         return n->in[1]->shape.rank == 1 && n->shape.rank >= 1 && n->in[1]->shape.dim[0] == n->shape.dim[n->shape.rank - 1] &&
                kiln_shape_equal(n->in[0]->shape, n->shape) ? k_bias_add : NULL;
-    case KILN_OP_SUM_TO:
-        return leading_cols(n->in[0]->shape, n->attrs.shape) == kiln_shape_numel(n->shape) ? k_sum_leading : NULL;
-    case KILN_OP_REDUCE_SUM: case KILN_OP_REDUCE_MEAN:
-        return axes_leading(n) ? k_sum_leading : NULL;
+    case KILN_OP_SUM_TO: case KILN_OP_REDUCE_SUM: case KILN_OP_REDUCE_MEAN:
+        return cpu_sums_leading(n) ? k_sum_leading : NULL;
     case KILN_OP_MAX_POOL:
         return n->n_in == 1 && pool_params(n, n->in[0]->shape, n->shape, &p) ? k_max_pool : NULL;
     case KILN_OP_MAX_POOL_GRAD:

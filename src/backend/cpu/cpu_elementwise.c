@@ -223,6 +223,12 @@ static bool axes_leading(const kiln_node *n) {
     return a->n_axes <= xr;
 }
 
+bool cpu_sums_leading(const kiln_node *n) {
+    if (n->n_in != 1) return false;
+    if (n->op == KILN_OP_SUM_TO) return leading_sum_cols(n->in[0]->shape, n->attrs.shape) == kiln_shape_numel(n->shape);
+    return (n->op == KILN_OP_REDUCE_SUM || n->op == KILN_OP_REDUCE_MEAN) && axes_leading(n);
+}
+
 kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
     if (!cpu_is_f32(n)) return NULL;
     if (n->n_in == 2) {
@@ -258,10 +264,8 @@ kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
     }
     if (n->n_in != 1) return NULL;
     switch (n->op) {
-    case KILN_OP_SUM_TO:
-        return leading_sum_cols(n->in[0]->shape, n->attrs.shape) == kiln_shape_numel(n->shape) ? k_sum_leading : NULL;
-    case KILN_OP_REDUCE_SUM: case KILN_OP_REDUCE_MEAN:
-        return axes_leading(n) ? k_sum_leading : NULL;
+    case KILN_OP_SUM_TO: case KILN_OP_REDUCE_SUM: case KILN_OP_REDUCE_MEAN:
+        return cpu_sums_leading(n) ? k_sum_leading : NULL;
     default: break;
     }
     if (!kiln_shape_equal(n->in[0]->shape, n->shape)) return NULL;

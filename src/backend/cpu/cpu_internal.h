@@ -81,6 +81,8 @@ kiln_kernel_fn cpu_conv_kernel(const kiln_node *n);
 size_t cpu_conv_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_pool_kernel(const kiln_node *n);
 kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n);
+/* SumTo / Sum / Mean that reduce x's leading dims (x as [R, C] -> [C]): bias gradients */
+bool cpu_sums_leading(const kiln_node *n);
 kiln_kernel_fn cpu_norm_kernel(const kiln_node *n);       /* cpu_norm.c: batch norm and its gradients */
 size_t cpu_norm_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_loss_optim_kernel(const kiln_node *n);

@@ -1,33 +1,8 @@
 /* Pooling (NHWC). Loops run over channels innermost so they vectorise; images are independent,
  * so threads split the batch (windows overlap inside an image, which matters for the gradients). */
-#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_pool_shape.h"
 
-typedef struct pool_p { int64_t N, H, W, C, OH, OW; int kh, kw, sh, sw, pt, pl; } pool_p;
-
-static bool pool_params(const kiln_node *n, kiln_shape xs, kiln_shape ys, pool_p *p) {
-    const kiln_attrs *a = &n->attrs;
-    if (xs.rank != 4 || ys.rank != 4 || xs.dim[0] != ys.dim[0] || xs.dim[3] != ys.dim[3]) return false;
-    *p = (pool_p){ xs.dim[0], xs.dim[1], xs.dim[2], xs.dim[3], ys.dim[1], ys.dim[2],
-                   a->kh, a->kw, a->sh, a->sw, a->pt, a->pl };
-    return p->kh > 0 && p->kw > 0 && p->sh > 0 && p->sw > 0;
-}
-
-/* Valid window rows/cols for output (oh, ow). */
-static inline void window(const pool_p *p, int64_t oh, int64_t ow, int64_t *h0, int64_t *h1, int64_t *w0, int64_t *w1) {
-    int64_t hs = oh * p->sh - p->pt, ws = ow * p->sw - p->pl;
-    *h0 = hs < 0 ? 0 : hs; *h1 = hs + p->kh < p->H ? hs + p->kh : p->H;
-    *w0 = ws < 0 ? 0 : ws; *w1 = ws + p->kw < p->W ? ws + p->kw : p->W;
-}
-
-/* 2x2 windows, stride 2, no padding, tiling x (the CNNs' pooling): each output's four cells held
- * in registers, channels vectorised; the generic loops below keep per-window arrays on the stack
- * and ran at a fraction of the memory bandwidth. */
-static bool pool_2x2(const pool_p *p) {
-    return p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->pt == 0 && p->pl == 0 && p->OH * 2 == p->H && p->OW * 2 == p->W;
-}
-
-static inline float max_nan(float m, float v) { return ((v > m) | (v != v)) ? v : m; }   /* NaN wins, as ref */
-
+/* 2x2 windows tiling x (pool_2x2): the four cells in registers. */
 static void max_pool_2x2(const pool_p *p, const float *x, float *y, int nt) {
     const int64_t C = p->C, row = p->W * C;
     #pragma omp parallel for schedule(static) num_threads(nt)
@@ -67,10 +42,8 @@ static void max_pool_grad_2x2(const pool_p *p, const float *x, const float *y, c
             }
 }
 
-/* Windows of up to 3x3 cells (3x3 stride 2): nine cell pointers per window, cells in the padding
- * pointing at a row of -inf, so the channel loop is one expression in registers. Row-major order
- * keeps the first of equal values, as ref. */
-#define POOL9_MAXC 1024
+/* Windows of up to 3x3 cells (pool_9): the channel loop is one expression in registers. Row-major
+ * order keeps the first of equal values, as ref. */
 static const float *neg_inf_row(void) {
     static float row[POOL9_MAXC];
     static int done;
@@ -80,8 +53,6 @@ static const float *neg_inf_row(void) {
     }
     return row;
 }
-
-static bool pool_9(const pool_p *p) { return p->kh <= 3 && p->kw <= 3 && p->C <= POOL9_MAXC; }
 
 static void max_pool_9(const pool_p *p, const float *x, float *y, int nt) {
     const int64_t C = p->C;
@@ -141,12 +112,6 @@ static kiln_status k_max_pool(const kiln_kctx *c) {
             }
     }
     return KILN_OK;
-}
-
-/* Windows that tile x exactly (stride = window, no padding, no cells left over): every cell of
- * dx is written once, so no zeroing pass and no accumulation. */
-static bool pool_tiles(const pool_p *p) {
-    return p->sh == p->kh && p->sw == p->kw && p->pt == 0 && p->pl == 0 && p->OH * p->kh == p->H && p->OW * p->kw == p->W;
 }
 
 /* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. */
