@@ -4,10 +4,13 @@
  *
  * Build (a CMake target, on by default with -DKILN_BENCH=ON), from the repository root:
  *   cmake -S . -B build && cmake --build build --target bench_cpu_kernels
- * Run:  build/bench_cpu_kernels [threads]      (default: all cores)
+ * Run:  build/bench_cpu_kernels [threads [filter]]   (default: all cores; filter: only the lines
+ *       whose name contains it). KILN_BENCH_BF16=1: the convolutions as mixed_bfloat16 runs them
+ *       (bf16 activations and weights; the filter gradient f32).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <cblas.h>
 #include "backend/backend.h"
@@ -25,6 +28,14 @@ static float *rnd(int64_t n) {
 }
 
 static int threads;
+static bool bf16;              /* KILN_BENCH_BF16=1 */
+static const char *only;       /* argv[2] */
+
+static uint16_t *to_bf16(float *f, int64_t n) {
+    uint16_t *h = (uint16_t *)f;             /* in place: the f32 buffer is large enough */
+    for (int64_t i = 0; i < n; i++) { uint32_t u; memcpy(&u, &f[i], 4); h[i] = (uint16_t)(u >> 16); }
+    return h;
+}
 
 /* Runs node n (inputs of the given shapes, random data); returns the best GFLOP/s of 5 trials of
  * ~0.1 s each (the best, not the mean: other processes sharing the cores only ever slow a trial). */
@@ -33,17 +44,21 @@ static double time_node(kiln_node *n, int n_in, const kiln_shape *shapes, double
     kiln_node *inp[4];
     kiln_view v[4];
     for (int i = 0; i < n_in; i++) {
-        in[i].dtype = KILN_F32; in[i].shape = shapes[i]; inp[i] = &in[i];
+        bool h = bf16 && (n->op == KILN_OP_CONV2D || n->op == KILN_OP_CONV2D_BWD_INPUT || n->op == KILN_OP_CONV2D_BWD_FILTER);
+        in[i].dtype = h ? KILN_BF16 : KILN_F32; in[i].shape = shapes[i]; inp[i] = &in[i];
         int64_t e = kiln_shape_numel(shapes[i]);
-        v[i] = (kiln_view){ rnd(e), KILN_F32, shapes[i], e };
+        v[i] = (kiln_view){ rnd(e), in[i].dtype, shapes[i], e };
+        if (h) to_bf16(v[i].data, e);
     }
-    n->dtype = KILN_F32; n->n_in = n_in; n->in = inp;
+    n->dtype = n_in > 0 && in[0].dtype == KILN_BF16 && n->op != KILN_OP_CONV2D_BWD_FILTER ? KILN_BF16 : KILN_F32;
+    n->attrs.acc_f32 = n_in > 0 && in[0].dtype == KILN_BF16 && n->dtype == KILN_F32;
+    n->n_in = n_in; n->in = inp;
     kiln_kernel_fn f = kiln_cpu_kernel(n);
     if (!f) { printf("  (no cpu kernel)\n"); return 0; }
     size_t ws = kiln_cpu_workspace(n);
     void *w = ws ? aligned_alloc(64, (ws + 63) / 64 * 64) : NULL;
     int64_t on = kiln_shape_numel(n->shape);
-    kiln_kctx c = { n, n_in, v, { rnd(on), KILN_F32, n->shape, on }, w, ws, 0, threads };
+    kiln_kctx c = { n, n_in, v, { rnd(on), n->dtype, n->shape, on }, w, ws, 0, threads };
     f(&c);   /* warm-up */
     double best = 0;
     for (int trial = 0; trial < 5; trial++) {
@@ -58,6 +73,7 @@ static double time_node(kiln_node *n, int n_in, const kiln_shape *shapes, double
 }
 
 static void bench_conv(const char *name, int N, int H, int W, int C, int CO, int k) {
+    if (only && !strstr(name, only)) return;
     kiln_shape xs = KILN_SHAPE(N, H, W, C), ws = KILN_SHAPE(k, k, C, CO), ys = KILN_SHAPE(N, H, W, CO);
     int p = (k - 1) / 2;   /* SAME, stride 1 */
     kiln_node n = { 0 };
@@ -74,6 +90,7 @@ static void bench_conv(const char *name, int N, int H, int W, int C, int CO, int
 }
 
 static void bench_dense(const char *name, int M, int K, int Nn) {
+    if (only && !strstr(name, only)) return;
     kiln_node n = { 0 };
     double flops = 2.0 * M * K * (double)Nn;
     n.op = KILN_OP_MATMUL;
@@ -88,6 +105,7 @@ static void bench_dense(const char *name, int M, int K, int Nn) {
 
 /* Memory-bound ops: GB/s of the bytes each must read and write at least once. */
 static void bench_pool(const char *name, int N, int H, int W, int C, int k, int st) {
+    if (only && !strstr(name, only)) return;
     int OH = (H + st - 1) / st, OW = (W + st - 1) / st;
     int ph = (OH - 1) * st + k - H; ph = ph > 0 ? ph : 0;
     int pw = (OW - 1) * st + k - W; pw = pw > 0 ? pw : 0;
@@ -109,10 +127,12 @@ static void bench_pool(const char *name, int N, int H, int W, int C, int k, int 
 
 int main(int argc, char **argv) {
     threads = argc > 1 ? atoi(argv[1]) : 0;
+    only = argc > 2 ? argv[2] : NULL;
+    bf16 = getenv("KILN_BENCH_BF16") && *getenv("KILN_BENCH_BF16") == '1';
     kiln_set_num_threads(threads);
     threads = kiln_get_num_threads();
     printf("cpu kernels, %d threads\n", threads);
-    {
+    if (!only) {
         int S = 2048;
         float *a = rnd((int64_t)S * S), *b = rnd((int64_t)S * S), *c = rnd((int64_t)S * S);
         openblas_set_num_threads(threads);

@@ -66,6 +66,34 @@ static kiln_node *b_bwd_filter_depthwise(kiln_graph *g, kiln_node **x, kiln_node
     return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
 }
 
+/* Winograd shapes (cpu_winograd.c: stride 1, 3x3 or 5x5, channels a multiple of 16, enough
+ * tiles): whole and partial 8x8 tiles, asymmetric pads, each pass checked against ref. */
+CONV_BUILDER(conv_wino_explicit, .padding = KILN_EXPLICIT, .pad_top = 1, .pad_bottom = 2, .pad_left = 0, .pad_right = 2)
+static kiln_node *b_wino_bwd_input5(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 2, 2, 2, 2, 1, KILN_SHAPE(2, 12, 12, 16));
+    return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, x, 2, &at);
+}
+static kiln_node *b_wino_bwd_input5_explicit(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 2, 0, 2, 1, KILN_SHAPE(2, 11, 12, 16));
+    return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, x, 2, &at);
+}
+static kiln_node *b_wino_bwd_input3(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 1, 1, 1, 1, KILN_SHAPE(2, 12, 12, 16));
+    return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, x, 2, &at);
+}
+static kiln_node *b_wino_bwd_filter5(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 2, 2, 2, 2, 1, KILN_SHAPE(5, 5, 16, 32));
+    return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
+}
+static kiln_node *b_wino_bwd_filter5_explicit(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 2, 0, 2, 1, KILN_SHAPE(5, 5, 16, 16));
+    return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
+}
+static kiln_node *b_wino_bwd_filter3(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 1, 1, 1, 1, KILN_SHAPE(3, 3, 16, 32));
+    return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
+}
+
 /* ---- pooling ---- */
 #define POOL_BUILDER(nm, fn, ...) \
     static kiln_node *b_##nm(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { \
@@ -121,6 +149,9 @@ static kiln_node *b_avg_pool_grad_valid(kiln_graph *g, kiln_node **x, kiln_node 
 
 /* ---- cases ---- */
 #define C2(op_, lbl, sa, sb, fn, dts, gr) { op_, lbl, 2, { F, F }, { sa, sb }, { -1, -1 }, { 1, 1 }, fn, dts, gr, 0, 0, 0 }
+/* Winograd: a NaN or Inf input spreads to its whole 8x8 tile through the transforms (as in cuDNN's
+ * Winograd kernels), so outputs ref keeps finite may be NaN; finite inputs are checked as usual. */
+#define C2W(op_, lbl, sa, sb, fn) { op_, lbl, 2, { F, F }, { sa, sb }, { -1, -1 }, { 1, 1 }, fn, DT_FLOATS, false, 0, 0, 0, true }
 #define C1(op_, lbl, sa, fn, dts, gr) { op_, lbl, 1, { F }, { sa }, { -1 }, { 1 }, fn, dts, gr, 0, 0, 0 }
 
 const op_case cases_matmul_conv_pool[] = {
@@ -142,6 +173,22 @@ const op_case cases_matmul_conv_pool[] = {
     C2(KILN_OP_CONV2D_BWD_INPUT, "conv2d_bwd_input w [3,3,3,4], dy [2,2,2,4] dilation 2 VALID", S(3, 3, 3, 4), S(2, 2, 2, 4), b_bwd_input_dil2, DT_FLOATS, false),
     C2(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter x [2,6,6,3], dy [2,3,3,4] stride 2 pads (1,0,0,1)", S(2, 6, 6, 3), S(2, 3, 3, 4), b_bwd_filter_s2_explicit, DT_FLOATS, false),
     C2(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter depthwise x [2,5,5,4], dy [2,5,5,8] groups 4", S(2, 5, 5, 4), S(2, 5, 5, 8), b_bwd_filter_depthwise, DT_FLOATS, false),
+    C2W(KILN_OP_CONV2D, "conv2d Winograd [2,12,12,16] * [5,5,16,32] SAME", S(2, 12, 12, 16), S(5, 5, 16, 32), b_conv_same),
+    C2W(KILN_OP_CONV2D, "conv2d Winograd [2,11,12,16] * [5,5,16,16] pads (1,2,0,2): partial tiles", S(2, 11, 12, 16), S(5, 5, 16, 16),
+       b_conv_wino_explicit),
+    C2W(KILN_OP_CONV2D, "conv2d Winograd [2,12,12,16] * [3,3,16,32] SAME", S(2, 12, 12, 16), S(3, 3, 16, 32), b_conv_same),
+    C2W(KILN_OP_CONV2D_BWD_INPUT, "conv2d_bwd_input Winograd w [5,5,16,32], dy [2,12,12,32] SAME", S(5, 5, 16, 32), S(2, 12, 12, 32),
+       b_wino_bwd_input5),
+    C2W(KILN_OP_CONV2D_BWD_INPUT, "conv2d_bwd_input Winograd w [5,5,16,16], dy [2,10,10,16] pads (1,2,0,2)", S(5, 5, 16, 16), S(2, 10, 10, 16),
+       b_wino_bwd_input5_explicit),
+    C2W(KILN_OP_CONV2D_BWD_INPUT, "conv2d_bwd_input Winograd w [3,3,16,32], dy [2,12,12,32] SAME", S(3, 3, 16, 32), S(2, 12, 12, 32),
+       b_wino_bwd_input3),
+    C2W(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter Winograd x [2,12,12,16], dy [2,12,12,32] 5x5 SAME", S(2, 12, 12, 16), S(2, 12, 12, 32),
+       b_wino_bwd_filter5),
+    C2W(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter Winograd x [2,11,12,16], dy [2,10,10,16] 5x5 pads (1,2,0,2)", S(2, 11, 12, 16),
+       S(2, 10, 10, 16), b_wino_bwd_filter5_explicit),
+    C2W(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter Winograd x [2,12,12,16], dy [2,12,12,32] 3x3 SAME", S(2, 12, 12, 16), S(2, 12, 12, 32),
+       b_wino_bwd_filter3),
 
     C1(KILN_OP_MAX_POOL, "max_pool [2,7,7,3] 3x3 stride 2 SAME", S(2, 7, 7, 3), b_max_3s2_same, DT_FLOATS, true),
     C1(KILN_OP_MAX_POOL, "max_pool [2,7,7,3] 3x3 stride 2 VALID", S(2, 7, 7, 3), b_max_3s2_valid, DT_FLOATS, true),

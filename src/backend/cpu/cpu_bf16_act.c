@@ -287,8 +287,10 @@ kiln_kernel_fn cpu_bf16_act_kernel(const kiln_node *n) {
     if (!n || !all_bf16(n)) return NULL;
     pool_p p;
     switch (n->op) {
-    case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
-        return cpu_dnnl_conv_kernel(n);
+    case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER: {
+        kiln_kernel_fn f = cpu_winograd_kernel(n);
+        return f ? f : cpu_dnnl_conv_kernel(n);
+    }
     case KILN_OP_MATMUL:
         return cpu_bf16_matmul_kernel(n);
     case KILN_OP_RELU:

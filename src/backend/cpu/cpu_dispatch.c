@@ -15,7 +15,8 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
         return f ? f : cpu_matmul_kernel(n);
     }
     case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER: {
-        kiln_kernel_fn f = cpu_dnnl_conv_kernel(n);
+        kiln_kernel_fn f = cpu_winograd_kernel(n);
+        if (!f) f = cpu_dnnl_conv_kernel(n);
         return f ? f : cpu_conv_kernel(n);
     }
     case KILN_OP_MAX_POOL: case KILN_OP_MAX_POOL_GRAD: case KILN_OP_AVG_POOL:
@@ -38,6 +39,7 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
     if (n->dtype == KILN_BF16 && n->op == KILN_OP_MAX_POOL_GRAD) return cpu_bf16_act_workspace(n);
     switch (n->op) {
     case KILN_OP_CONV2D: case KILN_OP_CONV2D_BWD_INPUT: case KILN_OP_CONV2D_BWD_FILTER:
+        if (cpu_winograd_kernel(n)) return cpu_winograd_workspace(n);
         return cpu_dnnl_conv_kernel(n) ? cpu_dnnl_conv_workspace(n) : cpu_conv_workspace(n);
     case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA:
         return cpu_norm_workspace(n);

@@ -78,6 +78,8 @@ kiln_kernel_fn cpu_matmul_kernel(const kiln_node *n);
 kiln_kernel_fn cpu_dnnl_conv_kernel(const kiln_node *n);
 size_t cpu_dnnl_conv_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_conv_kernel(const kiln_node *n);
+kiln_kernel_fn cpu_winograd_kernel(const kiln_node *n);   /* stride-1 3x3/5x5 (cpu_winograd.c); NULL: not worth it */
+size_t cpu_winograd_workspace(const kiln_node *n);
 size_t cpu_conv_workspace(const kiln_node *n);
 kiln_kernel_fn cpu_pool_kernel(const kiln_node *n);
 kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n);
