@@ -189,13 +189,19 @@ static wgeom geom_of(const kiln_node *n) {
     return g;
 }
 
-/* Worth it: the direct products over the tiled ones (8x8 per tile, partial tiles counted whole). */
-static bool worth_it(const wgeom *g) {
+/* Worth it: the direct products over the tiled ones (8x8 per tile, partial tiles counted whole),
+ * against what the direct kernels reach (bench_cpu_kernels, 2 threads): oneDNN's f32 convolutions
+ * ~550 GFLOP/s, so f32 gains from a ratio of ~2.5 (fashion_cnn's 14x14 3x3: 3.1, 1.6x faster);
+ * its bf16 ones twice that, so bf16 needs ~4.5 (cifar_cnn's 16x16 5x5: 6.25, 1.9x; the 14x14 3x3
+ * at 3.1 was even). Thin layers (16 channels: resnet20's first stage) spend their time in the
+ * transforms, not the products, and stay direct. */
+static bool worth_it(const wgeom *g, bool bf16) {
     const char *v = getenv("KILN_CPU_WINOGRAD");
     if (v && *v == '0') return false;
     if (v && *v == '1') return true;
+    if (g->C < 32 || g->K < 32) return false;
     double direct = (double)g->OH * g->OW * g->R * g->R, tiled = (double)g->th * g->tw * WA2;
-    return direct >= 4.0 * tiled;
+    return direct >= (bf16 ? 4.5 : 2.5) * tiled;
 }
 
 /* ---- loads and stores of 16 channels ---- */
@@ -309,22 +315,29 @@ static inline __attribute__((always_inline)) void ukernel(const int MR, const in
         for (int j = 0; j < NZ; j++) _mm512_storeu_ps(C + i * ldc + 16 * j, c[i][j]);
 }
 
-#define UK(mr, nz) ukernel(mr, nz, L, A + r * ars, ars, als, B + 16 * j, ldb, C + r * ldc + 16 * j, ldc, acc)
+#define UK(mr, nz) ukernel(mr, nz, ll, A + r * ars + l0 * als, ars, als, B + l0 * ldb + 16 * j, ldb, C + r * ldc + 16 * j, ldc, a)
 #define UK_NZ(mr) switch (nz) { case 4: UK(mr, 4); break; case 3: UK(mr, 3); break; case 2: UK(mr, 2); break; default: UK(mr, 1); }
+#define LC 32                /* reduction steps per pass over the row blocks: their A and B lines stay in L1 */
 
-/* C[rows][cols] (+)= A . B, cols a multiple of 16, in 6-row x 64-column register tiles. */
+/* C[rows][cols] (+)= A . B, cols a multiple of 16, in 6-row x 64-column register tiles. The
+ * filter gradient's A and B rows lie one tile (16 KB) apart, so the reduction is cut into LC
+ * steps that every row block reuses from L1 before the next. */
 static void gemm(int64_t rows, int64_t cols, int64_t L, const float *A, int64_t ars, int64_t als, const float *B, int64_t ldb,
                  float *C, int64_t ldc, bool acc) {
     for (int64_t j = 0; j < cols / 16; j += 4) {
         int nz = cols / 16 - j < 4 ? (int)(cols / 16 - j) : 4;
-        for (int64_t r = 0; r < rows; r += 6) {
-            switch (rows - r < 6 ? rows - r : 6) {
-            case 6: UK_NZ(6) break;
-            case 5: UK_NZ(5) break;
-            case 4: UK_NZ(4) break;
-            case 3: UK_NZ(3) break;
-            case 2: UK_NZ(2) break;
-            default: UK_NZ(1) break;
+        for (int64_t l0 = 0; l0 < L; l0 += LC) {
+            int64_t ll = L - l0 < LC ? L - l0 : LC;
+            bool a = acc || l0 > 0;
+            for (int64_t r = 0; r < rows; r += 6) {
+                switch (rows - r < 6 ? rows - r : 6) {
+                case 6: UK_NZ(6) break;
+                case 5: UK_NZ(5) break;
+                case 4: UK_NZ(4) break;
+                case 3: UK_NZ(3) break;
+                case 2: UK_NZ(2) break;
+                default: UK_NZ(1) break;
+                }
             }
         }
     }
@@ -556,7 +569,7 @@ static bool eligible(const kiln_node *n) {
     pthread_once(&mats_once, make_mats);
     if (!M.ok) return false;
     wgeom g = geom_of(n);
-    return g.tiles > 0 && worth_it(&g);
+    return g.tiles > 0 && worth_it(&g, n->in[0]->dtype == KILN_BF16);
 }
 
 kiln_kernel_fn cpu_winograd_kernel(const kiln_node *n) {
