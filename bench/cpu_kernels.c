@@ -6,7 +6,8 @@
  *   cmake -S . -B build && cmake --build build --target bench_cpu_kernels
  * Run:  build/bench_cpu_kernels [threads [filter]]   (default: all cores; filter: only the lines
  *       whose name contains it). KILN_BENCH_BF16=1: the convolutions as mixed_bfloat16 runs them
- *       (bf16 activations and weights; the filter gradient f32).
+ *       (bf16 activations and weights; the filter gradient f32). KILN_BENCH_FLUSH=MIB writes that
+ *       much memory between calls (untimed), so inputs and workspace start cold as in a real step.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@ static float *rnd(int64_t n) {
 }
 
 static int threads;
+static float *flush;           /* KILN_BENCH_FLUSH=MIB: written between calls, as the other ops of a step would */
+static size_t flush_n;
 static bool bf16;              /* KILN_BENCH_BF16=1 */
 static const char *only;       /* argv[2] */
 
@@ -64,7 +67,10 @@ static double time_node(kiln_node *n, int n_in, const kiln_shape *shapes, double
     for (int trial = 0; trial < 5; trial++) {
         int reps = 0;
         double t0 = now(), t;
-        do { f(&c); reps++; t = now() - t0; } while (t < 0.1);
+        do {
+            if (flush_n) { double f0 = now(); for (size_t i = 0; i < flush_n; i++) flush[i] += 1.0f; t0 += now() - f0; }
+            f(&c); reps++; t = now() - t0;
+        } while (t < 0.1);
         if (flops * reps / t > best) best = flops * reps / t;
     }
     for (int i = 0; i < n_in; i++) free(v[i].data);
@@ -128,6 +134,10 @@ static void bench_pool(const char *name, int N, int H, int W, int C, int k, int 
 int main(int argc, char **argv) {
     threads = argc > 1 ? atoi(argv[1]) : 0;
     only = argc > 2 ? argv[2] : NULL;
+    if (getenv("KILN_BENCH_FLUSH")) {
+        flush_n = (size_t)atoi(getenv("KILN_BENCH_FLUSH")) << 18;
+        flush = calloc(flush_n, sizeof(float));
+    }
     bf16 = getenv("KILN_BENCH_BF16") && *getenv("KILN_BENCH_BF16") == '1';
     kiln_set_num_threads(threads);
     threads = kiln_get_num_threads();

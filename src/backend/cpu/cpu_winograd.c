@@ -255,7 +255,7 @@ static inline void grad_tile(const wgeom *g, const void *dy, bool bf, int64_t n,
     __m512 t[6][WA];
     for (int a = 0; a < m; a++) {
         int64_t oh = oh0 + a;
-        __m512 d[6];
+        __m512 d[6] = { 0 };   /* (m >= 2 entries set; zeros keep the compiler sure) */
         for (int b = 0; b < m; b++) {
             int64_t ow = ow0 + b;
             d[b] = oh < g->OH && ow < g->OW ? ld16(dy, bf, ((n * g->OH + oh) * g->OW + ow) * g->K + k) : _mm512_setzero_ps();
@@ -263,7 +263,7 @@ static inline void grad_tile(const wgeom *g, const void *dy, bool bf, int64_t n,
         vand1d(d, m, t[a]);
     }
     for (int nu = 0; nu < WA; nu++) {
-        __m512 col[6], v[WA];
+        __m512 col[6] = { 0 }, v[WA];
         for (int a = 0; a < m; a++) col[a] = t[a][nu];
         vand1d(col, m, v);
         for (int xi = 0; xi < WA; xi++) _mm512_storeu_ps(out + (xi * WA + nu) * stride, v[xi]);
@@ -356,7 +356,7 @@ static void filter_transform(const wgeom *g, const void *w, bool bf, int64_t C, 
         for (int64_t k = 0; k < K; k += 16) {
             __m512 t[6][WA];
             for (int a = 0; a < R; a++) {
-                __m512 d[6];
+                __m512 d[6] = { 0 };
                 for (int b = 0; b < R; b++) {
                     int ha = flip ? R - 1 - a : a, hb = flip ? R - 1 - b : b;
                     d[b] = ld16(w, bf, ((int64_t)(ha * R + hb) * C + c) * K + k);
@@ -364,7 +364,7 @@ static void filter_transform(const wgeom *g, const void *w, bool bf, int64_t C, 
                 vand1d(d, R, t[a]);
             }
             for (int nu = 0; nu < WA; nu++) {
-                __m512 col[6], v[WA];
+                __m512 col[6] = { 0 }, v[WA];
                 for (int a = 0; a < R; a++) col[a] = t[a][nu];
                 vand1d(col, R, v);
                 for (int xi = 0; xi < WA; xi++) _mm512_storeu_ps(dst + ((int64_t)(xi * WA + nu) * C + c) * K + k, v[xi]);
