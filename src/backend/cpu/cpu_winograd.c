@@ -28,8 +28,8 @@
 
 #define WA 8                 /* tile side (alpha) */
 #define WA2 64               /* transformed elements per tile */
-#define TB 72                /* tiles per block (forward, input gradient): a multiple of the kernel's 6 rows */
-#define TBW 96               /* tiles per block (filter gradient) */
+#define TB 48                /* most tiles per block (forward, input gradient): a multiple of the kernel's 6 rows */
+#define TBW 48               /* most tiles per block (filter gradient) */
 
 /* The matrices for tile side 8 with points 0, 1, -1, 2, -2, 1/2, -1/2 and infinity: y = AT [(G g
  * G^T) . (BT d BT^T)] AT^T with AT = V_m^T, G = V_r (V_n: the 8 x n evaluation matrix of these
@@ -394,19 +394,33 @@ static size_t al(size_t b) { return (b + 63) & ~(size_t)63; }
 static int64_t tstride(int64_t ch) { return WA2 * ch + 16; }
 
 /* U (and the flip's scratch), then per thread: forward / input gradient: V and the products
- * (TB tiles); filter gradient: the transformed x and dy (TBW tiles) and a private sum. */
-typedef struct wplan { size_t u, scratch, per_thread, total; } wplan;
+ * (tb tiles); filter gradient: the transformed x and dy (tb tiles) and a private sum. tb: up to
+ * TB / TBW tiles (48: within ~10% of the best block measured, 64-128, at half the memory), fewer
+ * when that would leave a thread idle (a small batch: the workspace shrinks with it). */
+typedef struct wplan { int nt; int64_t tb; size_t u, scratch, per_thread, total; } wplan;
 
-static wplan plan_of(const kiln_node *n, const wgeom *g, int nt) {
+static wplan plan_of(const kiln_node *n, const wgeom *g, int nt, int64_t tb) {
     wplan p;
+    bool bf = n->op == KILN_OP_CONV2D_BWD_FILTER;
+    int64_t most = bf ? TBW : TB, even = (g->tiles + nt - 1) / nt;
+    if (tb <= 0) tb = even < most ? even : most;
+    if (!bf) tb = (tb + 5) / 6 * 6;
     size_t ck = (size_t)g->C * (size_t)g->K * WA2 * sizeof(float);
-    p.u = n->op == KILN_OP_CONV2D_BWD_FILTER ? 0 : al(ck);
+    p.nt = nt;
+    p.tb = tb;
+    p.u = bf ? 0 : al(ck);
     p.scratch = n->op == KILN_OP_CONV2D_BWD_INPUT ? al(ck) : 0;
-    if (n->op == KILN_OP_CONV2D_BWD_FILTER)
-        p.per_thread = al((size_t)TBW * (size_t)(tstride(g->C) + tstride(g->K)) * sizeof(float)) + al(ck);
-    else
-        p.per_thread = al((size_t)TB * (size_t)(tstride(g->C) + tstride(g->K)) * sizeof(float));
+    p.per_thread = al((size_t)tb * (size_t)(tstride(g->C) + tstride(g->K)) * sizeof(float)) + (bf ? al(ck) : 0);
     p.total = p.u + p.scratch + (size_t)nt * p.per_thread + 64;
+    return p;
+}
+
+/* The largest plan that fits the workspace the step was given: fewer tiles per block, then fewer
+ * threads (the plan was made with the thread count then; it may differ now). */
+static wplan plan_fit(const kiln_node *n, const wgeom *g, int nt, size_t ws) {
+    wplan p = plan_of(n, g, nt, 0);
+    while (p.total > ws && (p.tb > 6 || p.nt > 1))
+        p = p.tb > 6 ? plan_of(n, g, p.nt, p.tb / 2) : plan_of(n, g, p.nt - 1, 0);
     return p;
 }
 
@@ -421,10 +435,10 @@ static kiln_status k_winograd_fwd(const kiln_kctx *c) {
     wgeom g = geom_of(n);
     bool bwd = n->op == KILN_OP_CONV2D_BWD_INPUT;
     int nt = cpu_threads(c);
-    wplan p = plan_of(n, &g, nt);
-    while (nt > 1 && p.total > c->ws_bytes) p = plan_of(n, &g, --nt);
+    wplan p = plan_fit(n, &g, nt, c->ws_bytes);
     if (!c->workspace || p.total > c->ws_bytes)
         return kiln_set_error(KILN_INTERNAL, "%s: Winograd workspace is %zu bytes, needs %zu", n->name, c->ws_bytes, p.total);
+    nt = p.nt;
     char *ws = (char *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63);
     float *U = (float *)ws;
     const void *x = bwd ? c->in[1].data : c->in[0].data, *w = bwd ? c->in[0].data : c->in[1].data;
@@ -435,9 +449,7 @@ static kiln_status k_winograd_fwd(const kiln_kctx *c) {
     filter_transform(&g, w, wbf, bwd ? g.K : g.C, bwd ? g.C : g.K, bwd, U, (float *)(ws + p.u), nt);
     const void *bias = !bwd && c->epi_bias ? c->epi_bias->data : NULL;
     bool bias_bf = bias && c->epi_bias->dtype == KILN_BF16, relu = !bwd && c->epi_relu;
-    /* the block: up to TB tiles, fewer when that leaves a thread idle (a multiple of 6 rows) */
-    int64_t tb = (g.tiles + nt - 1) / nt;
-    tb = tb >= TB ? TB : (tb + 5) / 6 * 6;
+    const int64_t tb = p.tb;
     int64_t blocks = (g.tiles + tb - 1) / tb;
     #pragma omp parallel num_threads(nt)
     {
@@ -446,7 +458,7 @@ static kiln_status k_winograd_fwd(const kiln_kctx *c) {
         tid = omp_get_thread_num();
 #endif
         float *V = (float *)(ws + p.u + p.scratch + (size_t)tid * p.per_thread);
-        float *Mt = V + (size_t)TB * sc;
+        float *Mt = V + (size_t)tb * sc;
         #pragma omp for schedule(static)
         for (int64_t blk = 0; blk < blocks; blk++) {
             int64_t t0 = blk * tb, nb = g.tiles - t0 < tb ? g.tiles - t0 : tb;
@@ -480,17 +492,16 @@ static kiln_status k_winograd_bwd_filter(const kiln_kctx *c) {
     const kiln_node *n = c->node;
     wgeom g = geom_of(n);
     int nt = cpu_threads(c);
-    wplan p = plan_of(n, &g, nt);
-    while (nt > 1 && p.total > c->ws_bytes) p = plan_of(n, &g, --nt);
+    wplan p = plan_fit(n, &g, nt, c->ws_bytes);
     if (!c->workspace || p.total > c->ws_bytes)
         return kiln_set_error(KILN_INTERNAL, "%s: Winograd workspace is %zu bytes, needs %zu", n->name, c->ws_bytes, p.total);
+    nt = p.nt;
     char *ws = (char *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63);
     const void *x = c->in[0].data, *dy = c->in[1].data;
     bool xbf = n->in[0]->dtype == KILN_BF16, dbf = n->in[1]->dtype == KILN_BF16;
     size_t ck = (size_t)g.C * g.K;
     const int64_t sc = tstride(g.C), sk = tstride(g.K);
-    int64_t tb = (g.tiles + nt - 1) / nt;
-    tb = tb >= TBW ? TBW : tb;
+    const int64_t tb = p.tb;
     int64_t blocks = (g.tiles + tb - 1) / tb;
     int team = 1;            /* the threads that ran (and zeroed their sums): OpenMP may give fewer */
     #pragma omp parallel num_threads(nt)
@@ -502,8 +513,8 @@ static kiln_status k_winograd_bwd_filter(const kiln_kctx *c) {
         team = omp_get_num_threads();
 #endif
         float *Xh = (float *)(ws + (size_t)tid * p.per_thread);
-        float *Dh = Xh + (size_t)TBW * sc;
-        float *Acc = (float *)((char *)Xh + al((size_t)TBW * (size_t)(sc + sk) * sizeof(float)));
+        float *Dh = Xh + (size_t)tb * sc;
+        float *Acc = (float *)((char *)Xh + al((size_t)tb * (size_t)(sc + sk) * sizeof(float)));
         memset(Acc, 0, WA2 * ck * sizeof(float));
         #pragma omp for schedule(static)
         for (int64_t blk = 0; blk < blocks; blk++) {
@@ -521,7 +532,7 @@ static kiln_status k_winograd_bwd_filter(const kiln_kctx *c) {
         }
     }
     /* add the threads' sums into thread 0's, then dW[a][b][c][k] = sum AT'[a][xi] AT'[b][nu] Acc[xi nu][c][k] */
-    float *A0 = (float *)(ws + al((size_t)TBW * (size_t)(sc + sk) * sizeof(float)));
+    float *A0 = (float *)(ws + al((size_t)tb * (size_t)(sc + sk) * sizeof(float)));
     const int R = g.R;
     float *dw = c->out.data;
     #pragma omp parallel for schedule(static) num_threads(nt)
@@ -580,7 +591,7 @@ kiln_kernel_fn cpu_winograd_kernel(const kiln_node *n) {
 size_t cpu_winograd_workspace(const kiln_node *n) {
     if (!eligible(n)) return 0;
     wgeom g = geom_of(n);
-    return plan_of(n, &g, plan_threads()).total;
+    return plan_of(n, &g, plan_threads(), 0).total;
 }
 
 #else   /* not x86-64: no AVX-512 kernel */
