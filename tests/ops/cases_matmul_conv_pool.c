@@ -125,6 +125,13 @@ static kiln_node *max_pool_grad_2x2(kiln_graph *g, kiln_node *x, kiln_node *dy) 
     return kiln_node_new(g, KILN_OP_MAX_POOL_GRAD, (kiln_node *[]){ x, y, dy }, 3, &y->attrs);
 }
 static kiln_node *b_max_pool_grad_2x2(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { UNUSED; return max_pool_grad_2x2(g, x[0], x[1]); }
+/* 3x3 stride 2 SAME over relu(x): ties (zeros) in overlapping windows with padding */
+static kiln_node *b_max_pool_grad_3x3_ties(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED;
+    kiln_node *r = kiln_relu(g, x[0]);
+    kiln_node *y = kiln_max_pool2d(g, r, &(kiln_pool_params){ .size_h = 3, .size_w = 3, .stride_h = 2, .stride_w = 2, .padding = KILN_SAME });
+    return kiln_node_new(g, KILN_OP_MAX_POOL_GRAD, (kiln_node *[]){ r, y, x[1] }, 3, &y->attrs);
+}
 static kiln_node *b_max_pool_grad_2x2_ties(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
     UNUSED; return max_pool_grad_2x2(g, kiln_relu(g, x[0]), x[1]);
 }
@@ -195,6 +202,8 @@ const op_case cases_matmul_conv_pool[] = {
     C1(KILN_OP_MAX_POOL, "max_pool [2,6,6,3] 2x2 VALID", S(2, 6, 6, 3), b_max_2_valid, DT_FLOATS, true),
     C1(KILN_OP_MAX_POOL, "max_pool [2,5,5,3] 2x2 SAME (pads 0,1)", S(2, 5, 5, 3), b_max_2_same, DT_FLOATS, true),
     C2(KILN_OP_MAX_POOL_GRAD, "max_pool_grad x [2,7,7,3], dy [2,4,4,3] 3x3 stride 2 SAME", S(2, 7, 7, 3), S(2, 4, 4, 3), b_max_pool_grad, DT_FLOATS, false),
+    C2(KILN_OP_MAX_POOL_GRAD, "max_pool_grad relu(x) [2,9,8,32], dy [2,5,4,32] 3x3 stride 2 SAME (ties, padding)", S(2, 9, 8, 32), S(2, 5, 4, 32),
+       b_max_pool_grad_3x3_ties, DT_FLOATS, false),
     C2(KILN_OP_MAX_POOL_GRAD, "max_pool_grad x [2,8,6,32], dy [2,4,3,32] 2x2 VALID (windows tile x)", S(2, 8, 6, 32), S(2, 4, 3, 32),
        b_max_pool_grad_2x2, DT_FLOATS, false),
     C2(KILN_OP_MAX_POOL_GRAD, "max_pool_grad relu(x) [2,8,6,32] 2x2 VALID (ties: the first cell takes dy)", S(2, 8, 6, 32), S(2, 4, 3, 32),

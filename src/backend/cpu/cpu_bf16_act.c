@@ -189,6 +189,39 @@ static kiln_status k_max_pool(const kiln_kctx *c) {
     return KILN_OK;
 }
 
+/* One overlapping window of up to 3x3 cells into the f32 image (cpu_pool.c's grad9): r held in
+ * registers across the nine cells; cells outside the window read NaN and write a scratch row. */
+static inline void grad9(const bf16 *const s[9], float *const d[9], const bf16 *restrict ym, const bf16 *restrict g, int64_t C) {
+    const bf16 *restrict s0 = s[0], *restrict s1 = s[1], *restrict s2 = s[2], *restrict s3 = s[3], *restrict s4 = s[4],
+                         *restrict s5 = s[5], *restrict s6 = s[6], *restrict s7 = s[7], *restrict s8 = s[8];
+    float *restrict d0 = d[0], *restrict d1 = d[1], *restrict d2 = d[2], *restrict d3 = d[3], *restrict d4 = d[4],
+                    *restrict d5 = d[5], *restrict d6 = d[6], *restrict d7 = d[7], *restrict d8 = d[8];
+    #pragma omp simd
+    for (int64_t k = 0; k < C; k++) {
+        float m = cpu_from_bf16(ym[k]), r = cpu_from_bf16(g[k]);
+        bool h;
+        h = cpu_from_bf16(s0[k]) == m; d0[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = cpu_from_bf16(s1[k]) == m; d1[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = cpu_from_bf16(s2[k]) == m; d2[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = cpu_from_bf16(s3[k]) == m; d3[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = cpu_from_bf16(s4[k]) == m; d4[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = cpu_from_bf16(s5[k]) == m; d5[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = cpu_from_bf16(s6[k]) == m; d6[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = cpu_from_bf16(s7[k]) == m; d7[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = cpu_from_bf16(s8[k]) == m; d8[k] += h ? r : 0.0f;
+    }
+}
+
+static const bf16 *nan_row(void) {
+    static bf16 row[POOL9_MAXC];
+    static int done;
+    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+        for (int k = 0; k < POOL9_MAXC; k++) row[k] = 0x7fc0;    /* NaN */
+        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    }
+    return row;
+}
+
 /* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. Windows
  * that tile x write each cell once (a selection, exact); overlapping ones add up in an f32 image
  * of the workspace, rounded once, as ref. */
@@ -209,6 +242,8 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
         if (fit < 1) return kiln_set_error(KILN_INTERNAL, "%s: max-pool gradient workspace %zu bytes, needs %zu", c->node->name, c->ws_bytes, per + 64);
         if (nt > fit) nt = fit;
     }
+    const bool nine = acc && pool_9(&p);
+    const bf16 *nanr = nine ? nan_row() : NULL;
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t n = 0; n < p.N; n++) {
         int t = 0;
@@ -218,6 +253,7 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
         const bf16 *xn = x + n * img;
         bf16 *dxn = dx + n * img;
         float *an = acc ? acc + (size_t)t * (size_t)img : NULL;
+        float scratch[nine ? 9 * C : 1];   /* where cells outside a window write (zeros added) */
         /* the f32 image's rows are zeroed just before the first window reaching them and rounded
          * to dx as soon as no later window can reach them, so each row is hot in cache for all
          * three passes instead of three sweeps over the image */
@@ -231,6 +267,18 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
             }
             for (int64_t ow = 0; ow < p.OW; ow++) {
                 int64_t o = ((n * p.OH + oh) * p.OW + ow) * C;
+                if (nine) {
+                    int64_t off[9];
+                    const bf16 *s[9];
+                    float *d[9];
+                    pool9_cells(&p, oh, ow, off);
+                    for (int i = 0; i < 9; i++) {
+                        s[i] = off[i] >= 0 ? xn + off[i] : nanr;
+                        d[i] = off[i] >= 0 ? an + off[i] : scratch + i * C;
+                    }
+                    grad9(s, d, y + o, dy + o, C);
+                    continue;
+                }
                 int64_t h0, h1, w0, w1;
                 window(&p, oh, ow, &h0, &h1, &w0, &w1);
                 for (int64_t c0 = 0; c0 < C; c0 += 256) {

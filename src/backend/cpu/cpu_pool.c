@@ -114,6 +114,40 @@ static kiln_status k_max_pool(const kiln_kctx *c) {
     return KILN_OK;
 }
 
+/* The gradient of one overlapping window of up to 3x3 cells: its dy goes to the first cell
+ * (row-major) equal to its max, added into dx; r is held in registers across the nine cells.
+ * Cells outside the window read NaN (never equal) and write a scratch row. */
+static inline void grad9(const float *const s[9], float *const d[9], const float *restrict ym, const float *restrict g, int64_t C) {
+    const float *restrict s0 = s[0], *restrict s1 = s[1], *restrict s2 = s[2], *restrict s3 = s[3], *restrict s4 = s[4],
+                          *restrict s5 = s[5], *restrict s6 = s[6], *restrict s7 = s[7], *restrict s8 = s[8];
+    float *restrict d0 = d[0], *restrict d1 = d[1], *restrict d2 = d[2], *restrict d3 = d[3], *restrict d4 = d[4],
+                    *restrict d5 = d[5], *restrict d6 = d[6], *restrict d7 = d[7], *restrict d8 = d[8];
+    #pragma omp simd
+    for (int64_t k = 0; k < C; k++) {
+        float m = ym[k], r = g[k];
+        bool h;
+        h = s0[k] == m; d0[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = s1[k] == m; d1[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = s2[k] == m; d2[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = s3[k] == m; d3[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = s4[k] == m; d4[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = s5[k] == m; d5[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = s6[k] == m; d6[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = s7[k] == m; d7[k] += h ? r : 0.0f; r = h ? 0.0f : r;
+        h = s8[k] == m; d8[k] += h ? r : 0.0f;
+    }
+}
+
+static const float *nan_row(void) {
+    static float row[POOL9_MAXC];
+    static int done;
+    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+        for (int k = 0; k < POOL9_MAXC; k++) row[k] = NAN;
+        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    }
+    return row;
+}
+
 /* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. */
 static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     pool_p p;
@@ -122,11 +156,13 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     float *dx = cpu_f(&c->out);
     const int64_t C = p.C;
     if (pool_2x2(&p)) { max_pool_grad_2x2(&p, x, y, dy, dx, cpu_par(c, c->out.numel)); return KILN_OK; }
-    const bool tiles = pool_tiles(&p);
+    const bool tiles = pool_tiles(&p), nine = !tiles && pool_9(&p);
+    const float *nanr = nine ? nan_row() : NULL;
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->out.numel))
     for (int64_t n = 0; n < p.N; n++) {
         const float *xn = x + n * p.H * p.W * C;
         float *dxn = dx + n * p.H * p.W * C;
+        float scratch[nine ? 9 * C : 1];   /* where cells outside a window write (zeros added) */
         /* overlapping windows add up: each row of dx is zeroed just before the first window
          * reaching it (hot in cache for the adds), rows no window reaches at the end */
         const int64_t row = p.W * C;
@@ -141,6 +177,18 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
             }
             for (int64_t ow = 0; ow < p.OW; ow++) {
                 int64_t o = ((n * p.OH + oh) * p.OW + ow) * C;
+                if (nine) {
+                    int64_t off[9];
+                    const float *s[9];
+                    float *d[9];
+                    pool9_cells(&p, oh, ow, off);
+                    for (int i = 0; i < 9; i++) {
+                        s[i] = off[i] >= 0 ? xn + off[i] : nanr;
+                        d[i] = off[i] >= 0 ? dxn + off[i] : scratch + i * C;
+                    }
+                    grad9(s, d, y + o, dy + o, C);
+                    continue;
+                }
                 int64_t h0, h1, w0, w1;
                 window(&p, oh, ow, &h0, &h1, &w0, &w1);
                 for (int64_t c0 = 0; c0 < C; c0 += 256) {   /* channel blocks keep `rem` on the stack */

@@ -39,5 +39,17 @@ static inline bool pool_2x2(const pool_p *p) {
 #define POOL9_MAXC 1024
 static inline bool pool_9(const pool_p *p) { return p->kh <= 3 && p->kw <= 3 && p->C <= POOL9_MAXC; }
 
+/* The nine cells of window (oh, ow), row-major, as element offsets into its image; -1: past the
+ * window or in the padding. */
+static inline void pool9_cells(const pool_p *p, int64_t oh, int64_t ow, int64_t off[9]) {
+    int64_t hs = oh * p->sh - p->pt, ws = ow * p->sw - p->pl;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            int64_t h = hs + i, w = ws + j;
+            bool in = i < p->kh && j < p->kw && h >= 0 && h < p->H && w >= 0 && w < p->W;
+            off[i * 3 + j] = in ? (h * p->W + w) * p->C : -1;
+        }
+}
+
 static inline float max_nan(float m, float v) { return ((v > m) | (v != v)) ? v : m; }   /* NaN wins, as ref */
 #endif
