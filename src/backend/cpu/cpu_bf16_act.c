@@ -254,6 +254,7 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
         bf16 *dxn = dx + n * img;
         float *an = acc ? acc + (size_t)t * (size_t)img : NULL;
         float scratch[nine ? 9 * C : 1];   /* where cells outside a window write (zeros added) */
+        if (nine) memset(scratch, 0, sizeof scratch);
         /* the f32 image's rows are zeroed just before the first window reaching them and rounded
          * to dx as soon as no later window can reach them, so each row is hot in cache for all
          * three passes instead of three sweeps over the image */

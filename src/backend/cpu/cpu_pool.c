@@ -163,6 +163,7 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
         const float *xn = x + n * p.H * p.W * C;
         float *dxn = dx + n * p.H * p.W * C;
         float scratch[nine ? 9 * C : 1];   /* where cells outside a window write (zeros added) */
+        if (nine) memset(scratch, 0, sizeof scratch);
         /* overlapping windows add up: each row of dx is zeroed just before the first window
          * reaching it (hot in cache for the adds), rows no window reaches at the end */
         const int64_t row = p.W * C;

@@ -13,8 +13,8 @@
  *
  * Layouts: NHWC activations, HWIO filters (Kiln's). Each thread takes blocks of tiles: transforms
  * them into [tile][64][C] (one tile's 64 x C contiguous: the transforms write and read whole
- * lines), runs the 64 products of the block (each filter matrix reused over the block's tiles,
- * measured best at 64-128 tiles) and transforms the results back.
+ * lines), runs the 64 products of the block (each filter matrix reused over the block's tiles:
+ * plan_of) and transforms the results back.
  * KILN_CPU_WINOGRAD=0 turns it off (A/B, tests); =1 uses it for every eligible shape. */
 #include "backend/cpu/cpu_internal.h"
 
