@@ -30,6 +30,7 @@
 #define WA2 64               /* transformed elements per tile */
 #define TB 48                /* most tiles per block (forward, input gradient): a multiple of the kernel's 6 rows */
 #define TBW 48               /* most tiles per block (filter gradient) */
+#define WMAX_FILTER_BYTES (16.0 * 1024 * 1024)   /* C x K <= 65536 (256 x 256) */
 
 /* The matrices for tile side 8 with points 0, 1, -1, 2, -2, 1/2, -1/2 and infinity: y = AT [(G g
  * G^T) . (BT d BT^T)] AT^T with AT = V_m^T, G = V_r (V_n: the 8 x n evaluation matrix of these
@@ -196,6 +197,9 @@ static wgeom geom_of(const kiln_node *n) {
  * at 3.1 was even). Thin layers (16 channels: resnet20's first stage) spend their time in the
  * transforms, not the products, and stay direct. */
 static bool worth_it(const wgeom *g, bool bf16) {
+    /* the transformed filter (and each thread's filter-gradient sum) holds 64 x C x K floats: wide
+     * layers (512 x 512: 64 MiB) would trade far more memory than their activations for speed */
+    if ((double)g->C * (double)g->K * WA2 * sizeof(float) > WMAX_FILTER_BYTES) return false;
     const char *v = getenv("KILN_CPU_WINOGRAD");
     if (v && *v == '0') return false;
     if (v && *v == '1') return true;
@@ -406,6 +410,8 @@ static wplan plan_of(const kiln_node *n, const wgeom *g, int nt, int64_t tb) {
     if (tb <= 0) tb = even < most ? even : most;
     if (!bf) tb = (tb + 5) / 6 * 6;
     size_t ck = (size_t)g->C * (size_t)g->K * WA2 * sizeof(float);
+    if (bf && (double)nt * (double)ck > 4.0 * WMAX_FILTER_BYTES)   /* private sums: at most 64 MiB in all */
+        nt = (int)(4.0 * WMAX_FILTER_BYTES / (double)ck) > 1 ? (int)(4.0 * WMAX_FILTER_BYTES / (double)ck) : 1;
     p.nt = nt;
     p.tb = tb;
     p.u = bf ? 0 : al(ck);
