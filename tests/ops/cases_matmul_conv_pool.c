@@ -89,6 +89,17 @@ static kiln_node *b_wino_bwd_filter5_explicit(kiln_graph *g, kiln_node **x, kiln
     UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 2, 0, 2, 1, KILN_SHAPE(5, 5, 16, 16));
     return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
 }
+/* 48 -> 80 channels (a 16-wide remainder in the products), VALID and tiny maps: run through
+ * Winograd by test_ops_winograd (KILN_CPU_WINOGRAD=1), by oneDNN otherwise */
+CONV_BUILDER(conv_valid, .padding = KILN_VALID)
+static kiln_node *b_wino_bwd_input_tiny(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 1, 1, 1, 1, KILN_SHAPE(1, 3, 5, 48));
+    return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, x, 2, &at);
+}
+static kiln_node *b_wino_bwd_filter_valid(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 0, 0, 0, 0, 1, KILN_SHAPE(5, 5, 48, 80));
+    return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
+}
 static kiln_node *b_wino_bwd_filter3(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
     UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 1, 1, 1, 1, KILN_SHAPE(3, 3, 16, 32));
     return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
@@ -196,6 +207,11 @@ const op_case cases_matmul_conv_pool[] = {
        S(2, 10, 10, 16), b_wino_bwd_filter5_explicit),
     C2W(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter Winograd x [2,12,12,16], dy [2,12,12,32] 3x3 SAME", S(2, 12, 12, 16), S(2, 12, 12, 32),
        b_wino_bwd_filter3),
+    C2W(KILN_OP_CONV2D, "conv2d [2,13,11,48] * [5,5,48,80] VALID", S(2, 13, 11, 48), S(5, 5, 48, 80), b_conv_valid),
+    C2W(KILN_OP_CONV2D_BWD_INPUT, "conv2d_bwd_input w [3,3,48,80], dy [1,3,5,80] SAME (one partial tile)", S(3, 3, 48, 80), S(1, 3, 5, 80),
+        b_wino_bwd_input_tiny),
+    C2W(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter x [2,13,11,48], dy [2,9,7,80] 5x5 VALID", S(2, 13, 11, 48), S(2, 9, 7, 80),
+        b_wino_bwd_filter_valid),
 
     C1(KILN_OP_MAX_POOL, "max_pool [2,7,7,3] 3x3 stride 2 SAME", S(2, 7, 7, 3), b_max_3s2_same, DT_FLOATS, true),
     C1(KILN_OP_MAX_POOL, "max_pool [2,7,7,3] 3x3 stride 2 VALID", S(2, 7, 7, 3), b_max_3s2_valid, DT_FLOATS, true),
