@@ -69,41 +69,22 @@ static kiln_node *b_bwd_filter_depthwise(kiln_graph *g, kiln_node **x, kiln_node
 /* Winograd shapes (cpu_winograd.c: stride 1, 3x3 or 5x5, channels a multiple of 16, enough
  * tiles): whole and partial 8x8 tiles, asymmetric pads, each pass checked against ref. */
 CONV_BUILDER(conv_wino_explicit, .padding = KILN_EXPLICIT, .pad_top = 1, .pad_bottom = 2, .pad_left = 0, .pad_right = 2)
-static kiln_node *b_wino_bwd_input5(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
-    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 2, 2, 2, 2, 1, KILN_SHAPE(2, 12, 12, 16));
-    return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, x, 2, &at);
-}
-static kiln_node *b_wino_bwd_input5_explicit(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
-    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 2, 0, 2, 1, KILN_SHAPE(2, 11, 12, 16));
-    return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, x, 2, &at);
-}
-static kiln_node *b_wino_bwd_input3(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
-    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 1, 1, 1, 1, KILN_SHAPE(2, 12, 12, 16));
-    return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, x, 2, &at);
-}
-static kiln_node *b_wino_bwd_filter5(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
-    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 2, 2, 2, 2, 1, KILN_SHAPE(5, 5, 16, 32));
-    return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
-}
-static kiln_node *b_wino_bwd_filter5_explicit(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
-    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 2, 0, 2, 1, KILN_SHAPE(5, 5, 16, 16));
-    return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
-}
+/* a stride-1 backprop op with pads (top, bottom, left, right) making the shape given */
+#define BACKPROP_BUILDER(nm, op, pt, pb, pl, pr, ...) \
+    static kiln_node *b_##nm(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) { \
+        UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, pt, pb, pl, pr, 1, KILN_SHAPE(__VA_ARGS__)); \
+        return kiln_node_new(g, op, x, 2, &at); }
+BACKPROP_BUILDER(wino_bwd_input5, KILN_OP_CONV2D_BWD_INPUT, 2, 2, 2, 2, 2, 12, 12, 16)
+BACKPROP_BUILDER(wino_bwd_input5_explicit, KILN_OP_CONV2D_BWD_INPUT, 1, 2, 0, 2, 2, 11, 12, 16)
+BACKPROP_BUILDER(wino_bwd_input3, KILN_OP_CONV2D_BWD_INPUT, 1, 1, 1, 1, 2, 12, 12, 16)
+BACKPROP_BUILDER(wino_bwd_filter5, KILN_OP_CONV2D_BWD_FILTER, 2, 2, 2, 2, 5, 5, 16, 32)
+BACKPROP_BUILDER(wino_bwd_filter5_explicit, KILN_OP_CONV2D_BWD_FILTER, 1, 2, 0, 2, 5, 5, 16, 16)
+BACKPROP_BUILDER(wino_bwd_filter3, KILN_OP_CONV2D_BWD_FILTER, 1, 1, 1, 1, 3, 3, 16, 32)
 /* 48 -> 80 channels (a 16-wide remainder in the products), VALID and tiny maps: run through
  * Winograd by test_ops_winograd (KILN_CPU_WINOGRAD=1), by oneDNN otherwise */
 CONV_BUILDER(conv_valid, .padding = KILN_VALID)
-static kiln_node *b_wino_bwd_input_tiny(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
-    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 1, 1, 1, 1, KILN_SHAPE(1, 3, 5, 48));
-    return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, x, 2, &at);
-}
-static kiln_node *b_wino_bwd_filter_valid(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
-    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 0, 0, 0, 0, 1, KILN_SHAPE(5, 5, 48, 80));
-    return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
-}
-static kiln_node *b_wino_bwd_filter3(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
-    UNUSED; kiln_attrs at = conv_attrs(1, 1, 1, 1, 1, 1, 1, 1, 1, KILN_SHAPE(3, 3, 16, 32));
-    return kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, x, 2, &at);
-}
+BACKPROP_BUILDER(wino_bwd_input_tiny, KILN_OP_CONV2D_BWD_INPUT, 1, 1, 1, 1, 1, 3, 5, 48)
+BACKPROP_BUILDER(wino_bwd_filter_valid, KILN_OP_CONV2D_BWD_FILTER, 0, 0, 0, 0, 5, 5, 48, 80)
 
 /* ---- pooling ---- */
 #define POOL_BUILDER(nm, fn, ...) \

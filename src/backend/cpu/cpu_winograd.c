@@ -430,6 +430,18 @@ static wplan plan_fit(const kiln_node *n, const wgeom *g, int nt, size_t ws) {
     return p;
 }
 
+/* The plan for this call in the step's workspace (64-byte aligned); false (error set) when even
+ * the smallest does not fit. */
+static bool fit_workspace(const kiln_kctx *c, const wgeom *g, wplan *p, char **ws) {
+    *p = plan_fit(c->node, g, cpu_threads(c), c->ws_bytes);
+    if (!c->workspace || p->total > c->ws_bytes) {
+        kiln_set_error(KILN_INTERNAL, "%s: Winograd workspace is %zu bytes, needs %zu", c->node->name, c->ws_bytes, p->total);
+        return false;
+    }
+    *ws = (char *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63);
+    return true;
+}
+
 /* ---- the three kernels ---- */
 
 static bool node_bf16_in(const kiln_node *n) { return n->in[0]->dtype == KILN_BF16; }
@@ -440,12 +452,10 @@ static kiln_status k_winograd_fwd(const kiln_kctx *c) {
     const kiln_node *n = c->node;
     wgeom g = geom_of(n);
     bool bwd = n->op == KILN_OP_CONV2D_BWD_INPUT;
-    int nt = cpu_threads(c);
-    wplan p = plan_fit(n, &g, nt, c->ws_bytes);
-    if (!c->workspace || p.total > c->ws_bytes)
-        return kiln_set_error(KILN_INTERNAL, "%s: Winograd workspace is %zu bytes, needs %zu", n->name, c->ws_bytes, p.total);
-    nt = p.nt;
-    char *ws = (char *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63);
+    wplan p;
+    char *ws;
+    if (!fit_workspace(c, &g, &p, &ws)) return KILN_INTERNAL;
+    int nt = p.nt;
     float *U = (float *)ws;
     const void *x = bwd ? c->in[1].data : c->in[0].data, *w = bwd ? c->in[0].data : c->in[1].data;
     bool xbf = bwd ? n->in[1]->dtype == KILN_BF16 : node_bf16_in(n);
@@ -497,12 +507,10 @@ static kiln_status k_winograd_bwd_filter(const kiln_kctx *c) {
     pthread_once(&mats_once, make_mats);
     const kiln_node *n = c->node;
     wgeom g = geom_of(n);
-    int nt = cpu_threads(c);
-    wplan p = plan_fit(n, &g, nt, c->ws_bytes);
-    if (!c->workspace || p.total > c->ws_bytes)
-        return kiln_set_error(KILN_INTERNAL, "%s: Winograd workspace is %zu bytes, needs %zu", n->name, c->ws_bytes, p.total);
-    nt = p.nt;
-    char *ws = (char *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63);
+    wplan p;
+    char *ws;
+    if (!fit_workspace(c, &g, &p, &ws)) return KILN_INTERNAL;
+    int nt = p.nt;
     const void *x = c->in[0].data, *dy = c->in[1].data;
     bool xbf = n->in[0]->dtype == KILN_BF16, dbf = n->in[1]->dtype == KILN_BF16;
     size_t ck = (size_t)g.C * g.K;
