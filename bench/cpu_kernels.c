@@ -168,6 +168,9 @@ int main(int argc, char **argv) {
     bench_conv("conv2 16x16x64 -> 64, 5x5 SAME", 128, 16, 16, 64, 64, 5);
     bench_pool("pool1 32x32x64 3x3/2 SAME", 128, 32, 32, 64, 3, 2);
     bench_pool("pool2 16x16x64 3x3/2 SAME", 128, 16, 16, 64, 3, 2);
+    printf("-- ResNet-20 stage 2 (batch 128 on CIFAR, 64 on Fashion-MNIST)\n");
+    bench_conv("res2 16x16x32 -> 32, 3x3 SAME", 128, 16, 16, 32, 32, 3);
+    bench_conv("res2 14x14x32 -> 32, 3x3 SAME", 64, 14, 14, 32, 32, 3);
     bench_dense("dense 4096 -> 384", 128, 4096, 384);
     bench_dense("dense 384 -> 192", 128, 384, 192);
     bench_dense("dense 192 -> 10", 128, 192, 10);
