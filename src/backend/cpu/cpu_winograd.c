@@ -194,9 +194,11 @@ static wgeom geom_of(const kiln_node *n) {
  * against what the direct kernels reach (bench_cpu_kernels, 2 threads): oneDNN's f32 convolutions
  * ~550 GFLOP/s, so f32 gains from a ratio of ~2.5 (fashion_cnn's 14x14 3x3: 3.1, 1.6x faster);
  * its bf16 ones twice that, so bf16 needs ~4.5 (cifar_cnn's 16x16 5x5: 6.25, 1.9x; the 14x14 3x3
- * at 3.1 was even). Thin layers (16 channels: resnet20's first stage) spend their time in the
- * transforms, not the products, and stay direct. */
-static bool worth_it(const wgeom *g, bool bf16) {
+ * at 3.1 was even), except the filter gradient, where oneDNN's bf16 kernel is slower: 3.5
+ * (resnet20's 16x16 3x3 stage, 4.0: 920-929 vs 693-740 GFLOP/s; its forward was even). Thin
+ * layers (16 channels: resnet20's first stage) spend their time in the transforms, not the
+ * products, and stay direct. */
+static bool worth_it(const wgeom *g, bool bf16, bool filter_grad) {
     /* the transformed filter (and each thread's filter-gradient sum) holds 64 x C x K floats: wide
      * layers (512 x 512: 64 MiB) would trade far more memory than their activations for speed */
     if ((double)g->C * (double)g->K * WA2 * sizeof(float) > WMAX_FILTER_BYTES) return false;
@@ -205,7 +207,7 @@ static bool worth_it(const wgeom *g, bool bf16) {
     if (v && *v == '1') return true;
     if (g->C < 32 || g->K < 32) return false;
     double direct = (double)g->OH * g->OW * g->R * g->R, tiled = (double)g->th * g->tw * WA2;
-    return direct >= (bf16 ? 4.5 : 2.5) * tiled;
+    return direct >= (!bf16 ? 2.5 : filter_grad ? 3.5 : 4.5) * tiled;
 }
 
 /* ---- loads and stores of 16 channels ---- */
@@ -594,7 +596,7 @@ static bool eligible(const kiln_node *n) {
     pthread_once(&mats_once, make_mats);
     if (!M.ok) return false;
     wgeom g = geom_of(n);
-    return g.tiles > 0 && worth_it(&g, n->in[0]->dtype == KILN_BF16);
+    return g.tiles > 0 && worth_it(&g, n->in[0]->dtype == KILN_BF16, n->op == KILN_OP_CONV2D_BWD_FILTER);
 }
 
 kiln_kernel_fn cpu_winograd_kernel(const kiln_node *n) {
