@@ -62,18 +62,10 @@ static conv_plan conv_make_plan(const kiln_node *n, const conv_p *p, int nt) {
     return pl;
 }
 
-static int plan_threads(void) {
-    int t = kiln_threads_resolve(0);
-#ifdef _OPENMP
-    if (omp_get_max_threads() > t) t = omp_get_max_threads();
-#endif
-    return t;
-}
-
 size_t cpu_conv_workspace(const kiln_node *n) {
     conv_p p;
     if (!conv_params(n, &p)) return 0;
-    conv_plan pl = conv_make_plan(n, &p, plan_threads());
+    conv_plan pl = conv_make_plan(n, &p, cpu_plan_threads());
     return (size_t)pl.team * pl.per_thread + (size_t)(pl.team - 1) * pl.extra + 64 * (size_t)pl.team;
 }
 

@@ -85,8 +85,6 @@ static bool cpu_conv_is_bf16(const kiln_node *n) {
     return n->dtype == KILN_BF16 && n->in[0]->dtype == KILN_BF16 && n->in[1]->dtype == KILN_BF16 && cpu_has_bf16();
 }
 
-static size_t align64(size_t b) { return (b + 63) & ~(size_t)63; }
-
 /* Kiln's layouts as oneDNN memory descriptors: NHWC activations (logical dims N, C, H, W) and
  * HWIO weights (logical O, I, H, W, or G, O/G, I/G, H, W with groups). */
 static bool user_descs(const dconv_key *k, dnnl_memory_desc_t *x, dnnl_memory_desc_t *w, dnnl_memory_desc_t *y) {
@@ -203,14 +201,14 @@ static bool build_as(dconv *e, bool nhwc) {
         e->inner[i] = *md;
         ok = i == out ? make_reorder(&e->inner[i], &e->user[i], &e->reorder[i]) : make_reorder(&e->user[i], &e->inner[i], &e->reorder[i]);
         e->off[i] = at;
-        if (e->reorder[i]) at += align64(dnnl_memory_desc_get_size(&e->inner[i]));
+        if (e->reorder[i]) at += cpu_align64(dnnl_memory_desc_get_size(&e->inner[i]));
     }
     const dnnl_memory_desc_t *sp = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
     if (sp) e->scratch = *sp;
     e->scratch_off = at;
-    at += sp ? align64(dnnl_memory_desc_get_size(sp)) : 0;
+    at += sp ? cpu_align64(dnnl_memory_desc_get_size(sp)) : 0;
     for (int i = 0; i < 3; i++)
-        if (((k->up16 | k->upbf) & (1 << i)) || (k->dnbf && i == out)) { e->up_off[i] = at; at += align64(dnnl_memory_desc_get_size(&e->user[i])); }
+        if (((k->up16 | k->upbf) & (1 << i)) || (k->dnbf && i == out)) { e->up_off[i] = at; at += cpu_align64(dnnl_memory_desc_get_size(&e->user[i])); }
     e->ws = at + 64;
     ok = ok && dnnl_primitive_create(&e->prim, pd) == dnnl_success;
     dnnl_primitive_desc_destroy(pd);

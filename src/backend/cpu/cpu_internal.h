@@ -25,6 +25,18 @@ static inline int cpu_par(const kiln_kctx *c, int64_t work) {
     return work >= CPU_PAR_MIN ? cpu_threads(c) : 1;
 }
 
+/* Threads a workspace is planned for (before the step knows its own count): the session default
+ * or OpenMP's, whichever is larger, so any run fits. */
+static inline int cpu_plan_threads(void) {
+    int t = kiln_threads_resolve(0);
+#ifdef _OPENMP
+    if (omp_get_max_threads() > t) t = omp_get_max_threads();
+#endif
+    return t > 0 ? t : 1;
+}
+
+static inline size_t cpu_align64(size_t b) { return (b + 63) & ~(size_t)63; }
+
 static inline bool cpu_is_f32(const kiln_node *n) {
     if (n->dtype != KILN_F32) return false;
     for (int i = 0; i < n->n_in; i++)

@@ -385,16 +385,6 @@ static void filter_transform(const wgeom *g, const void *w, bool bf, int64_t C, 
 
 /* ---- workspace ---- */
 
-static int plan_threads(void) {
-    int t = kiln_threads_resolve(0);
-#ifdef _OPENMP
-    if (omp_get_max_threads() > t) t = omp_get_max_threads();
-#endif
-    return t > 0 ? t : 1;
-}
-
-static size_t al(size_t b) { return (b + 63) & ~(size_t)63; }
-
 /* Floats per tile in the transformed buffers ([tile][64][channels]): one cache line more than the
  * data, so that the products, which step from tile to tile, do not hit one L1 set with every row. */
 static int64_t tstride(int64_t ch) { return WA2 * ch + 16; }
@@ -416,9 +406,9 @@ static wplan plan_of(const kiln_node *n, const wgeom *g, int nt, int64_t tb) {
         nt = (int)(4.0 * WMAX_FILTER_BYTES / (double)ck) > 1 ? (int)(4.0 * WMAX_FILTER_BYTES / (double)ck) : 1;
     p.nt = nt;
     p.tb = tb;
-    p.u = bf ? 0 : al(ck);
-    p.scratch = n->op == KILN_OP_CONV2D_BWD_INPUT ? al(ck) : 0;
-    p.per_thread = al((size_t)tb * (size_t)(tstride(g->C) + tstride(g->K)) * sizeof(float)) + (bf ? al(ck) : 0);
+    p.u = bf ? 0 : cpu_align64(ck);
+    p.scratch = n->op == KILN_OP_CONV2D_BWD_INPUT ? cpu_align64(ck) : 0;
+    p.per_thread = cpu_align64((size_t)tb * (size_t)(tstride(g->C) + tstride(g->K)) * sizeof(float)) + (bf ? cpu_align64(ck) : 0);
     p.total = p.u + p.scratch + (size_t)nt * p.per_thread + 64;
     return p;
 }
@@ -530,7 +520,7 @@ static kiln_status k_winograd_bwd_filter(const kiln_kctx *c) {
 #endif
         float *Xh = (float *)(ws + (size_t)tid * p.per_thread);
         float *Dh = Xh + (size_t)tb * sc;
-        float *Acc = (float *)((char *)Xh + al((size_t)tb * (size_t)(sc + sk) * sizeof(float)));
+        float *Acc = (float *)((char *)Xh + cpu_align64((size_t)tb * (size_t)(sc + sk) * sizeof(float)));
         memset(Acc, 0, WA2 * ck * sizeof(float));
         #pragma omp for schedule(static)
         for (int64_t blk = 0; blk < blocks; blk++) {
@@ -548,7 +538,7 @@ static kiln_status k_winograd_bwd_filter(const kiln_kctx *c) {
         }
     }
     /* add the threads' sums into thread 0's, then dW[a][b][c][k] = sum AT'[a][xi] AT'[b][nu] Acc[xi nu][c][k] */
-    float *A0 = (float *)(ws + al((size_t)tb * (size_t)(sc + sk) * sizeof(float)));
+    float *A0 = (float *)(ws + cpu_align64((size_t)tb * (size_t)(sc + sk) * sizeof(float)));
     const int R = g.R;
     float *dw = c->out.data;
     #pragma omp parallel for schedule(static) num_threads(nt)
@@ -607,7 +597,7 @@ kiln_kernel_fn cpu_winograd_kernel(const kiln_node *n) {
 size_t cpu_winograd_workspace(const kiln_node *n) {
     if (!eligible(n)) return 0;
     wgeom g = geom_of(n);
-    return plan_of(n, &g, plan_threads(), 0).total;
+    return plan_of(n, &g, cpu_plan_threads(), 0).total;
 }
 
 #else   /* not x86-64: no AVX-512 kernel */
