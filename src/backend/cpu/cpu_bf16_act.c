@@ -114,32 +114,21 @@ static void max_pool_grad_2x2(const pool_p *p, const bf16 *x, const bf16 *y, con
 
 /* Windows of up to 3x3 cells (3x3 stride 2, the other CNN pooling): nine cell pointers per
  * window, cells in the padding pointing at a row of -inf, so the channel loop is one expression
- * in registers. Row-major order keeps the first of equal values, as ref. */
-static const bf16 *neg_inf_row(void) {
-    static bf16 row[POOL9_MAXC];
-    static int done;
-    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-        for (int k = 0; k < POOL9_MAXC; k++) row[k] = 0xff80;    /* -inf */
-        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-    }
-    return row;
-}
+ * in registers. Row-major order keeps the first of equal values, as ref. The gradient's cells
+ * outside a window read NaN (never equal). */
+static const bf16 neg_inf_row[POOL9_MAXC] = { [0 ... POOL9_MAXC - 1] = 0xff80 };
+static const bf16 nan_row[POOL9_MAXC] = { [0 ... POOL9_MAXC - 1] = 0x7fc0 };
 
 static void max_pool_9(const pool_p *p, const bf16 *x, bf16 *y, int nt) {
     const int64_t C = p->C;
-    const bf16 *ninf = neg_inf_row();
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t oh = 0; oh < p->OH; oh++)
             for (int64_t ow = 0; ow < p->OW; ow++) {
                 const bf16 *c9[9];
-                int64_t hs = oh * p->sh - p->pt, ws = ow * p->sw - p->pl;
-                for (int i = 0; i < 3; i++)
-                    for (int j = 0; j < 3; j++) {
-                        int64_t h = hs + i, w = ws + j;
-                        bool in = i < p->kh && j < p->kw && h >= 0 && h < p->H && w >= 0 && w < p->W;
-                        c9[i * 3 + j] = in ? x + ((n * p->H + h) * p->W + w) * C : ninf;
-                    }
+                int64_t off[9];
+                pool9_cells(p, oh, ow, off);
+                for (int i = 0; i < 9; i++) c9[i] = off[i] >= 0 ? x + n * p->H * p->W * C + off[i] : neg_inf_row;
                 bf16 *restrict o = y + ((n * p->OH + oh) * p->OW + ow) * C;
                 const bf16 *restrict a = c9[0], *restrict b = c9[1], *restrict cc = c9[2], *restrict d = c9[3], *restrict e = c9[4],
                                      *restrict f = c9[5], *restrict g = c9[6], *restrict h = c9[7], *restrict q = c9[8];
@@ -212,16 +201,6 @@ static inline void grad9(const bf16 *const s[9], float *const d[9], const bf16 *
     }
 }
 
-static const bf16 *nan_row(void) {
-    static bf16 row[POOL9_MAXC];
-    static int done;
-    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-        for (int k = 0; k < POOL9_MAXC; k++) row[k] = 0x7fc0;    /* NaN */
-        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-    }
-    return row;
-}
-
 /* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. Windows
  * that tile x write each cell once (a selection, exact); overlapping ones add up in an f32 image
  * of the workspace, rounded once, as ref. */
@@ -243,7 +222,6 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
         if (nt > fit) nt = fit;
     }
     const bool nine = acc && pool_9(&p);
-    const bf16 *nanr = nine ? nan_row() : NULL;
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t n = 0; n < p.N; n++) {
         int t = 0;
@@ -274,7 +252,7 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
                     float *d[9];
                     pool9_cells(&p, oh, ow, off);
                     for (int i = 0; i < 9; i++) {
-                        s[i] = off[i] >= 0 ? xn + off[i] : nanr;
+                        s[i] = off[i] >= 0 ? xn + off[i] : nan_row;
                         d[i] = off[i] >= 0 ? an + off[i] : scratch + i * C;
                     }
                     grad9(s, d, y + o, dy + o, C);

@@ -43,32 +43,21 @@ static void max_pool_grad_2x2(const pool_p *p, const float *x, const float *y, c
 }
 
 /* Windows of up to 3x3 cells (pool_9): the channel loop is one expression in registers. Row-major
- * order keeps the first of equal values, as ref. */
-static const float *neg_inf_row(void) {
-    static float row[POOL9_MAXC];
-    static int done;
-    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-        for (int k = 0; k < POOL9_MAXC; k++) row[k] = -INFINITY;
-        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-    }
-    return row;
-}
+ * order keeps the first of equal values, as ref. Cells outside a window read a constant row:
+ * -inf for the max (never wins), NaN for the gradient (never equal). */
+static const float neg_inf_row[POOL9_MAXC] = { [0 ... POOL9_MAXC - 1] = -INFINITY };
+static const float nan_row[POOL9_MAXC] = { [0 ... POOL9_MAXC - 1] = NAN };
 
 static void max_pool_9(const pool_p *p, const float *x, float *y, int nt) {
     const int64_t C = p->C;
-    const float *ninf = neg_inf_row();
     #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t oh = 0; oh < p->OH; oh++)
             for (int64_t ow = 0; ow < p->OW; ow++) {
                 const float *c9[9];
-                int64_t hs = oh * p->sh - p->pt, ws = ow * p->sw - p->pl;
-                for (int i = 0; i < 3; i++)
-                    for (int j = 0; j < 3; j++) {
-                        int64_t h = hs + i, w = ws + j;
-                        bool in = i < p->kh && j < p->kw && h >= 0 && h < p->H && w >= 0 && w < p->W;
-                        c9[i * 3 + j] = in ? x + ((n * p->H + h) * p->W + w) * C : ninf;
-                    }
+                int64_t off[9];
+                pool9_cells(p, oh, ow, off);
+                for (int i = 0; i < 9; i++) c9[i] = off[i] >= 0 ? x + n * p->H * p->W * C + off[i] : neg_inf_row;
                 float *restrict o = y + ((n * p->OH + oh) * p->OW + ow) * C;
                 const float *restrict a = c9[0], *restrict b = c9[1], *restrict cc = c9[2], *restrict d = c9[3], *restrict e = c9[4],
                                       *restrict f = c9[5], *restrict g = c9[6], *restrict h = c9[7], *restrict q = c9[8];
@@ -138,16 +127,6 @@ static inline void grad9(const float *const s[9], float *const d[9], const float
     }
 }
 
-static const float *nan_row(void) {
-    static float row[POOL9_MAXC];
-    static int done;
-    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-        for (int k = 0; k < POOL9_MAXC; k++) row[k] = NAN;
-        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-    }
-    return row;
-}
-
 /* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. */
 static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     pool_p p;
@@ -157,7 +136,6 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
     const int64_t C = p.C;
     if (pool_2x2(&p)) { max_pool_grad_2x2(&p, x, y, dy, dx, cpu_par(c, c->out.numel)); return KILN_OK; }
     const bool tiles = pool_tiles(&p), nine = !tiles && pool_9(&p);
-    const float *nanr = nine ? nan_row() : NULL;
     #pragma omp parallel for schedule(static) num_threads(cpu_par(c, c->out.numel))
     for (int64_t n = 0; n < p.N; n++) {
         const float *xn = x + n * p.H * p.W * C;
@@ -184,7 +162,7 @@ static kiln_status k_max_pool_grad(const kiln_kctx *c) {
                     float *d[9];
                     pool9_cells(&p, oh, ow, off);
                     for (int i = 0; i < 9; i++) {
-                        s[i] = off[i] >= 0 ? xn + off[i] : nanr;
+                        s[i] = off[i] >= 0 ? xn + off[i] : nan_row;
                         d[i] = off[i] >= 0 ? dxn + off[i] : scratch + i * C;
                     }
                     grad9(s, d, y + o, dy + o, C);
