@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "core/core.h"
+#include "io/read_file.h"
 #include "data/pipeline_internal.h"
 
 typedef struct cifar_impl {
@@ -90,38 +91,8 @@ static const char *pick_dir(const char *dir, const char *sub, const char *probe,
     return dir;
 }
 
-static kiln_status read_file(const char *path, uint8_t **out, size_t *n) {
-    *out = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        return kiln_set_error(e == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR, "%s: cannot open: %s", path, strerror(e));
-    }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return kiln_set_error(KILN_IO_ERROR, "%s: not a regular file", path);
-    }
-    size_t size = (size_t)st.st_size;
-    uint8_t *buf = kiln_malloc(size ? size : 1);
-    if (!buf) {
-        fclose(f);
-        return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", path, size);
-    }
-    size_t got = fread(buf, 1, size, f);
-    bool err = ferror(f);
-    fclose(f);
-    if (err || got != size) {
-        kiln_free(buf);
-        return kiln_set_error(KILN_IO_ERROR, "%s: read error after %zu of %zu bytes", path, got, size);
-    }
-    *out = buf;
-    *n = size;
-    return KILN_OK;
-}
-
-kiln_status kiln_read_whole_file(const char *path, uint8_t **out, size_t *n) { return read_file(path, out, n); }
+/* Through the shared non-blocking open: a FIFO or a device is refused, not waited on. */
+kiln_status kiln_read_whole_file(const char *path, uint8_t **out, size_t *n) { return kiln_file_read_all(path, NULL, 0, out, n); }
 
 static kiln_status cifar_load(const char *dir, int variant, bool train, bool coarse, kiln_data **out) {
     if (out) *out = NULL;
@@ -168,7 +139,7 @@ static kiln_status cifar_load(const char *dir, int variant, bool train, bool coa
         snprintf(path, sizeof path, "%s/%s", base_copy, names[f]);
         uint8_t *buf;
         size_t n;
-        kiln_status s = read_file(path, &buf, &n);
+        kiln_status s = kiln_read_whole_file(path, &buf, &n);
         int64_t cnt = 0;
         if (s == KILN_OK) {
             if (at + (int64_t)(n / rec) > total)
