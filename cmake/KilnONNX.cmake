@@ -8,6 +8,7 @@
 # what to install (src/onnx/onnx_none.c). Option: -DKILN_ONNX=OFF.
 # Tests (registered at the end of the configure, once kiln_cli and the CUDA simulator exist):
 #   test_onnx            export / import / round trip / errors (tests/onnx/test_onnx.c)
+#   test_onnx_hostile    crafted files: clean errors, no overflow, bounded folding (tests/onnx/test_onnx_hostile.c)
 #   test_onnx_node       the ONNX backend node tests of libonnx-testdata on the cpu backend
 #   test_onnx_node_cudasim   the same on the CUDA simulator
 #   test_onnx_ort        exported zoo models against onnxruntime (PyPI; skipped when unreachable)
@@ -77,6 +78,10 @@ function(kiln_onnx_tests)
   target_include_directories(test_onnx PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR}/tests/unit ${_gen} ${KILN_PROTOBUF_C_INCLUDE_DIR})
   target_link_libraries(test_onnx PRIVATE kiln_static)
   add_test(NAME test_onnx COMMAND test_onnx WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+  add_executable(test_onnx_hostile ${_src}/test_onnx_hostile.c ${CMAKE_CURRENT_SOURCE_DIR}/tests/unit/check.c)
+  target_include_directories(test_onnx_hostile PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR}/tests/unit ${_gen} ${KILN_PROTOBUF_C_INCLUDE_DIR})
+  target_link_libraries(test_onnx_hostile PRIVATE kiln_static)
+  add_test(NAME test_onnx_hostile COMMAND test_onnx_hostile WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
   add_executable(onnx_probe ${_src}/onnx_probe.c)
   target_link_libraries(onnx_probe PRIVATE kiln_static)
   set_target_properties(onnx_probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})

@@ -75,11 +75,11 @@ kiln_status kiln_graph_from_onnx(kiln_graph *g, const char *path, const kiln_onn
         r->out_names = kiln_calloc((size_t)r->n_out + 1, sizeof *r->out_names);
         bool ok = r->in && r->in_names && r->out && r->out_names;
         for (int i = 0; ok && i < n_in; i++) {
-            char name[512];
+            const char *name = "";
             kiln_dtype dt;
             kiln_shape s;
             r->in[i] = ox_importer_input(im, i);
-            if (ox_input_shape(m, path, i, &dt, &s, name, sizeof name)) name[0] = 0;
+            if (ox_input_shape(m, path, i, &dt, &s, &name)) name = "";
             ok = (r->in_names[i] = dup(name)) != NULL;
         }
         for (int i = 0; ok && i < r->n_out; i++) {

@@ -51,6 +51,49 @@ kiln_status ox_graph_fail(ox_importer *im) {
 
 kiln_status ox_status(const ox_importer *im) { return im->st; }
 
+/* ---- attributes Kiln keeps in an int or sizes something with ---- */
+static bool attr_value_ok(ox_importer *im, const char *name, int64_t v, int64_t lo, int64_t hi) {
+    if (v >= lo && v <= hi) return true;
+    ox_fail(im, KILN_INVALID_ARGUMENT, "attribute '%s' = %lld is outside [%lld, %lld]", name, (long long)v, (long long)lo, (long long)hi);
+    return false;
+}
+
+bool ox_attr_int_in(ox_importer *im, const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t lo, int64_t hi, int64_t *out) {
+    *out = ox_attr_int(n, name, dflt);
+    return attr_value_ok(im, name, *out, lo, hi);
+}
+
+int ox_attr_ints_in(ox_importer *im, const Onnx__NodeProto *n, const char *name, int64_t *out, int max, int64_t lo, int64_t hi) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    if (!a) return -1;
+    if (a->n_ints > (size_t)max) { ox_fail(im, KILN_INVALID_ARGUMENT, "attribute '%s' has %zu values, at most %d are expected", name, a->n_ints, max); return -2; }
+    for (size_t i = 0; i < a->n_ints; i++) {
+        if (!attr_value_ok(im, name, a->ints[i], lo, hi)) return -2;
+        out[i] = a->ints[i];
+    }
+    return (int)a->n_ints;
+}
+
+/* ---- host tensors of values known while building ---- */
+kiln_tensor *ox_host_new(ox_importer *im, kiln_dtype dt, kiln_shape s, bool quiet) {
+    char b[96];
+    int64_t bytes = (int64_t)kiln_dtype_size(dt);
+    bool ok = s.rank >= 0 && s.rank <= KILN_MAX_DIMS;
+    for (int i = 0; ok && i < s.rank; i++) ok = s.dim[i] >= 0 && !__builtin_mul_overflow(bytes, s.dim[i], &bytes);
+    if (!ok || bytes > OX_MAX_FOLDED_BYTES) {
+        if (quiet) return NULL;
+        if (s.rank < 0 || s.rank > KILN_MAX_DIMS) ox_fail(im, KILN_UNSUPPORTED, "its result has rank %d, more than Kiln's %d", s.rank, KILN_MAX_DIMS);
+        else if (!ok) ox_fail(im, KILN_INVALID_ARGUMENT, "its result %s has a negative dimension or a size that overflows", kiln_shape_str(s, b, sizeof b));
+        else ox_fail(im, KILN_UNSUPPORTED, "its result %s %s, computed while the graph is built, takes %lld bytes, more than the %d MiB Kiln "
+                     "folds (a shape computation this large is not one)", kiln_dtype_name(dt), kiln_shape_str(s, b, sizeof b), (long long)bytes,
+                     OX_MAX_FOLDED_BYTES >> 20);
+        return NULL;
+    }
+    kiln_tensor *t = kiln_tensor_new(dt, s);
+    if (!t && !quiet) ox_fail(im, KILN_OUT_OF_MEMORY, "out of host memory for %lld bytes", (long long)bytes);
+    return t;
+}
+
 kiln_status ox_need_static(ox_importer *im, ox_val *v, const char *what) {
     if (im->st) return im->st;
     return ox_fail(im, KILN_UNSUPPORTED, "%s '%s' must be known when the graph is built (an initializer, a Constant or computed "
@@ -102,7 +145,7 @@ static int intern(ox_importer *im, const char *name) {
     int i = find(im, name);
     if (i >= 0) return i;
     i = im->nv++;
-    im->v[i] = (ox_val){ .name = name, .init = -1 };
+    im->v[i] = (ox_val){ .name = name, .init = -1, .producer = -1 };
     for (uint64_t h = hash_str(name);; h++)
         if (im->hash[h & (uint64_t)(im->hcap - 1)] < 0) { im->hash[h & (uint64_t)(im->hcap - 1)] = i; break; }
     return i;
@@ -213,8 +256,17 @@ kiln_node *ox_node_any(ox_importer *im, ox_val *v, int *perm) {
 }
 
 static ox_val *out_val(ox_importer *im, const Onnx__NodeProto *n, int i) {
-    if (!ox_has_out(n, i)) return NULL;
-    return &im->v[find(im, n->output[i])];
+    int k = ox_has_out(n, i) ? find(im, n->output[i]) : -1;
+    return k >= 0 ? &im->v[k] : NULL;
+}
+
+/* "node 'name' (Op)" or "node #i (Op)" for messages. */
+static const char *node_desc(const Onnx__GraphProto *gr, int i, char *buf, size_t len) {
+    const Onnx__NodeProto *n = gr->node[i];
+    const char *op = n->op_type ? n->op_type : "?";
+    if (n->name && *n->name) snprintf(buf, len, "node '%.200s' (%.100s)", n->name, op);
+    else snprintf(buf, len, "node #%d (%.100s)", i, op);
+    return buf;
 }
 
 kiln_status ox_set(ox_importer *im, const Onnx__NodeProto *n, int i, kiln_node *y, const int *perm) {
@@ -250,7 +302,7 @@ kiln_status ox_set_folded(ox_importer *im, const Onnx__NodeProto *n, int i, kiln
 }
 
 kiln_status ox_set_host(ox_importer *im, const Onnx__NodeProto *n, int i, kiln_tensor *t) {
-    if (!t) return ox_fail(im, KILN_OUT_OF_MEMORY, "out of host memory");
+    if (!t) return ox_fail(im, KILN_OUT_OF_MEMORY, "out of host memory");    /* the first error (ox_host_new's) stands */
     ox_val *o = out_val(im, n, i);
     if (!o) { kiln_tensor_free(t); return KILN_OK; }
     o->owned = t;
@@ -332,14 +384,14 @@ static bool is_initializer(const Onnx__GraphProto *gr, const char *name) {
     return false;
 }
 
-kiln_status ox_input_shape(const Onnx__ModelProto *m, const char *path, int k, kiln_dtype *dt, kiln_shape *s, char *name, size_t name_n) {
+kiln_status ox_input_shape(const Onnx__ModelProto *m, const char *path, int k, kiln_dtype *dt, kiln_shape *s, const char **name) {
     const Onnx__GraphProto *gr = m->graph;
     int seen = 0;
     for (size_t i = 0; i < gr->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gr->input[i];
         if (!vi->name || is_initializer(gr, vi->name)) continue;
         if (seen++ != k) continue;
-        if (name) snprintf(name, name_n, "%s", vi->name);
+        if (name) *name = vi->name;
         const Onnx__TypeProto *tp = vi->type;
         if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
             return kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: input '%s' is not a tensor (sequences, maps and optionals are not supported)", path, vi->name);
@@ -362,10 +414,11 @@ kiln_status ox_input_shape(const Onnx__ModelProto *m, const char *path, int k, k
 static kiln_status define_input(ox_importer *im, int k) {
     kiln_dtype dt;
     kiln_shape s;
-    char name[512];
-    kiln_status st = ox_input_shape(im->sp.model, im->sp.path, k, &dt, &s, name, sizeof name);
+    const char *name;
+    kiln_status st = ox_input_shape(im->sp.model, im->sp.path, k, &dt, &s, &name);
     if (st) { im->st = st; return st; }
     int vi = find(im, name);
+    if (vi < 0) return ox_fail(im, KILN_INTERNAL, "input '%s' has no value", name);
     ox_val *v = &im->v[vi];
     im->input_vals[k] = vi;
     const kiln_onnx_input *b = NULL;
@@ -430,7 +483,7 @@ static void mark_needed(ox_importer *im) {
         const Onnx__NodeProto *n = gr->node[i];
         bool need = false;
         for (size_t o = 0; o < n->n_output; o++)
-            if (ox_has_out(n, (int)o)) need |= im->v[find(im, n->output[o])].needed;
+            if (ox_has_out(n, (int)o)) { int k = find(im, n->output[o]); need |= k >= 0 && im->v[k].needed; }
         if (!need) continue;
         for (size_t o = 0; o < n->n_input; o++)
             if (n->input[o] && *n->input[o]) { int k = find(im, n->input[o]); if (k >= 0) im->v[k].needed = true; }
@@ -478,18 +531,48 @@ kiln_status ox_import(const ox_import_spec *spec, ox_importer **out) {
     for (size_t i = 0; !st && i < gr->n_initializer; i++) {
         const Onnx__TensorProto *t = gr->initializer[i];
         if (!t->name || !*t->name) { st = ox_fail(im, KILN_INVALID_ARGUMENT, "initializer %zu has no name", i); break; }
+        if (find(im, t->name) >= 0) { st = ox_fail(im, KILN_INVALID_ARGUMENT, "initializer '%s' is given twice", t->name); break; }
+        /* its shape is read before its values (Shape of it, layouts): checked now, values when read */
+        if (t->n_dims > KILN_MAX_DIMS) {
+            st = ox_fail(im, KILN_UNSUPPORTED, "initializer '%s' has rank %zu, more than Kiln's %d dimensions", t->name, t->n_dims, KILN_MAX_DIMS);
+            break;
+        }
         ox_val *v = &im->v[intern(im, t->name)];
         v->init = (int)i;
         v->defined = true;
-        v->shape.rank = t->n_dims <= KILN_MAX_DIMS ? (int)t->n_dims : KILN_MAX_DIMS;
-        for (int d = 0; d < v->shape.rank; d++) v->shape.dim[d] = t->dims[d];
+        v->shape.rank = (int)t->n_dims;
+        bool neg = false;
+        for (int d = 0; d < v->shape.rank; d++) { v->shape.dim[d] = t->dims[d]; neg |= t->dims[d] < 0; }
+        if (neg || kiln_shape_numel(v->shape) == INT64_MAX) {
+            char b[96];
+            st = ox_fail(im, KILN_INVALID_ARGUMENT, "initializer '%s' has shape %s: a negative dimension or a size that overflows", t->name,
+                         kiln_shape_str(v->shape, b, sizeof b));
+            break;
+        }
         if (!ox_dtype_of(t->data_type, &v->dtype)) v->dtype = KILN_DTYPE_COUNT;   /* an error when read */
     }
-    for (size_t i = 0; !st && i < gr->n_input; i++)
-        if (gr->input[i]->name && !is_initializer(gr, gr->input[i]->name)) { intern(im, gr->input[i]->name); im->n_inputs++; }
+    for (size_t i = 0; !st && i < gr->n_input; i++) {
+        const char *name = gr->input[i]->name;
+        if (!name || is_initializer(gr, name)) continue;
+        if (find(im, name) >= 0) { st = ox_fail(im, KILN_INVALID_ARGUMENT, "graph input '%s' is given twice", name); break; }
+        intern(im, name);
+        im->n_inputs++;
+    }
+    /* single assignment: each value is written once (an initializer, a graph input or one node output) */
     for (size_t i = 0; !st && i < gr->n_node; i++)
-        for (size_t o = 0; o < gr->node[i]->n_output; o++)
-            if (ox_has_out(gr->node[i], (int)o)) intern(im, gr->node[i]->output[o]);
+        for (size_t o = 0; !st && o < gr->node[i]->n_output; o++) {
+            if (!ox_has_out(gr->node[i], (int)o)) continue;
+            const char *name = gr->node[i]->output[o];
+            int k = find(im, name);
+            if (k < 0) { im->v[intern(im, name)].producer = (int)i; continue; }
+            char a[400], b[400];
+            const ox_val *v = &im->v[k];
+            if (v->producer >= 0)
+                st = ox_fail(im, KILN_INVALID_ARGUMENT, "value '%s' is written by %s and again by %s; an ONNX graph assigns each value once", name,
+                             node_desc(gr, v->producer, a, sizeof a), node_desc(gr, (int)i, b, sizeof b));
+            else st = ox_fail(im, KILN_INVALID_ARGUMENT, "output '%s' of %s is also %s; an ONNX graph assigns each value once", name,
+                              node_desc(gr, (int)i, b, sizeof b), v->init >= 0 ? "an initializer" : "a graph input");
+        }
     for (size_t i = 0; !st && i < gr->n_output; i++) {
         const Onnx__TypeProto *tp = gr->output[i]->type;
         if (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
@@ -504,7 +587,7 @@ kiln_status ox_import(const ox_import_spec *spec, ox_importer **out) {
         const Onnx__NodeProto *n = gr->node[i];
         bool need = false;
         for (size_t o = 0; o < n->n_output; o++)
-            if (ox_has_out(n, (int)o)) need |= im->v[find(im, n->output[o])].needed;
+            if (ox_has_out(n, (int)o)) { int k = find(im, n->output[o]); need |= k >= 0 && im->v[k].needed; }
         if (!need) continue;
         im->cur = n;
         im->cur_index = (int)i;

@@ -79,8 +79,11 @@ int ox_importer_init_count(const ox_importer *im);
 /* The initializer's value, converted once (borrowed from the importer). */
 kiln_status ox_importer_init_value(ox_importer *im, int index, const kiln_tensor **out);
 
-/* Static shapes of a graph input (dims; a symbolic leading one is -1). */
-kiln_status ox_input_shape(const Onnx__ModelProto *m, const char *path, int i, kiln_dtype *dt, kiln_shape *s, char *name, size_t name_n);
-/* Transposes a host tensor: out.dim[j] = t.dim[perm[j]]. */
+/* Static shapes of a graph input (dims; a symbolic leading one is -1); *name (may be NULL): its
+ * name, borrowed from m. */
+kiln_status ox_input_shape(const Onnx__ModelProto *m, const char *path, int i, kiln_dtype *dt, kiln_shape *s, const char **name);
+/* Transposes a host tensor: out.dim[j] = t.dim[perm[j]]. _into: into o, of ox_permuted_shape. */
 kiln_tensor *ox_permute(const kiln_tensor *t, const int *perm);
+kiln_shape ox_permuted_shape(kiln_shape s, const int *perm);
+void ox_permute_into(const kiln_tensor *t, const int *perm, kiln_tensor *o);
 #endif

@@ -14,7 +14,7 @@ typedef struct ox_init_use {
 typedef struct ox_model {
     Onnx__ModelProto *proto;
     char *path;
-    char input_name[512];
+    const char *input_name;            /* borrowed from proto */
     bool nhwc;
     int input_perm[KILN_MAX_DIMS];
     int skip_node;
@@ -152,9 +152,9 @@ kiln_status kiln_model_from_onnx(const char *path, const kiln_onnx_model_opts *o
     for (size_t i = 0; i < gr->n_initializer; i++) om->use[i].var = -1;
     kiln_dtype dt;
     kiln_shape s;
-    if ((st = ox_input_shape(om->proto, path, 0, &dt, &s, om->input_name, sizeof om->input_name))) return fail_model(om, NULL, st);
+    if ((st = ox_input_shape(om->proto, path, 0, &dt, &s, &om->input_name))) return fail_model(om, NULL, st);
     kiln_shape extra;
-    if (ox_input_shape(om->proto, path, 1, &dt, &extra, NULL, 0) == KILN_OK)
+    if (ox_input_shape(om->proto, path, 1, &dt, &extra, NULL) == KILN_OK)
         return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: it has several inputs; a Kiln model takes one", path));
     if (gr->n_output != 1)
         return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: it has %zu outputs; a Kiln model has one", path, gr->n_output));

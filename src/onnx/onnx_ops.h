@@ -21,6 +21,7 @@ typedef struct ox_val {
     bool runtime;                     /* node is the value (an op's result, a fed input); host, if any, only a copy known now */
     kiln_tensor *owned;               /* host when the value owns it */
     int init;                         /* initializer index, or -1 */
+    int producer;                     /* the node writing it, or -1 */
     bool needed;                      /* an output of the graph depends on it */
 } ox_val;
 
@@ -74,6 +75,18 @@ void ox_set_known(ox_importer *im, const Onnx__NodeProto *n, int i, kiln_tensor 
 kiln_status ox_set_folded(ox_importer *im, const Onnx__NodeProto *n, int i, kiln_tensor *h, bool all_foldable, kiln_node *y, const int *perm);
 /* The node's output i is its input j's value (Identity, inference Dropout). */
 kiln_status ox_alias(ox_importer *im, const Onnx__NodeProto *n, int i, ox_val *v);
+/* Integer attributes checked against [lo, hi] (values Kiln keeps in an int, sizes, counts):
+ * outside it, an error naming the node, the attribute and the value. ox_attr_int_in: the value or
+ * dflt into *out, false after an error. ox_attr_ints_in: the count, -1 when absent, -2 after an
+ * error (a value out of range, more than max values). */
+bool ox_attr_int_in(ox_importer *im, const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t lo, int64_t hi, int64_t *out);
+int ox_attr_ints_in(ox_importer *im, const Onnx__NodeProto *n, const char *name, int64_t *out, int max, int64_t lo, int64_t hi);
+/* A new host tensor for a value computed while building (folding). Every one is capped at
+ * OX_MAX_FOLDED_BYTES, its size computed with checked arithmetic before allocating; beyond it,
+ * with a negative dimension or rank > KILN_MAX_DIMS: NULL, after an error naming the node and the
+ * size unless quiet (quiet: an optional copy of a value the graph computes anyway). */
+#define OX_MAX_FOLDED_BYTES (64 << 20)
+kiln_tensor *ox_host_new(ox_importer *im, kiln_dtype dt, kiln_shape s, bool quiet);
 /* Errors naming the model, the node and its op; UNSUPPORTED for what Kiln lacks. */
 kiln_status ox_fail(ox_importer *im, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A graph error after a builder returned NULL (kiln_graph_error says why). */

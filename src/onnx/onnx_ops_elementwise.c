@@ -18,11 +18,33 @@ static bool opnd_of(ox_importer *im, ox_val *v, opnd *o) {
 }
 
 static opnd opnd_node(kiln_node *x, const int *perm) {
-    opnd o = { .node = x, .shape = kiln_node_shape(x), .dtype = kiln_node_dtype(x) };
-    if (!x) return o;
+    opnd o = { .node = x };
+    if (!x) return o;                  /* a builder failed: the graph's error says why */
+    o.shape = kiln_node_shape(x);
+    o.dtype = kiln_node_dtype(x);
     kiln_shape s = o.shape;
     for (int j = 0; j < s.rank; j++) { o.perm[j] = perm ? perm[j] : j; o.shape.dim[o.perm[j]] = s.dim[j]; }
     return o;
+}
+
+/* The ONNX (numpy) broadcast of shapes a and b into *out; false after an error naming the inputs
+ * and both shapes. */
+static bool broadcast(ox_importer *im, const char *an, kiln_shape a, const char *bn, kiln_shape b, kiln_shape *out) {
+    int r = a.rank > b.rank ? a.rank : b.rank;
+    kiln_shape s = { .rank = r };
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a.rank), ib = i - (r - b.rank);
+        int64_t da = ia >= 0 ? a.dim[ia] : 1, db = ib >= 0 ? b.dim[ib] : 1;
+        if (da != db && da != 1 && db != 1) {
+            char x[96], y[96];
+            ox_fail(im, KILN_SHAPE_MISMATCH, "inputs '%s' %s and '%s' %s do not broadcast (dimension %d of the result: %lld vs %lld)", an,
+                    kiln_shape_str(a, x, sizeof x), bn, kiln_shape_str(b, y, sizeof y), i, (long long)da, (long long)db);
+            return false;
+        }
+        s.dim[i] = da == 1 ? db : da;
+    }
+    *out = s;
+    return true;
 }
 
 /* o's node in layout want (same rank). */
@@ -35,6 +57,8 @@ static kiln_node *as_layout(ox_importer *im, const opnd *o, const int *want) {
 
 /* a and b as nodes of one rank in one layout *perm, ready for Kiln's (numpy) broadcasting. */
 static bool align2(ox_importer *im, const opnd *a, const opnd *b, kiln_node **na, kiln_node **nb, int *perm) {
+    *na = *nb = NULL;
+    if (!a->node || !b->node) return false;
     int r = a->shape.rank > b->shape.rank ? a->shape.rank : b->shape.rank;
     const opnd *big = a->shape.rank == r ? a : b;
     if (b->shape.rank == r && a->shape.rank == r && kiln_shape_numel(b->shape) > kiln_shape_numel(a->shape)) big = b;
@@ -47,12 +71,14 @@ static bool align2(ox_importer *im, const opnd *a, const opnd *b, kiln_node **na
         int ident[KILN_MAX_DIMS];
         ox_perm_ident(ident, o->shape.rank);
         kiln_node *x = as_layout(im, o, ident);
+        if (!x) return false;
         kiln_shape s = { .rank = r };
         int lead = r - o->shape.rank;
         for (int i = 0; i < r; i++) s.dim[i] = i < lead ? 1 : o->shape.dim[i - lead];
         x = kiln_reshape(ox_graph(im), x, s);
         opnd wide = opnd_node(x, NULL);
         *outs[k] = x ? as_layout(im, &wide, perm) : NULL;
+        if (!*outs[k]) return false;
     }
     return *na && *nb;
 }
@@ -79,7 +105,7 @@ static bin_fn bin_of(const char *t) {
 }
 
 /* Shape arithmetic on known values: numpy broadcasting over doubles (int64 shapes stay exact). */
-static kiln_tensor *fold2(const char *t, const kiln_tensor *a, const kiln_tensor *b) {
+static kiln_tensor *fold2(ox_importer *im, const char *t, const kiln_tensor *a, const kiln_tensor *b, bool quiet) {
     int r = a->shape.rank > b->shape.rank ? a->shape.rank : b->shape.rank;
     kiln_shape s = { .rank = r }, sa = { .rank = r }, sb = { .rank = r };
     for (int i = 0; i < r; i++) {
@@ -89,7 +115,7 @@ static kiln_tensor *fold2(const char *t, const kiln_tensor *a, const kiln_tensor
         if (sa.dim[i] != sb.dim[i] && sa.dim[i] != 1 && sb.dim[i] != 1) return NULL;
         s.dim[i] = sa.dim[i] == 1 ? sb.dim[i] : sa.dim[i];
     }
-    kiln_tensor *o = kiln_tensor_new(a->dtype, s);
+    kiln_tensor *o = ox_host_new(im, a->dtype, s, quiet);
     if (!o) return NULL;
     int64_t n = kiln_shape_numel(s), idx[KILN_MAX_DIMS] = { 0 };
     bool is_int = !kiln_dtype_is_float(a->dtype);
@@ -117,9 +143,13 @@ static kiln_status op_binary(ox_importer *im, const Onnx__NodeProto *n) {
     if (!a || !b) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs two inputs");
     if (a->dtype != b->dtype)
         return ox_fail(im, KILN_INVALID_ARGUMENT, "inputs '%s' (%s) and '%s' (%s) differ in element type", a->name, kiln_dtype_name(a->dtype), b->name, kiln_dtype_name(b->dtype));
+    kiln_shape bs;
+    if (!broadcast(im, a->name, a->shape, b->name, b->shape, &bs)) return ox_status(im);
     const kiln_tensor *ha = ox_static(im, a), *hb = ha ? ox_static(im, b) : NULL;
-    kiln_tensor *h = ha && hb ? fold2(n->op_type, ha, hb) : NULL;       /* shape arithmetic, known now */
-    if (h && ox_foldable(im, a) && ox_foldable(im, b)) return ox_set_host(im, n, 0, h);
+    bool fold = ha && hb && ox_foldable(im, a) && ox_foldable(im, b);
+    kiln_tensor *h = ha && hb ? fold2(im, n->op_type, ha, hb, !fold) : NULL;       /* shape arithmetic, known now */
+    if (ox_status(im)) return ox_status(im);
+    if (h && fold) return ox_set_host(im, n, 0, h);
     if (!strcmp(n->op_type, "Div") && !kiln_dtype_is_float(a->dtype)) {
         kiln_tensor_free(h);
         return ox_fail(im, KILN_UNSUPPORTED, "integer division (%s inputs) is not a Kiln op", kiln_dtype_name(a->dtype));
@@ -135,10 +165,15 @@ static kiln_status op_variadic(ox_importer *im, const Onnx__NodeProto *n) {
     if (k < 1) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs at least one input");
     opnd acc, next;
     ox_val *first = ox_in(im, n, 0);
-    if (!opnd_of(im, first, &acc)) return ox_graph_fail(im);
+    kiln_shape s = first->shape;
     for (int i = 1; i < k; i++) {
         ox_val *v = ox_in(im, n, i);
         if (!v) return ox_fail(im, KILN_INVALID_ARGUMENT, "input %d is missing", i);
+        if (!broadcast(im, i == 1 ? first->name : "the inputs before it", s, v->name, v->shape, &s)) return ox_status(im);
+    }
+    if (!opnd_of(im, first, &acc)) return ox_graph_fail(im);
+    for (int i = 1; i < k; i++) {
+        ox_val *v = ox_in(im, n, i);
         if (v->dtype != first->dtype) return ox_fail(im, KILN_INVALID_ARGUMENT, "inputs differ in element type (%s vs %s)", kiln_dtype_name(first->dtype), kiln_dtype_name(v->dtype));
         if (!opnd_of(im, v, &next) || !apply2(im, bin_of(n->op_type), &acc, &next, &acc)) return ox_graph_fail(im);
     }
@@ -191,10 +226,12 @@ static kiln_status op_unary(ox_importer *im, const Onnx__NodeProto *n) {
     ox_val *v = ox_in(im, n, 0);
     if (!v) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs an input");
     const kiln_tensor *hv = !strcmp(n->op_type, "Neg") || !strcmp(n->op_type, "Abs") ? ox_static(im, v) : NULL;
-    kiln_tensor *h = hv ? kiln_tensor_new(hv->dtype, hv->shape) : NULL;       /* shape arithmetic */
+    bool fold = hv && ox_foldable(im, v);
+    kiln_tensor *h = hv ? ox_host_new(im, hv->dtype, hv->shape, !fold) : NULL;       /* shape arithmetic */
+    if (ox_status(im)) return ox_status(im);
     for (int64_t i = 0; h && i < kiln_shape_numel(h->shape); i++)
         kiln_tensor_set(h, i, n->op_type[0] == 'N' ? -kiln_tensor_get(hv, i) : fabs(kiln_tensor_get(hv, i)));
-    if (h && ox_foldable(im, v)) return ox_set_host(im, n, 0, h);
+    if (h && fold) return ox_set_host(im, n, 0, h);
     int perm[KILN_MAX_DIMS];
     kiln_node *x = ox_node_any(im, v, perm);
     if (!x) { kiln_tensor_free(h); return ox_graph_fail(im); }
@@ -204,6 +241,13 @@ static kiln_status op_unary(ox_importer *im, const Onnx__NodeProto *n) {
 static kiln_status op_prelu(ox_importer *im, const Onnx__NodeProto *n) {
     ox_val *a = ox_in(im, n, 0), *s = ox_in(im, n, 1);
     if (!a || !s) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs X and slope");
+    kiln_shape bs;
+    if (!broadcast(im, a->name, a->shape, s->name, s->shape, &bs)) return ox_status(im);
+    if (!kiln_shape_equal(bs, a->shape)) {
+        char x1[96], x2[96];
+        return ox_fail(im, KILN_SHAPE_MISMATCH, "slope '%s' %s does not broadcast to X '%s' %s", s->name, kiln_shape_str(s->shape, x1, sizeof x1),
+                       a->name, kiln_shape_str(a->shape, x2, sizeof x2));
+    }
     opnd x, sl;
     kiln_node *nx, *ns;
     int perm[KILN_MAX_DIMS];
@@ -213,10 +257,19 @@ static kiln_status op_prelu(ox_importer *im, const Onnx__NodeProto *n) {
 }
 
 /* ---- Clip, Pow ---- */
-static kiln_status scalar_input(ox_importer *im, const Onnx__NodeProto *n, int i, const char *what, bool *given, double *out) {
+/* Input i of n as one number applied to every element of x: known while building, all its values
+ * equal, and broadcasting it leaves x's shape as it is (else ONNX's result would have another). */
+static kiln_status scalar_input(ox_importer *im, const Onnx__NodeProto *n, const ox_val *x, int i, const char *what, bool *given, double *out) {
     ox_val *v = ox_in(im, n, i);
     *given = v != NULL;
     if (!v) return KILN_OK;
+    kiln_shape bs;
+    if (!broadcast(im, x->name, x->shape, v->name, v->shape, &bs)) return ox_status(im);
+    if (!kiln_shape_equal(bs, x->shape)) {
+        char a[96], b[96], c[96];
+        return ox_fail(im, KILN_UNSUPPORTED, "%s '%s' %s would broadcast '%s' %s to %s; Kiln's %s takes one number for the whole tensor", what, v->name,
+                       kiln_shape_str(v->shape, a, sizeof a), x->name, kiln_shape_str(x->shape, b, sizeof b), kiln_shape_str(bs, c, sizeof c), n->op_type);
+    }
     const kiln_tensor *t = ox_static(im, v);
     if (!t) return ox_need_static(im, v, what);
     int64_t k = kiln_shape_numel(t->shape);
@@ -236,7 +289,7 @@ static kiln_status op_clip(ox_importer *im, const Onnx__NodeProto *n) {
         has_hi = ox_attr(n, "max") != NULL;
         lo = ox_attr_float(n, "min", lo);
         hi = ox_attr_float(n, "max", hi);
-    } else if (scalar_input(im, n, 1, "min", &has_lo, &lo) || scalar_input(im, n, 2, "max", &has_hi, &hi)) return ox_status(im);
+    } else if (scalar_input(im, n, v, 1, "min", &has_lo, &lo) || scalar_input(im, n, v, 2, "max", &has_hi, &hi)) return ox_status(im);
     int perm[KILN_MAX_DIMS];
     kiln_node *x = ox_node_any(im, v, perm);
     kiln_graph *g = ox_graph(im);
@@ -250,7 +303,7 @@ static kiln_status op_pow(ox_importer *im, const Onnx__NodeProto *n) {
     bool given;
     double e = 1;
     if (!ox_in(im, n, 1)) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs an exponent");
-    if (scalar_input(im, n, 1, "exponent", &given, &e)) return ox_status(im);
+    if (scalar_input(im, n, v, 1, "exponent", &given, &e)) return ox_status(im);
     int perm[KILN_MAX_DIMS];
     kiln_node *x = ox_node_any(im, v, perm);
     return ox_set(im, n, 0, x ? kiln_pow(ox_graph(im), x, e) : NULL, perm);
@@ -262,9 +315,11 @@ static kiln_status cast_to(ox_importer *im, const Onnx__NodeProto *n, ox_val *v,
     if (!ox_dtype_of(to, &dt)) return ox_fail(im, KILN_UNSUPPORTED, "casting to %s: an element type Kiln lacks", ox_type_name(to));
     if (dt == v->dtype) return ox_alias(im, n, 0, v);
     const kiln_tensor *hv = ox_static(im, v);
-    kiln_tensor *h = hv ? kiln_tensor_new(dt, hv->shape) : NULL;
+    bool fold = hv && ox_foldable(im, v);
+    kiln_tensor *h = hv ? ox_host_new(im, dt, hv->shape, !fold) : NULL;
+    if (ox_status(im)) return ox_status(im);
     for (int64_t i = 0; h && i < kiln_shape_numel(hv->shape); i++) kiln_tensor_set(h, i, kiln_tensor_get(hv, i));
-    if (h && ox_foldable(im, v)) return ox_set_host(im, n, 0, h);
+    if (h && fold) return ox_set_host(im, n, 0, h);
     int perm[KILN_MAX_DIMS];
     kiln_node *x = ox_node_any(im, v, perm);
     return ox_set_folded(im, n, 0, h, false, x ? kiln_cast(ox_graph(im), x, dt) : NULL, perm);
@@ -273,7 +328,9 @@ static kiln_status cast_to(ox_importer *im, const Onnx__NodeProto *n, ox_val *v,
 static kiln_status op_cast(ox_importer *im, const Onnx__NodeProto *n) {
     if (!ox_attr(n, "to")) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'to' is missing");
     if (ox_attr_int(n, "saturate", 1) != 1) return ox_fail(im, KILN_UNSUPPORTED, "attribute 'saturate' = 0");
-    return cast_to(im, n, ox_in(im, n, 0), (int32_t)ox_attr_int(n, "to", 0));
+    int64_t to;
+    if (!ox_attr_int_in(im, n, "to", 0, 0, INT32_MAX, &to)) return ox_status(im);
+    return cast_to(im, n, ox_in(im, n, 0), (int32_t)to);
 }
 
 static kiln_status op_cast_like(ox_importer *im, const Onnx__NodeProto *n) {
@@ -285,6 +342,8 @@ static kiln_status op_cast_like(ox_importer *im, const Onnx__NodeProto *n) {
 static kiln_status op_equal(ox_importer *im, const Onnx__NodeProto *n) {
     ox_val *a = ox_in(im, n, 0), *b = ox_in(im, n, 1);
     if (!a || !b) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs two inputs");
+    kiln_shape bs;
+    if (!broadcast(im, a->name, a->shape, b->name, b->shape, &bs)) return ox_status(im);
     opnd x, y, out;
     if (!opnd_of(im, a, &x) || !opnd_of(im, b, &y) || !apply2(im, kiln_equal, &x, &y, &out)) return ox_graph_fail(im);
     return ox_set(im, n, 0, out.node, out.perm);

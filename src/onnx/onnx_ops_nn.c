@@ -24,28 +24,35 @@ static kiln_status window(ox_importer *im, const Onnx__NodeProto *n, const ox_va
     memset(w, 0, sizeof *w);
     w->nsp = r - 2;
     int64_t ks[2], st[2] = { 1, 1 }, dl[2] = { 1, 1 }, pads[4] = { 0 };
-    int nk = ox_attr_ints(n, "kernel_shape", ks, 2);
+    /* each window attribute is an int in Kiln's ops: checked here, and every size built from them in int64 below */
+    int nk = ox_attr_ints_in(im, n, "kernel_shape", ks, 2, 1, INT32_MAX);
+    if (nk == -2) return ox_status(im);
     if (nk == -1 && kdims) { for (int i = 0; i < w->nsp; i++) ks[i] = kdims[i]; nk = w->nsp; }
     if (nk != w->nsp) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'kernel_shape' must have %d values", w->nsp);
     if (kdims) for (int i = 0; i < w->nsp; i++)
         if (kdims[i] != ks[i]) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'kernel_shape' does not match the weights' spatial sizes");
     int c;
-    if ((c = ox_attr_ints(n, "strides", st, 2)) != -1 && c != w->nsp) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'strides' must have %d values", w->nsp);
-    if ((c = ox_attr_ints(n, "dilations", dl, 2)) != -1 && c != w->nsp) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'dilations' must have %d values", w->nsp);
-    if ((c = ox_attr_ints(n, "pads", pads, 4)) != -1 && c != 2 * w->nsp) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'pads' must have %d values", 2 * w->nsp);
+    if ((c = ox_attr_ints_in(im, n, "strides", st, 2, 1, INT32_MAX)) != -1 && c != w->nsp) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'strides' must have %d values", w->nsp);
+    if ((c = ox_attr_ints_in(im, n, "dilations", dl, 2, 1, INT32_MAX)) != -1 && c != w->nsp) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'dilations' must have %d values", w->nsp);
+    if ((c = ox_attr_ints_in(im, n, "pads", pads, 4, 0, INT32_MAX)) != -1 && c != 2 * w->nsp) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'pads' must have %d values", 2 * w->nsp);
     char ap[32];
     ox_attr_str(n, "auto_pad", ap, sizeof ap);
     bool ceil = ox_attr_int(n, "ceil_mode", 0) != 0;
     for (int i = 0; i < w->nsp; i++) {
+        if (ks[i] < 1 || ks[i] > INT32_MAX) return ox_fail(im, KILN_UNSUPPORTED, "a kernel of %lld cells on spatial axis %d", (long long)ks[i], i);
         w->in[i] = x->shape.dim[2 + i];
         w->k[i] = (int)ks[i];
         w->s[i] = (int)st[i];
         w->d[i] = (int)dl[i];
         if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1) return ox_fail(im, KILN_INVALID_ARGUMENT, "kernel, strides and dilations must be >= 1");
-        int64_t eff = (int64_t)(w->k[i] - 1) * w->d[i] + 1;
+        int64_t eff = (int64_t)(w->k[i] - 1) * w->d[i] + 1;       /* < 2^62 */
+        if (eff > w->in[i] + 2 * (int64_t)INT32_MAX)
+            return ox_fail(im, KILN_SHAPE_MISMATCH, "the window (kernel %d, dilation %d) spans %lld cells, more than input '%s' and any padding", w->k[i], w->d[i],
+                           (long long)eff, x->name);
         if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-            int64_t o = (w->in[i] + w->s[i] - 1) / w->s[i], total = (o - 1) * w->s[i] + eff - w->in[i];
+            int64_t o = (w->in[i] + w->s[i] - 1) / w->s[i], total = (o - 1) * w->s[i] + eff - w->in[i];     /* (o - 1) s < in */
             if (total < 0) total = 0;
+            if (total > INT32_MAX) return ox_fail(im, KILN_SHAPE_MISMATCH, "SAME padding of %lld cells for input '%s'", (long long)total, x->name);
             int small = (int)(total / 2), big = (int)(total - total / 2);
             w->pb[i] = ap[5] == 'U' ? small : big;
             w->pe[i] = ap[5] == 'U' ? big : small;
@@ -105,8 +112,9 @@ static kiln_status op_conv(ox_importer *im, const Onnx__NodeProto *n) {
     if (wv->shape.rank != r) return ox_fail(im, KILN_SHAPE_MISMATCH, "W '%s' has rank %d, X has %d", wv->name, wv->shape.rank, r);
     win w;
     if (window(im, n, x, &wv->shape.dim[2], false, &w)) return ox_status(im);
-    int64_t groups = ox_attr_int(n, "group", 1), cin = x->shape.dim[1], m = wv->shape.dim[0];
-    if (groups < 1 || cin % groups || m % groups || wv->shape.dim[1] * groups != cin)
+    int64_t groups, cin = x->shape.dim[1], m = wv->shape.dim[0], wc;
+    if (!ox_attr_int_in(im, n, "group", 1, 1, INT32_MAX, &groups)) return ox_status(im);
+    if (cin % groups || m % groups || __builtin_mul_overflow(wv->shape.dim[1], groups, &wc) || wc != cin)
         return ox_fail(im, KILN_SHAPE_MISMATCH, "group %lld does not fit X's %lld channels and W '%s' [%lld, %lld, ...]", (long long)groups,
                        (long long)cin, wv->name, (long long)m, (long long)wv->shape.dim[1]);
     kiln_graph *g = ox_graph(im);
@@ -137,28 +145,36 @@ static kiln_status op_conv_transpose(ox_importer *im, const Onnx__NodeProto *n) 
     int r = x->shape.rank, nsp = r - 2;
     if ((r != 3 && r != 4) || wv->shape.rank != r)
         return ox_fail(im, KILN_UNSUPPORTED, "input '%s' has rank %d: Kiln runs 1-D and 2-D ConvTranspose", x->name, r);
-    int64_t groups = ox_attr_int(n, "group", 1), c = x->shape.dim[1], m = wv->shape.dim[1] * groups;
-    if (groups < 1 || wv->shape.dim[0] != c || c % groups)
+    int64_t groups, c = x->shape.dim[1], m;
+    if (!ox_attr_int_in(im, n, "group", 1, 1, INT32_MAX, &groups)) return ox_status(im);
+    if (__builtin_mul_overflow(wv->shape.dim[1], groups, &m) || wv->shape.dim[0] != c || c % groups)
         return ox_fail(im, KILN_SHAPE_MISMATCH, "W '%s' does not fit X's %lld channels in %lld groups", wv->name, (long long)c, (long long)groups);
     int64_t st[2] = { 1, 1 }, dl[2] = { 1, 1 }, op[2] = { 0, 0 }, pads[4] = { 0 }, os[2], ks[2];
     int k;
-    if (((k = ox_attr_ints(n, "strides", st, 2)) != -1 && k != nsp) || ((k = ox_attr_ints(n, "dilations", dl, 2)) != -1 && k != nsp) ||
-        ((k = ox_attr_ints(n, "output_padding", op, 2)) != -1 && k != nsp) || ((k = ox_attr_ints(n, "pads", pads, 4)) != -1 && k != 2 * nsp) ||
-        ((k = ox_attr_ints(n, "kernel_shape", ks, 2)) != -1 && k != nsp))
-        return ox_fail(im, KILN_INVALID_ARGUMENT, "strides, dilations, output_padding, kernel_shape or pads has the wrong length");
-    int n_os = ox_attr_ints(n, "output_shape", os, 2);
+    if (((k = ox_attr_ints_in(im, n, "strides", st, 2, 1, INT32_MAX)) != -1 && k != nsp) ||
+        ((k = ox_attr_ints_in(im, n, "dilations", dl, 2, 1, INT32_MAX)) != -1 && k != nsp) ||
+        ((k = ox_attr_ints_in(im, n, "output_padding", op, 2, 0, INT32_MAX)) != -1 && k != nsp) ||
+        ((k = ox_attr_ints_in(im, n, "pads", pads, 4, 0, INT32_MAX)) != -1 && k != 2 * nsp) ||
+        ((k = ox_attr_ints_in(im, n, "kernel_shape", ks, 2, 1, INT32_MAX)) != -1 && k != nsp))
+        return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "strides, dilations, output_padding, kernel_shape or pads has the wrong length");
+    int n_os = ox_attr_ints_in(im, n, "output_shape", os, 2, 1, INT32_MAX);
+    if (ox_status(im)) return ox_status(im);
     if (n_os >= 0 && n_os != nsp) return ox_fail(im, KILN_UNSUPPORTED, "attribute 'output_shape' with the batch and channel sizes");
     char ap[32];
     ox_attr_str(n, "auto_pad", ap, sizeof ap);
     int64_t pb[2], pe[2], out[2];
     for (int i = 0; i < nsp; i++) {
-        int64_t in = x->shape.dim[2 + i], kk = wv->shape.dim[2 + i], eff = (kk - 1) * dl[i] + 1;
+        int64_t in = x->shape.dim[2 + i], kk = wv->shape.dim[2 + i], eff, span;
+        if (kk < 1 || kk > INT32_MAX || in > INT32_MAX) return ox_fail(im, KILN_UNSUPPORTED, "W '%s' or X '%s' is larger than Kiln's ConvTranspose takes", wv->name, x->name);
+        eff = (kk - 1) * dl[i] + 1;                                 /* every factor < 2^31: no overflow */
+        span = st[i] * (in - 1) + op[i] + eff;                      /* < 2^63 */
         if (k != -1 && ks[i] != kk) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'kernel_shape' does not match W");
         if (op[i] < 0 || op[i] >= st[i]) return ox_fail(im, KILN_UNSUPPORTED, "attribute 'output_padding' %lld not in [0, stride)", (long long)op[i]);
         bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
         if (n_os >= 0 || same) {
             out[i] = n_os >= 0 ? os[i] : in * st[i];
-            int64_t total = st[i] * (in - 1) + op[i] + eff - out[i];
+            int64_t total = span - out[i];
+            if (total > 2 * (int64_t)INT32_MAX) return ox_fail(im, KILN_UNSUPPORTED, "padding of %lld cells", (long long)total);
             if (total < 0) return ox_fail(im, KILN_UNSUPPORTED, "an output larger than the input covers (negative padding)");
             bool upper = !strcmp(ap, "SAME_UPPER");
             pb[i] = upper ? total / 2 : total - total / 2;
@@ -166,7 +182,7 @@ static kiln_status op_conv_transpose(ox_importer *im, const Onnx__NodeProto *n) 
         } else if (!*ap || !strcmp(ap, "NOTSET") || !strcmp(ap, "VALID")) {
             pb[i] = *ap == 'V' ? 0 : pads[i];
             pe[i] = *ap == 'V' ? 0 : pads[i + nsp];
-            out[i] = st[i] * (in - 1) + op[i] + eff - pb[i] - pe[i];
+            out[i] = span - pb[i] - pe[i];
             if (pb[i] < 0 || pe[i] < 0 || out[i] < 1) return ox_fail(im, KILN_INVALID_ARGUMENT, "pads give no output");
         } else return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'auto_pad' = '%s'", ap);
     }
@@ -443,7 +459,7 @@ static kiln_status op_dropout(ox_importer *im, const Onnx__NodeProto *n) {
     if (!(ratio >= 0 && ratio < 1)) return ox_fail(im, KILN_INVALID_ARGUMENT, "ratio %g must be in [0, 1)", ratio);
     if (ox_has_out(n, 1)) {
         if (training && ratio > 0) return ox_fail(im, KILN_UNSUPPORTED, "output 'mask' while dropping (Kiln's Dropout does not return its mask)");
-        kiln_tensor *mask = kiln_tensor_new(KILN_BOOL, x->shape);
+        kiln_tensor *mask = ox_host_new(im, KILN_BOOL, x->shape, false);
         if (mask) memset(mask->data, 1, kiln_tensor_nbytes(mask));
         kiln_status st = ox_set_host(im, n, 1, mask);
         if (st) return st;

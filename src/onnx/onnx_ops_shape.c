@@ -8,8 +8,9 @@
 #include "onnx/onnx_ops.h"
 #include "ops/op.h"
 
-static kiln_tensor *host_copy(const kiln_tensor *t, kiln_shape s) {
-    kiln_tensor *o = kiln_tensor_new(t->dtype, s);
+/* t's values in shape s (same count); quiet: only a copy known alongside a graph value. */
+static kiln_tensor *host_copy(ox_importer *im, const kiln_tensor *t, kiln_shape s, bool quiet) {
+    kiln_tensor *o = ox_host_new(im, t->dtype, s, quiet);
     if (o && kiln_tensor_nbytes(o)) memcpy(o->data, t->data, kiln_tensor_nbytes(o));
     return o;
 }
@@ -21,8 +22,10 @@ static kiln_status reshaped(ox_importer *im, const Onnx__NodeProto *n, ox_val *v
         return ox_fail(im, KILN_SHAPE_MISMATCH, "cannot reshape '%s' %s to %s", v->name, kiln_shape_str(v->shape, a, sizeof a), kiln_shape_str(s, b, sizeof b));
     }
     const kiln_tensor *hv = ox_static(im, v);
-    kiln_tensor *h = hv ? host_copy(hv, s) : NULL;
-    if (h && ox_foldable(im, v)) return ox_set_host(im, n, 0, h);
+    bool fold = hv && ox_foldable(im, v);
+    kiln_tensor *h = hv ? host_copy(im, hv, s, !fold) : NULL;
+    if (ox_status(im)) return ox_status(im);
+    if (h && fold) return ox_set_host(im, n, 0, h);
     kiln_node *x = ox_node(im, v);
     return ox_set_folded(im, n, 0, h, false, x ? kiln_reshape(ox_graph(im), x, s) : NULL, NULL);
 }
@@ -63,7 +66,7 @@ static kiln_status op_reshape(ox_importer *im, const Onnx__NodeProto *n) {
             continue;
         } else if (t[i] < 0) return ox_fail(im, KILN_INVALID_ARGUMENT, "shape[%d] = %lld", i, (long long)t[i]);
         else s.dim[i] = t[i];
-        known *= s.dim[i];
+        if (__builtin_mul_overflow(known, s.dim[i], &known)) return ox_fail(im, KILN_INVALID_ARGUMENT, "the size of shape overflows");
     }
     if (infer >= 0) s.dim[infer] = known ? kiln_shape_numel(x->shape) / known : 0;
     return reshaped(im, n, x, s);
@@ -130,8 +133,11 @@ static kiln_status op_transpose(ox_importer *im, const Onnx__NodeProto *n) {
         perm[i] = (int)tp[i];
     }
     const kiln_tensor *hv = ox_static(im, x);
-    kiln_tensor *h = hv ? ox_permute(hv, perm) : NULL;
-    if (h && ox_foldable(im, x)) return ox_set_host(im, n, 0, h);
+    bool fold = hv && ox_foldable(im, x);
+    kiln_tensor *h = hv ? ox_host_new(im, hv->dtype, ox_permuted_shape(hv->shape, perm), !fold) : NULL;
+    if (ox_status(im)) return ox_status(im);
+    if (h) ox_permute_into(hv, perm, h);
+    if (h && fold) return ox_set_host(im, n, 0, h);
     int p[KILN_MAX_DIMS], q[KILN_MAX_DIMS];
     kiln_node *xn = ox_node_any(im, x, p);
     for (int j = 0; j < r; j++) q[j] = inv[p[j]];        /* no op: the node's axis j holds output axis inv[p[j]] */
@@ -139,10 +145,9 @@ static kiln_status op_transpose(ox_importer *im, const Onnx__NodeProto *n) {
 }
 
 /* ---- Concat ---- */
-static kiln_tensor *host_concat(const kiln_tensor *const *ts, int k, int axis) {
-    kiln_shape s = ts[0]->shape;
-    for (int i = 1; i < k; i++) s.dim[axis] += ts[i]->shape.dim[axis];
-    kiln_tensor *o = kiln_tensor_new(ts[0]->dtype, s);
+/* The inputs (their shapes checked equal but on axis, s their concatenation). */
+static kiln_tensor *host_concat(ox_importer *im, const kiln_tensor *const *ts, int k, int axis, kiln_shape s, bool quiet) {
+    kiln_tensor *o = ox_host_new(im, ts[0]->dtype, s, quiet);
     if (!o) return NULL;
     int64_t outer = 1, es = (int64_t)kiln_dtype_size(o->dtype);
     for (int d = 0; d < axis; d++) outer *= s.dim[d];
@@ -165,14 +170,23 @@ static kiln_status op_concat(ox_importer *im, const Onnx__NodeProto *n) {
     if (a < 0) return ox_status(im);
     const kiln_tensor *hs[64];
     bool known = k <= 64, fold = true;
+    kiln_shape s = first->shape;       /* the result */
     for (int i = 0; i < k; i++) {
         ox_val *v = ox_in(im, n, i);
         if (!v || v->shape.rank != r || v->dtype != first->dtype) return ox_fail(im, KILN_INVALID_ARGUMENT, "input %d differs in rank or element type", i);
+        for (int d = 0; d < r; d++) {
+            char b0[96], bi[96];
+            if (d != a && v->shape.dim[d] != first->shape.dim[d])
+                return ox_fail(im, KILN_SHAPE_MISMATCH, "input %d '%s' %s and input 0 '%s' %s differ in dimension %d (only axis %d may differ)", i, v->name,
+                               kiln_shape_str(v->shape, bi, sizeof bi), first->name, kiln_shape_str(first->shape, b0, sizeof b0), d, a);
+        }
+        if (i && __builtin_add_overflow(s.dim[a], v->shape.dim[a], &s.dim[a])) return ox_fail(im, KILN_INVALID_ARGUMENT, "the result's size overflows");
         if (known && !(hs[i] = ox_static(im, v))) known = false;
         fold = fold && ox_foldable(im, v);
     }
     if (k == 1) return ox_alias(im, n, 0, first);
-    kiln_tensor *h = known ? host_concat(hs, k, a) : NULL;
+    kiln_tensor *h = known ? host_concat(im, hs, k, a, s, !fold) : NULL;
+    if (ox_status(im)) return ox_status(im);
     if (h && fold) return ox_set_host(im, n, 0, h);
     kiln_node **xs = kiln_calloc((size_t)k, sizeof *xs);
     if (!xs) { kiln_tensor_free(h); return ox_fail(im, KILN_OUT_OF_MEMORY, "out of host memory"); }
@@ -198,6 +212,7 @@ static kiln_status op_split(ox_importer *im, const Onnx__NodeProto *n) {
     if (ox_opset(im) < 13) k = ox_attr_ints(n, "split", sizes, 64);
     else if (ox_in(im, n, 1)) k = ox_static_ints(im, n, ox_in(im, n, 1), "split", sizes, 64);
     if (ox_status(im)) return ox_status(im);
+    if (outs < 1) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs outputs");
     int64_t dim = x->shape.dim[a], total = 0;
     if (k < 0) {
         if (dim % outs) return ox_fail(im, KILN_UNSUPPORTED, "%lld does not split into %d equal parts", (long long)dim, outs);
@@ -205,7 +220,9 @@ static kiln_status op_split(ox_importer *im, const Onnx__NodeProto *n) {
         k = outs;
     }
     if (k != outs) return ox_fail(im, KILN_INVALID_ARGUMENT, "'split' has %d sizes for %d outputs", k, outs);
-    for (int i = 0; i < k; i++) total += sizes[i];
+    for (int i = 0; i < k; i++)
+        if (sizes[i] < 0 || __builtin_add_overflow(total, sizes[i], &total))
+            return ox_fail(im, KILN_INVALID_ARGUMENT, "split size %d is %lld (negative, or the sizes overflow)", i, (long long)sizes[i]);
     if (total != dim) return ox_fail(im, KILN_INVALID_ARGUMENT, "the split sizes add up to %lld, axis %d has %lld", (long long)total, a, (long long)dim);
     int p[KILN_MAX_DIMS];
     kiln_node *xn = ox_node_any(im, x, p);
@@ -261,9 +278,11 @@ static kiln_status op_slice(ox_importer *im, const Onnx__NodeProto *n) {
     const kiln_tensor *hv = r <= 1 ? ox_static(im, x) : NULL;
     kiln_tensor *h = NULL;
     if (hv) {       /* shape arithmetic */
-        h = kiln_tensor_new(hv->dtype, r ? KILN_SHAPE(size[0]) : KILN_SCALAR);
+        bool fold = ox_foldable(im, x) != NULL;
+        h = ox_host_new(im, hv->dtype, r ? KILN_SHAPE(size[0]) : KILN_SCALAR, !fold);
+        if (ox_status(im)) return ox_status(im);
         for (int64_t i = 0; h && i < (r ? size[0] : 1); i++) kiln_tensor_set(h, i, kiln_tensor_get(hv, begin[0] + i));
-        if (h && ox_foldable(im, x)) return ox_set_host(im, n, 0, h);
+        if (h && fold) return ox_set_host(im, n, 0, h);
     }
     int p[KILN_MAX_DIMS];
     kiln_node *xn = ox_node_any(im, x, p);
@@ -307,6 +326,9 @@ static kiln_status op_pad(ox_importer *im, const Onnx__NodeProto *n) {
         kp[2 * j] = pads[p[j]];
         kp[2 * j + 1] = pads[p[j] + r];
         if (kp[2 * j] < 0 || kp[2 * j + 1] < 0) return ox_fail(im, KILN_UNSUPPORTED, "negative pads (cropping)");
+        int64_t d;
+        if (__builtin_add_overflow(x->shape.dim[p[j]], kp[2 * j], &d) || __builtin_add_overflow(d, kp[2 * j + 1], &d))
+            return ox_fail(im, KILN_INVALID_ARGUMENT, "pads %lld and %lld overflow the size of axis %d", (long long)kp[2 * j], (long long)kp[2 * j + 1], p[j]);
     }
     return ox_set(im, n, 0, kiln_pad(ox_graph(im), xn, kp, value), p);
 }
@@ -325,7 +347,9 @@ static kiln_status op_expand(ox_importer *im, const Onnx__NodeProto *n) {
         int64_t b = it >= 0 ? t[it] : 1;
         if (in.dim[i] != b && in.dim[i] != 1 && b != 1) return ox_fail(im, KILN_SHAPE_MISMATCH, "shape does not broadcast with '%s'", x->name);
         out.dim[i] = in.dim[i] == 1 ? b : in.dim[i];
+        if (out.dim[i] < 1) return ox_fail(im, KILN_UNSUPPORTED, "shape[%d] = %lld: Kiln's tensors have at least one element", it, (long long)b);
     }
+    if (kiln_shape_numel(out) == INT64_MAX) return ox_fail(im, KILN_INVALID_ARGUMENT, "the size of the result overflows");
     kiln_node *xn = ox_node(im, x);
     if (xn && in.rank != x->shape.rank) xn = kiln_reshape(ox_graph(im), xn, in);
     return ox_set(im, n, 0, xn ? kiln_broadcast_to(ox_graph(im), xn, out) : NULL, NULL);
@@ -338,17 +362,25 @@ static kiln_status op_tile(ox_importer *im, const Onnx__NodeProto *n) {
     int r = x->shape.rank, k = ox_static_ints(im, n, rv, "repeats", rep, KILN_MAX_DIMS);
     if (k < 0) return ox_status(im);
     if (k != r) return ox_fail(im, KILN_INVALID_ARGUMENT, "repeats has %d values for rank %d", k, r);
+    kiln_shape out = x->shape;
+    for (int i = 0; i < r; i++) {
+        if (rep[i] < 1) return ox_fail(im, KILN_UNSUPPORTED, "repeats[%d] = %lld: below 1", i, (long long)rep[i]);
+        if (__builtin_mul_overflow(out.dim[i], rep[i], &out.dim[i]))
+            return ox_fail(im, KILN_INVALID_ARGUMENT, "repeats[%d] = %lld overflows the size of axis %d", i, (long long)rep[i], i);
+    }
+    if (kiln_shape_numel(out) == INT64_MAX) return ox_fail(im, KILN_INVALID_ARGUMENT, "the size of the result overflows");
     int p[KILN_MAX_DIMS];
     kiln_node *y = ox_node_any(im, x, p);
-    for (int j = 0; y && j < r; j++) {
-        int64_t c = rep[p[j]];
-        if (c < 1) return ox_fail(im, KILN_UNSUPPORTED, "repeats below 1");
+    kiln_graph *g = ox_graph(im);
+    for (int j = 0; y && j < r; j++) {          /* node axis j: [before, 1, dim * after] broadcast to [before, c, dim * after] */
+        int64_t c = rep[p[j]], before = 1, rest = 1;
         if (c == 1) continue;
-        kiln_node **xs = kiln_calloc((size_t)c, sizeof *xs);
-        if (!xs) return ox_fail(im, KILN_OUT_OF_MEMORY, "out of host memory");
-        for (int64_t i = 0; i < c; i++) xs[i] = y;
-        y = kiln_concat(ox_graph(im), xs, (int)c, j);
-        kiln_free(xs);
+        kiln_shape s = kiln_node_shape(y), o = s;
+        for (int i = 0; i < r; i++) *(i < j ? &before : &rest) *= s.dim[i];
+        y = kiln_reshape(g, y, KILN_SHAPE(before, 1, rest));
+        y = kiln_broadcast_to(g, y, KILN_SHAPE(before, c, rest));
+        o.dim[j] *= c;
+        y = kiln_reshape(g, y, o);
     }
     return ox_set(im, n, 0, y, p);
 }
@@ -385,8 +417,12 @@ static kiln_status op_resize(ox_importer *im, const Onnx__NodeProto *n) {
         if (kiln_shape_numel(t->shape) != r) return ox_fail(im, KILN_INVALID_ARGUMENT, "scales needs %d values", r);
         for (int i = 0; i < r; i++) f[i] = kiln_tensor_get(t, i);
     } else return ox_fail(im, KILN_INVALID_ARGUMENT, "needs scales or sizes");
-    for (int i = 0; i < r; i++)
-        if (f[i] < 1 || f[i] != floor(f[i])) return ox_fail(im, KILN_UNSUPPORTED, "scale %g on axis %d: Kiln resizes by whole factors >= 1", f[i], i);
+    kiln_shape out = x->shape;
+    for (int i = 0; i < r; i++) {
+        if (!(f[i] >= 1 && f[i] <= INT32_MAX) || f[i] != floor(f[i])) return ox_fail(im, KILN_UNSUPPORTED, "scale %g on axis %d: Kiln resizes by whole factors >= 1", f[i], i);
+        if (__builtin_mul_overflow(out.dim[i], (int64_t)f[i], &out.dim[i])) return ox_fail(im, KILN_INVALID_ARGUMENT, "scale %g overflows the size of axis %d", f[i], i);
+    }
+    if (kiln_shape_numel(out) == INT64_MAX) return ox_fail(im, KILN_INVALID_ARGUMENT, "the size of the result overflows");
     int p[KILN_MAX_DIMS];
     kiln_node *y = ox_node_any(im, x, p);
     kiln_graph *g = ox_graph(im);
@@ -434,7 +470,9 @@ static kiln_status op_gather(ox_importer *im, const Onnx__NodeProto *n) {
     const kiln_tensor *hx = idx ? ox_static(im, x) : NULL;
     kiln_tensor *known = NULL;
     if (hx) {                          /* shape arithmetic: gather on the host */
-        kiln_tensor *o = kiln_tensor_new(hx->dtype, os);
+        bool fold = ox_foldable(im, x) != NULL;
+        kiln_tensor *o = ox_host_new(im, hx->dtype, os, !fold);
+        if (ox_status(im)) { kiln_tensor_free(idx); return ox_status(im); }
         int64_t outer = 1, inner = 1, nidx = kiln_shape_numel(idx->shape), es = (int64_t)kiln_dtype_size(hx->dtype);
         for (int i = 0; i < a; i++) outer *= x->shape.dim[i];
         for (int i = a + 1; i < r; i++) inner *= x->shape.dim[i];
@@ -442,7 +480,7 @@ static kiln_status op_gather(ox_importer *im, const Onnx__NodeProto *n) {
             for (int64_t j = 0; j < nidx; j++)
                 memcpy((char *)o->data + ((o1 * nidx + j) * inner) * es,
                        (const char *)hx->data + ((o1 * d + ((int64_t *)idx->data)[j]) * inner) * es, (size_t)(inner * es));
-        if (o && ox_foldable(im, x)) { kiln_tensor_free(idx); return ox_set_host(im, n, 0, o); }
+        if (o && fold) { kiln_tensor_free(idx); return ox_set_host(im, n, 0, o); }
         known = o;
     }
     kiln_graph *g = ox_graph(im);
@@ -471,13 +509,13 @@ static kiln_status op_gather(ox_importer *im, const Onnx__NodeProto *n) {
 static kiln_status op_depth_space(ox_importer *im, const Onnx__NodeProto *n) {
     ox_val *x = ox_in(im, n, 0);
     if (x->shape.rank != 4) return ox_fail(im, KILN_INVALID_ARGUMENT, "input must be [N, C, H, W]");
-    int64_t b = ox_attr_int(n, "blocksize", 0), N = x->shape.dim[0], C = x->shape.dim[1], H = x->shape.dim[2], W = x->shape.dim[3];
+    int64_t b, N = x->shape.dim[0], C = x->shape.dim[1], H = x->shape.dim[2], W = x->shape.dim[3];
     char mode[8];
     ox_attr_str(n, "mode", mode, sizeof mode);
+    if (!ox_attr_int_in(im, n, "blocksize", 0, 1, INT32_MAX, &b)) return ox_status(im);
     kiln_graph *g = ox_graph(im);
     kiln_node *y = ox_node(im, x);
     if (!y) return ox_graph_fail(im);
-    if (b < 1) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'blocksize' must be >= 1");
     if (!strcmp(n->op_type, "DepthToSpace")) {
         if (C % (b * b)) return ox_fail(im, KILN_SHAPE_MISMATCH, "channels %lld are not a multiple of blocksize^2", (long long)C);
         bool crd = !strcmp(mode, "CRD");
@@ -504,13 +542,13 @@ static kiln_status op_shape(ox_importer *im, const Onnx__NodeProto *n) {
     if (e < 0) e += r;
     s = s < 0 ? 0 : s > r ? r : s;
     e = e < 0 ? 0 : e > r ? r : e;
-    kiln_tensor *t = kiln_tensor_new(KILN_I64, KILN_SHAPE(e > s ? e - s : 0));
+    kiln_tensor *t = ox_host_new(im, KILN_I64, KILN_SHAPE(e > s ? e - s : 0), false);
     for (int64_t i = s; t && i < e; i++) ((int64_t *)t->data)[i - s] = x->shape.dim[i];
     return ox_set_host(im, n, 0, t);
 }
 
 static kiln_status op_size(ox_importer *im, const Onnx__NodeProto *n) {
-    kiln_tensor *t = kiln_tensor_new(KILN_I64, KILN_SCALAR);
+    kiln_tensor *t = ox_host_new(im, KILN_I64, KILN_SCALAR, false);
     if (t) *(int64_t *)t->data = kiln_shape_numel(ox_in(im, n, 0)->shape);
     return ox_set_host(im, n, 0, t);
 }
@@ -522,16 +560,16 @@ static kiln_status op_constant(ox_importer *im, const Onnx__NodeProto *n) {
         kiln_status st = ox_tensor_read(a->t, "attribute 'value'", &t);
         if (st) return ox_fail(im, st, "%s", kiln_last_error());
     } else if ((a = ox_attr(n, "value_float"))) {
-        t = kiln_tensor_new(KILN_F32, KILN_SCALAR);
+        t = ox_host_new(im, KILN_F32, KILN_SCALAR, false);
         if (t) *(float *)t->data = a->f;
     } else if ((a = ox_attr(n, "value_int"))) {
-        t = kiln_tensor_new(KILN_I64, KILN_SCALAR);
+        t = ox_host_new(im, KILN_I64, KILN_SCALAR, false);
         if (t) *(int64_t *)t->data = a->i;
     } else if ((a = ox_attr(n, "value_floats"))) {
-        t = kiln_tensor_new(KILN_F32, KILN_SHAPE((int64_t)a->n_floats));
+        t = ox_host_new(im, KILN_F32, KILN_SHAPE((int64_t)a->n_floats), false);
         if (t && a->n_floats) memcpy(t->data, a->floats, a->n_floats * sizeof(float));
     } else if ((a = ox_attr(n, "value_ints"))) {
-        t = kiln_tensor_new(KILN_I64, KILN_SHAPE((int64_t)a->n_ints));
+        t = ox_host_new(im, KILN_I64, KILN_SHAPE((int64_t)a->n_ints), false);
         if (t && a->n_ints) memcpy(t->data, a->ints, a->n_ints * sizeof(int64_t));
     } else return ox_fail(im, KILN_UNSUPPORTED, "a Constant without a tensor, float or int value (sparse or string values)");
     return ox_set_host(im, n, 0, t);
@@ -545,7 +583,7 @@ static kiln_status op_constant_of_shape(ox_importer *im, const Onnx__NodeProto *
     const Onnx__AttributeProto *a = ox_attr(n, "value");
     kiln_status st = a && a->t ? ox_tensor_read(a->t, "attribute 'value'", &v) : KILN_OK;
     if (st) return ox_fail(im, st, "%s", kiln_last_error());
-    kiln_tensor *t = kiln_tensor_new(v ? v->dtype : KILN_F32, kiln_shape_make(dims, k));
+    kiln_tensor *t = ox_host_new(im, v ? v->dtype : KILN_F32, kiln_shape_make(dims, k), false);
     double fill = v && kiln_shape_numel(v->shape) ? kiln_tensor_get(v, 0) : 0;
     for (int64_t i = 0; t && i < kiln_shape_numel(t->shape); i++) kiln_tensor_set(t, i, fill);
     kiln_tensor_free(v);
@@ -558,12 +596,15 @@ static kiln_status op_range(ox_importer *im, const Onnx__NodeProto *n) {
         ox_val *v = ox_in(im, n, i);
         if (!v) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs start, limit and delta");
         if (!(s[i] = ox_static(im, v))) return ox_need_static(im, v, "input");
+        if (kiln_shape_numel(s[i]->shape) != 1) return ox_fail(im, KILN_INVALID_ARGUMENT, "input %d '%s' must be a scalar", i, v->name);
     }
     double a = kiln_tensor_get(s[0], 0), l = kiln_tensor_get(s[1], 0), d = kiln_tensor_get(s[2], 0);
     if (d == 0) return ox_fail(im, KILN_INVALID_ARGUMENT, "delta is 0");
     double cnt = ceil((l - a) / d);
+    if (!(cnt <= (double)OX_MAX_FOLDED_BYTES))     /* also NaN and infinities; ox_host_new then caps the bytes */
+        return ox_fail(im, KILN_UNSUPPORTED, "start %g, limit %g and delta %g give %g values, more than Kiln folds while building the graph", a, l, d, cnt);
     int64_t k = cnt > 0 ? (int64_t)cnt : 0;
-    kiln_tensor *t = kiln_tensor_new(s[0]->dtype, KILN_SHAPE(k));
+    kiln_tensor *t = ox_host_new(im, s[0]->dtype, KILN_SHAPE(k), false);
     for (int64_t i = 0; t && i < k; i++) kiln_tensor_set(t, i, a + (double)i * d);
     return ox_set_host(im, n, 0, t);
 }

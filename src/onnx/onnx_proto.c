@@ -1,40 +1,96 @@
 /* ONNX files and messages: reading a model (protobuf-c, through Kiln's counted allocator),
  * element types, TensorProto <-> host tensors, attributes, the arena export builds messages in,
  * and atomic writes. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "onnx/onnx_internal.h"
 #include "io/atomic_file.h"
+#include "io/read_file.h"
 
 static void *pb_alloc(void *data, size_t n) { (void)data; return kiln_malloc(n ? n : 1); }
 static void pb_free(void *data, void *p) { (void)data; kiln_free(p); }
 static ProtobufCAllocator pb_allocator = { pb_alloc, pb_free, NULL };
 
-/* The whole file in a new buffer. */
-static kiln_status read_all(const char *path, const char *what, uint8_t **buf, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return kiln_set_error(errno == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR, "%s %s: %s", what, path, strerror(errno));
-    kiln_status st = KILN_OK;
-    *buf = NULL;
-    *len = 0;
-    if (fseek(f, 0, SEEK_END) != 0 || ftell(f) < 0) st = kiln_set_error(KILN_IO_ERROR, "%s %s: cannot read it (not a regular file?)", what, path);
-    long n = st ? 0 : ftell(f);
-    if (!st && fseek(f, 0, SEEK_SET) != 0) st = kiln_set_error(KILN_IO_ERROR, "%s %s: cannot read it", what, path);
-    if (!st && !(*buf = kiln_malloc((size_t)n + 1))) st = kiln_set_error(KILN_OUT_OF_MEMORY, "%s %s: out of host memory for %ld bytes", what, path, n);
-    if (!st && fread(*buf, 1, (size_t)n, f) != (size_t)n) st = kiln_set_error(KILN_IO_ERROR, "%s %s: read error (file truncated while reading?)", what, path);
-    fclose(f);
-    if (st) { kiln_free(*buf); *buf = NULL; return st; }
-    *len = (size_t)n;
-    return KILN_OK;
+/* ---- nesting bound ----
+ * protobuf-c's unpack recurses once per nested message with no depth limit, so a small file of
+ * attribute subgraphs nested thousands deep exhausts the stack. Before unpacking, a walk over the
+ * wire format follows the message fields that can recurse (graphs in attributes, functions and
+ * training info; TypeProto in sequences, maps and optionals) with an explicit stack and refuses
+ * files nested deeper than OX_MAX_NESTING. Kiln reads no GRAPH attribute; real models nest a few
+ * levels. Malformed bytes end the walk: the unpack then refuses them. */
+#define OX_MAX_NESTING 64
+enum { W_MODEL, W_TRAIN, W_GRAPH, W_NODE, W_ATTR, W_FUNC, W_VALUE_INFO, W_TYPE, W_TYPE_ONE, W_TYPE_MAP, W_SKIP = -1 };
+
+/* The message type of field f of a message of type t when it can lead to recursion. */
+static int nested_type(int t, uint64_t f) {
+    switch (t) {
+    case W_MODEL: return f == 7 ? W_GRAPH : f == 20 ? W_TRAIN : f == 25 ? W_FUNC : W_SKIP;
+    case W_TRAIN: return f == 1 || f == 2 ? W_GRAPH : W_SKIP;                 /* initialization, algorithm */
+    case W_GRAPH: return f == 1 ? W_NODE : f == 11 || f == 12 || f == 13 ? W_VALUE_INFO : W_SKIP;
+    case W_NODE: return f == 5 ? W_ATTR : W_SKIP;
+    case W_ATTR: return f == 6 || f == 11 ? W_GRAPH : f == 14 || f == 15 ? W_TYPE : W_SKIP;   /* g, graphs, tp, type_protos */
+    case W_FUNC: return f == 7 ? W_NODE : f == 11 ? W_ATTR : W_SKIP;
+    case W_VALUE_INFO: return f == 2 ? W_TYPE : W_SKIP;
+    case W_TYPE: return f == 4 || f == 9 ? W_TYPE_ONE : f == 5 ? W_TYPE_MAP : W_SKIP;      /* sequence, optional, map */
+    case W_TYPE_ONE: return f == 1 ? W_TYPE : W_SKIP;                                      /* elem_type */
+    case W_TYPE_MAP: return f == 2 ? W_TYPE : W_SKIP;                                      /* value_type */
+    default: return W_SKIP;
+    }
+}
+
+static bool read_varint(const uint8_t *b, size_t end, size_t *p, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t c = b[(*p)++];
+        *v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) return true;
+    }
+    return false;
+}
+
+/* The deepest message nesting of a serialized ModelProto, counted until it passes limit. */
+static int model_nesting(const uint8_t *b, size_t len, int limit) {
+    struct { int type; size_t end; } st[OX_MAX_NESTING + 2];
+    int depth = 0, deepest = 1;
+    size_t p = 0;
+    st[0].type = W_MODEL;
+    st[0].end = len;
+    while (depth >= 0) {
+        if (p >= st[depth].end) { depth--; continue; }
+        uint64_t tag, v;
+        size_t end = st[depth].end;
+        if (!read_varint(b, end, &p, &tag)) return deepest;
+        switch (tag & 7) {
+        case 0: if (!read_varint(b, end, &p, &v)) return deepest; break;
+        case 1: if (end - p < 8) return deepest; p += 8; break;
+        case 5: if (end - p < 4) return deepest; p += 4; break;
+        case 2: {
+            if (!read_varint(b, end, &p, &v) || v > end - p) return deepest;
+            int t = nested_type(st[depth].type, tag >> 3);
+            if (t == W_SKIP) { p += (size_t)v; break; }
+            if (++depth + 1 > deepest) deepest = depth + 1;
+            if (deepest > limit) return deepest;
+            st[depth].type = t;
+            st[depth].end = p + (size_t)v;
+            break;
+        }
+        default: return deepest;            /* groups or garbage: left to the unpack */
+        }
+    }
+    return deepest;
 }
 
 kiln_status ox_model_read(const char *path, Onnx__ModelProto **out) {
     *out = NULL;
     uint8_t *buf;
     size_t len;
-    kiln_status st = read_all(path, "ONNX model", &buf, &len);
+    kiln_status st = kiln_file_read_all(path, "ONNX model", 0, &buf, &len);
     if (st) return st;
+    if (model_nesting(buf, len, OX_MAX_NESTING) > OX_MAX_NESTING) {
+        kiln_free(buf);
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "ONNX model %s: its messages are nested more than %d deep (subgraphs in attributes "
+                              "or nested types); Kiln reads no subgraphs and refuses such files", path, OX_MAX_NESTING);
+    }
     Onnx__ModelProto *m = onnx__model_proto__unpack(&pb_allocator, len, buf);
     kiln_free(buf);
     if (!m) return kiln_set_error(KILN_INVALID_ARGUMENT, "ONNX model %s: not a valid ONNX file (the protobuf message does not parse: truncated or another format?)", path);
@@ -148,7 +204,7 @@ kiln_status ox_tensor_read_file(const char *path, kiln_tensor **out, char **name
     if (name) *name = NULL;
     uint8_t *buf;
     size_t len;
-    kiln_status st = read_all(path, "ONNX tensor", &buf, &len);
+    kiln_status st = kiln_file_read_all(path, "ONNX tensor", 0, &buf, &len);
     if (st) return st;
     Onnx__TensorProto *t = onnx__tensor_proto__unpack(&pb_allocator, len, buf);
     kiln_free(buf);
@@ -189,9 +245,11 @@ int ox_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, int m
 const char *ox_attr_str(const Onnx__NodeProto *n, const char *name, char *buf, size_t len) {
     const Onnx__AttributeProto *a = ox_attr(n, name);
     size_t k = a && a->has_s ? a->s.len : 0;
-    if (k >= len) k = len - 1;
+    bool cut = k >= len;
+    if (cut) k = len - 1;
     if (k) memcpy(buf, a->s.data, k);
     buf[k] = 0;
+    if (cut && k >= 3) memcpy(buf + k - 3, "...", 3);     /* a value too long for buf matches no valid one */
     return buf;
 }
 
@@ -252,12 +310,21 @@ kiln_status ox_model_write(const Onnx__ModelProto *m, const char *path) {
     return st;
 }
 
+kiln_shape ox_permuted_shape(kiln_shape s, const int *perm) {
+    kiln_shape o = { .rank = s.rank };
+    for (int j = 0; j < s.rank; j++) o.dim[j] = s.dim[perm[j]];
+    return o;
+}
+
 kiln_tensor *ox_permute(const kiln_tensor *t, const int *perm) {
+    kiln_tensor *o = kiln_tensor_new(t->dtype, ox_permuted_shape(t->shape, perm));
+    if (o) ox_permute_into(t, perm, o);
+    return o;
+}
+
+void ox_permute_into(const kiln_tensor *t, const int *perm, kiln_tensor *o) {
     int r = t->shape.rank;
-    kiln_shape s = { .rank = r };
-    for (int j = 0; j < r; j++) s.dim[j] = t->shape.dim[perm[j]];
-    kiln_tensor *o = kiln_tensor_new(t->dtype, s);
-    if (!o) return NULL;
+    kiln_shape s = o->shape;
     size_t es = kiln_dtype_size(t->dtype);
     int64_t n = kiln_shape_numel(s), in_stride[KILN_MAX_DIMS], idx[KILN_MAX_DIMS] = { 0 };
     for (int64_t i = r - 1, st = 1; i >= 0; i--) { in_stride[i] = st; st *= t->shape.dim[i]; }
@@ -267,5 +334,4 @@ kiln_tensor *ox_permute(const kiln_tensor *t, const int *perm) {
         memcpy((char *)o->data + (size_t)k * es, (const char *)t->data + (size_t)src * es, es);
         for (int j = r - 1; j >= 0; j--) { if (++idx[j] < s.dim[j]) break; idx[j] = 0; }
     }
-    return o;
 }

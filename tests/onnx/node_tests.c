@@ -81,9 +81,10 @@ static void one_test(const char *root, const char *name, kiln_backend_kind backe
     char names[16][512];
     kiln_dtype dts[16];
     kiln_shape shs[16];
-    while (n_in < 16 && ox_input_shape(m, path, n_in, &dts[n_in], &shs[n_in], names[n_in], sizeof names[n_in]) != KILN_NOT_FOUND) n_in++;
+    for (const char *nm = ""; n_in < 16 && ox_input_shape(m, path, n_in, &dts[n_in], &shs[n_in], &nm) != KILN_NOT_FOUND; nm = "")
+        snprintf(names[n_in++], sizeof names[0], "%s", nm);
     for (int i = 0; i < n_in; i++)
-        if (ox_input_shape(m, path, i, &dts[i], &shs[i], names[i], sizeof names[i]) == KILN_UNSUPPORTED) {
+        if (ox_input_shape(m, path, i, &dts[i], &shs[i], NULL) == KILN_UNSUPPORTED) {
             res->verdict = UNSUP;
             snprintf(res->why, sizeof res->why, "%s", kiln_last_error());
             ox_model_free(m);
