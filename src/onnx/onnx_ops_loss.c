@@ -9,7 +9,7 @@
 static kiln_node *arange_on(ox_importer *im, int64_t c, int r, int axis) {
     kiln_shape s = { .rank = r };
     for (int i = 0; i < r; i++) s.dim[i] = i == axis ? c : 1;
-    kiln_tensor *t = kiln_tensor_new(KILN_I64, s);
+    kiln_tensor *t = ox_host_new(im, KILN_I64, s, false);
     for (int64_t i = 0; t && i < c; i++) ((int64_t *)t->data)[i] = i;
     kiln_node *n = t ? kiln_constant(ox_graph(im), t) : NULL;
     kiln_tensor_free(t);
@@ -46,7 +46,7 @@ static kiln_status nll(ox_importer *im, const Onnx__NodeProto *n, kiln_node *lp,
     kiln_node *loss = kiln_neg(g, kiln_reduce_sum(g, kiln_mul(g, lp, onehot), &axis1, 1, false));
     const Onnx__AttributeProto *ii = ox_attr(n, "ignore_index");
     if (ii && ii->has_i) {
-        kiln_tensor *v = kiln_tensor_new(KILN_I64, KILN_SCALAR);
+        kiln_tensor *v = ox_host_new(im, KILN_I64, KILN_SCALAR, false);
         if (v) *(int64_t *)v->data = ii->i;
         kiln_node *keep = v ? kiln_sub(g, ox_scalar(im, dt, 1), kiln_cast(g, kiln_equal(g, t, kiln_constant(g, v)), dt)) : NULL;
         kiln_tensor_free(v);

@@ -452,7 +452,8 @@ static kiln_status op_gather(ox_importer *im, const Onnx__NodeProto *n) {
     const kiln_tensor *hi = ox_static(im, iv);
     kiln_tensor *idx = NULL;
     if (hi) {                          /* negative indices count from the end */
-        idx = kiln_tensor_new(KILN_I64, hi->shape);
+        idx = ox_host_new(im, KILN_I64, hi->shape, false);
+        if (!idx) return ox_status(im);
         for (int64_t i = 0; idx && i < kiln_shape_numel(hi->shape); i++) {
             int64_t v = (int64_t)kiln_tensor_get(hi, i);
             if (v < -d || v >= d) { kiln_tensor_free(idx); return ox_fail(im, KILN_INVALID_ARGUMENT, "index %lld is out of range for size %lld", (long long)v, (long long)d); }

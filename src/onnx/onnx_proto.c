@@ -151,50 +151,38 @@ kiln_status ox_tensor_read(const Onnx__TensorProto *t, const char *what, kiln_te
         s.dim[i] = t->dims[i];
     }
     int64_t n = kiln_shape_numel(s);
-    if (n == INT64_MAX) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: its size overflows", what);
-    kiln_tensor *x = kiln_tensor_new(dt, s);
-    if (!x) return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of host memory", what);
-    size_t bytes = kiln_tensor_nbytes(x);
-    size_t have = 0;
+    size_t es = kiln_dtype_size(dt), bytes;
+    if (n == INT64_MAX || __builtin_mul_overflow((size_t)n, es, &bytes)) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: its size overflows", what);
+    /* the values the file holds are counted before allocating: dims alone cannot make a large tensor */
+    size_t have;
     const char *field = "raw_data";
-    if (t->has_raw_data && (t->raw_data.len > 0 || n == 0)) {
-        have = t->raw_data.len == bytes ? (size_t)n : (size_t)-1;
-        if (have == (size_t)n && bytes) memcpy(x->data, t->raw_data.data, bytes);
-    } else {
-        switch (dt) {
-        case KILN_F32:
-            field = "float_data";
-            have = t->n_float_data;
-            if (have == (size_t)n && bytes) memcpy(x->data, t->float_data, bytes);
-            break;
-        case KILN_F64:
-            field = "double_data";
-            have = t->n_double_data;
-            if (have == (size_t)n && bytes) memcpy(x->data, t->double_data, bytes);
-            break;
-        case KILN_I64:
-            field = "int64_data";
-            have = t->n_int64_data;
-            if (have == (size_t)n && bytes) memcpy(x->data, t->int64_data, bytes);
-            break;
-        default:           /* int32, uint8, bool, and float16 / bfloat16 bits: int32_data */
-            field = "int32_data";
-            have = t->n_int32_data;
-            for (size_t i = 0; have == (size_t)n && i < have; i++) {
-                int32_t v = t->int32_data[i];
-                if (dt == KILN_I32) ((int32_t *)x->data)[i] = v;
-                else if (dt == KILN_F16 || dt == KILN_BF16) ((uint16_t *)x->data)[i] = (uint16_t)v;
-                else ((uint8_t *)x->data)[i] = (uint8_t)v;
-            }
-        }
+    bool raw = t->has_raw_data && (t->raw_data.len > 0 || n == 0);
+    if (raw) have = t->raw_data.len == bytes ? (size_t)n : (size_t)-1;
+    else switch (dt) {
+        case KILN_F32: field = "float_data"; have = t->n_float_data; break;
+        case KILN_F64: field = "double_data"; have = t->n_double_data; break;
+        case KILN_I64: field = "int64_data"; have = t->n_int64_data; break;
+        default: field = "int32_data"; have = t->n_int32_data; break;     /* int32, uint8, bool, and float16 / bfloat16 bits */
     }
     if (have != (size_t)n) {
-        kiln_tensor_free(x);
         char b[96];
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: %s %s needs %lld values, %s holds %s", what, ox_type_name(t->data_type),
                               kiln_shape_str(s, b, sizeof b), (long long)n, field,
                               have == (size_t)-1 ? "a byte count that is not a whole number of them" : "another count");
     }
+    kiln_tensor *x = kiln_tensor_new(dt, s);
+    if (!x) return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of host memory", what);
+    if (raw || !bytes) { if (bytes) memcpy(x->data, t->raw_data.data, bytes); }
+    else if (dt == KILN_F32) memcpy(x->data, t->float_data, bytes);
+    else if (dt == KILN_F64) memcpy(x->data, t->double_data, bytes);
+    else if (dt == KILN_I64) memcpy(x->data, t->int64_data, bytes);
+    else
+        for (size_t i = 0; i < have; i++) {
+            int32_t v = t->int32_data[i];
+            if (dt == KILN_I32) ((int32_t *)x->data)[i] = v;
+            else if (dt == KILN_F16 || dt == KILN_BF16) ((uint16_t *)x->data)[i] = (uint16_t)v;
+            else ((uint8_t *)x->data)[i] = (uint8_t)v;
+        }
     *out = x;
     return KILN_OK;
 }

@@ -11,6 +11,7 @@
  *   ssa                  two nodes writing one value; a node writing an initializer
  *   scalar_operands      Pow / Clip with an exponent or bounds that would change the shape
  *   initializer_rank     an initializer of rank 7 when only its Shape is read (clamped to 6 before)
+ *   initializer_data     an initializer whose dims ask for 32 TiB and that holds no values
  *   fifo                 a FIFO named as the model is refused at once (hung before) */
 #include <signal.h>
 #include <stdlib.h>
@@ -524,6 +525,17 @@ static void test_initializer_rank(void) {
     import(write_model(&b, "negdim.onnx"), KILN_INVALID_ARGUMENT, "initializer 'neg' has shape", NULL);
 }
 
+/* Large dims and no values: the count is checked before allocating (32 TiB asked before). */
+static void test_initializer_data(void) {
+    gb b;
+    reset(&b);
+    input(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, DIMS(1));
+    init(&b, tensor("huge", I64, DIMS(2097152, 2097152), NULL));
+    node(&b, "add", "Add", "x,huge", "y");
+    output(&b, "y");
+    import(write_model(&b, "huge.onnx"), KILN_INVALID_ARGUMENT, "initializer 'huge': int64 [2097152, 2097152] needs 4398046511104 values", NULL);
+}
+
 static void on_alarm(int sig) {
     (void)sig;
     static const char msg[] = "test_onnx_hostile: timed out (a FIFO or a fold that hangs?)\n";
@@ -547,7 +559,7 @@ int main(int argc, char **argv) {
         { "fifo", test_fifo }, { "concat_dims", test_concat_dims }, { "long_input_name", test_long_input_name },
         { "no_broadcast", test_no_broadcast }, { "deep_nesting", test_deep_nesting }, { "folding_bounds", test_folding_bounds },
         { "int_attributes", test_int_attributes }, { "ssa", test_ssa }, { "scalar_operands", test_scalar_operands },
-        { "initializer_rank", test_initializer_rank },
+        { "initializer_rank", test_initializer_rank }, { "initializer_data", test_initializer_data },
     };
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     signal(SIGALRM, on_alarm);
