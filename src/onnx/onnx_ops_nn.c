@@ -9,6 +9,9 @@
 #include "ops/op.h"
 
 /* ---- windows ---- */
+/* The largest kernel, stride, dilation or padding read (Kiln's ops keep them in an int, and sums
+ * of two of them must stay one too). */
+#define WIN_MAX (1 << 30)
 typedef struct win {
     int nsp;                       /* spatial dims: 1 or 2 (Kiln's H is 1 for 1-D) */
     int64_t in[2], out[2];
@@ -25,28 +28,28 @@ static kiln_status window(ox_importer *im, const Onnx__NodeProto *n, const ox_va
     w->nsp = r - 2;
     int64_t ks[2], st[2] = { 1, 1 }, dl[2] = { 1, 1 }, pads[4] = { 0 };
     /* each window attribute is an int in Kiln's ops: checked here, and every size built from them in int64 below */
-    int nk = ox_attr_ints_in(im, n, "kernel_shape", ks, 2, 1, INT32_MAX);
+    int nk = ox_attr_ints_in(im, n, "kernel_shape", ks, 2, 1, WIN_MAX);
     if (nk == -2) return ox_status(im);
     if (nk == -1 && kdims) { for (int i = 0; i < w->nsp; i++) ks[i] = kdims[i]; nk = w->nsp; }
     if (nk != w->nsp) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'kernel_shape' must have %d values", w->nsp);
     if (kdims) for (int i = 0; i < w->nsp; i++)
         if (kdims[i] != ks[i]) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'kernel_shape' does not match the weights' spatial sizes");
     int c;
-    if ((c = ox_attr_ints_in(im, n, "strides", st, 2, 1, INT32_MAX)) != -1 && c != w->nsp) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'strides' must have %d values", w->nsp);
-    if ((c = ox_attr_ints_in(im, n, "dilations", dl, 2, 1, INT32_MAX)) != -1 && c != w->nsp) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'dilations' must have %d values", w->nsp);
-    if ((c = ox_attr_ints_in(im, n, "pads", pads, 4, 0, INT32_MAX)) != -1 && c != 2 * w->nsp) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'pads' must have %d values", 2 * w->nsp);
+    if ((c = ox_attr_ints_in(im, n, "strides", st, 2, 1, WIN_MAX)) != -1 && c != w->nsp) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'strides' must have %d values", w->nsp);
+    if ((c = ox_attr_ints_in(im, n, "dilations", dl, 2, 1, WIN_MAX)) != -1 && c != w->nsp) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'dilations' must have %d values", w->nsp);
+    if ((c = ox_attr_ints_in(im, n, "pads", pads, 4, 0, WIN_MAX)) != -1 && c != 2 * w->nsp) return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'pads' must have %d values", 2 * w->nsp);
     char ap[32];
     ox_attr_str(n, "auto_pad", ap, sizeof ap);
     bool ceil = ox_attr_int(n, "ceil_mode", 0) != 0;
     for (int i = 0; i < w->nsp; i++) {
-        if (ks[i] < 1 || ks[i] > INT32_MAX) return ox_fail(im, KILN_UNSUPPORTED, "a kernel of %lld cells on spatial axis %d", (long long)ks[i], i);
+        if (ks[i] < 1 || ks[i] > WIN_MAX) return ox_fail(im, KILN_UNSUPPORTED, "a kernel of %lld cells on spatial axis %d", (long long)ks[i], i);
         w->in[i] = x->shape.dim[2 + i];
         w->k[i] = (int)ks[i];
         w->s[i] = (int)st[i];
         w->d[i] = (int)dl[i];
         if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1) return ox_fail(im, KILN_INVALID_ARGUMENT, "kernel, strides and dilations must be >= 1");
         int64_t eff = (int64_t)(w->k[i] - 1) * w->d[i] + 1;       /* < 2^62 */
-        if (eff > w->in[i] + 2 * (int64_t)INT32_MAX)
+        if (eff > w->in[i] + 2 * (int64_t)WIN_MAX)
             return ox_fail(im, KILN_SHAPE_MISMATCH, "the window (kernel %d, dilation %d) spans %lld cells, more than input '%s' and any padding", w->k[i], w->d[i],
                            (long long)eff, x->name);
         if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
@@ -151,13 +154,13 @@ static kiln_status op_conv_transpose(ox_importer *im, const Onnx__NodeProto *n) 
         return ox_fail(im, KILN_SHAPE_MISMATCH, "W '%s' does not fit X's %lld channels in %lld groups", wv->name, (long long)c, (long long)groups);
     int64_t st[2] = { 1, 1 }, dl[2] = { 1, 1 }, op[2] = { 0, 0 }, pads[4] = { 0 }, os[2], ks[2];
     int k;
-    if (((k = ox_attr_ints_in(im, n, "strides", st, 2, 1, INT32_MAX)) != -1 && k != nsp) ||
-        ((k = ox_attr_ints_in(im, n, "dilations", dl, 2, 1, INT32_MAX)) != -1 && k != nsp) ||
-        ((k = ox_attr_ints_in(im, n, "output_padding", op, 2, 0, INT32_MAX)) != -1 && k != nsp) ||
-        ((k = ox_attr_ints_in(im, n, "pads", pads, 4, 0, INT32_MAX)) != -1 && k != 2 * nsp) ||
-        ((k = ox_attr_ints_in(im, n, "kernel_shape", ks, 2, 1, INT32_MAX)) != -1 && k != nsp))
+    if (((k = ox_attr_ints_in(im, n, "strides", st, 2, 1, WIN_MAX)) != -1 && k != nsp) ||
+        ((k = ox_attr_ints_in(im, n, "dilations", dl, 2, 1, WIN_MAX)) != -1 && k != nsp) ||
+        ((k = ox_attr_ints_in(im, n, "output_padding", op, 2, 0, WIN_MAX)) != -1 && k != nsp) ||
+        ((k = ox_attr_ints_in(im, n, "pads", pads, 4, 0, WIN_MAX)) != -1 && k != 2 * nsp) ||
+        ((k = ox_attr_ints_in(im, n, "kernel_shape", ks, 2, 1, WIN_MAX)) != -1 && k != nsp))
         return ox_status(im) ? ox_status(im) : ox_fail(im, KILN_INVALID_ARGUMENT, "strides, dilations, output_padding, kernel_shape or pads has the wrong length");
-    int n_os = ox_attr_ints_in(im, n, "output_shape", os, 2, 1, INT32_MAX);
+    int n_os = ox_attr_ints_in(im, n, "output_shape", os, 2, 1, WIN_MAX);
     if (ox_status(im)) return ox_status(im);
     if (n_os >= 0 && n_os != nsp) return ox_fail(im, KILN_UNSUPPORTED, "attribute 'output_shape' with the batch and channel sizes");
     char ap[32];
@@ -344,7 +347,8 @@ static kiln_status op_layer_norm(ox_importer *im, const Onnx__NodeProto *n) {
 static kiln_status op_mvn(ox_importer *im, const Onnx__NodeProto *n) {
     ox_val *x = ox_in(im, n, 0);
     int64_t ax[KILN_MAX_DIMS] = { 0, 2, 3 };
-    int na = ox_attr_ints(n, "axes", ax, KILN_MAX_DIMS), axes[KILN_MAX_DIMS];
+    int na = ox_attr_ints_in(im, n, "axes", ax, KILN_MAX_DIMS, INT64_MIN, INT64_MAX), axes[KILN_MAX_DIMS];
+    if (ox_status(im)) return ox_status(im);
     if (na == -1) na = 3;
     int r = x->shape.rank;
     for (int i = 0; i < na; i++) if ((axes[i] = ox_axis(im, ax[i], r, "axes")) < 0) return ox_status(im);

@@ -47,7 +47,7 @@ static kiln_status op_reshape(ox_importer *im, const Onnx__NodeProto *n) {
     ox_val *x = ox_in(im, n, 0), *sv = ox_in(im, n, 1);
     int64_t t[KILN_MAX_DIMS + 1];
     int k;
-    if (ox_opset(im) < 5) k = ox_attr_ints(n, "shape", t, KILN_MAX_DIMS + 1);
+    if (ox_opset(im) < 5) k = ox_attr_ints_in(im, n, "shape", t, KILN_MAX_DIMS + 1, INT64_MIN, INT64_MAX);
     else if (!sv) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs input 'shape'");
     else k = ox_static_ints(im, n, sv, "shape", t, KILN_MAX_DIMS + 1);
     if (k < 0) return k == -2 || !ox_status(im) ? ox_fail(im, KILN_UNSUPPORTED, "shape has more than %d dimensions", KILN_MAX_DIMS) : ox_status(im);
@@ -74,7 +74,7 @@ static kiln_status op_reshape(ox_importer *im, const Onnx__NodeProto *n) {
 
 /* The axes of Squeeze / Unsqueeze: an attribute before opset 13, an input since. */
 static int axes_of(ox_importer *im, const Onnx__NodeProto *n, int64_t *ax) {
-    if (ox_opset(im) < 13) return ox_attr_ints(n, "axes", ax, KILN_MAX_DIMS);
+    if (ox_opset(im) < 13) return ox_attr_ints_in(im, n, "axes", ax, KILN_MAX_DIMS, INT64_MIN, INT64_MAX);
     ox_val *a = ox_in(im, n, 1);
     return a ? ox_static_ints(im, n, a, "axes", ax, KILN_MAX_DIMS) : -1;
 }
@@ -121,7 +121,7 @@ static kiln_status op_transpose(ox_importer *im, const Onnx__NodeProto *n) {
     ox_val *x = ox_in(im, n, 0);
     int r = x->shape.rank;
     int64_t tp[KILN_MAX_DIMS];
-    int k = ox_attr_ints(n, "perm", tp, KILN_MAX_DIMS);
+    int k = ox_attr_ints_in(im, n, "perm", tp, KILN_MAX_DIMS, INT64_MIN, INT64_MAX);
     if (k == -1) { for (int i = 0; i < r; i++) tp[i] = r - 1 - i; k = r; }
     if (k != r) return ox_fail(im, KILN_INVALID_ARGUMENT, "attribute 'perm' has %d values for rank %d", k, r);
     int inv[KILN_MAX_DIMS], perm[KILN_MAX_DIMS];
@@ -209,7 +209,7 @@ static kiln_status op_split(ox_importer *im, const Onnx__NodeProto *n) {
     int64_t sizes[64];
     int k = -1;
     if (outs > 64) return ox_fail(im, KILN_UNSUPPORTED, "more than 64 outputs");
-    if (ox_opset(im) < 13) k = ox_attr_ints(n, "split", sizes, 64);
+    if (ox_opset(im) < 13) k = ox_attr_ints_in(im, n, "split", sizes, 64, INT64_MIN, INT64_MAX);
     else if (ox_in(im, n, 1)) k = ox_static_ints(im, n, ox_in(im, n, 1), "split", sizes, 64);
     if (ox_status(im)) return ox_status(im);
     if (outs < 1) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs outputs");
@@ -249,9 +249,9 @@ static kiln_status op_slice(ox_importer *im, const Onnx__NodeProto *n) {
     int64_t st[KILN_MAX_DIMS], en[KILN_MAX_DIMS], ax[KILN_MAX_DIMS], sp[KILN_MAX_DIMS];
     int ks, ke, ka = -1, kp = -1;
     if (ox_opset(im) < 10) {
-        ks = ox_attr_ints(n, "starts", st, KILN_MAX_DIMS);
-        ke = ox_attr_ints(n, "ends", en, KILN_MAX_DIMS);
-        ka = ox_attr_ints(n, "axes", ax, KILN_MAX_DIMS);
+        ks = ox_attr_ints_in(im, n, "starts", st, KILN_MAX_DIMS, INT64_MIN, INT64_MAX);
+        ke = ox_attr_ints_in(im, n, "ends", en, KILN_MAX_DIMS, INT64_MIN, INT64_MAX);
+        ka = ox_attr_ints_in(im, n, "axes", ax, KILN_MAX_DIMS, INT64_MIN, INT64_MAX);
     } else {
         if (!ox_in(im, n, 1) || !ox_in(im, n, 2)) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs starts and ends");
         ks = ox_static_ints(im, n, ox_in(im, n, 1), "starts", st, KILN_MAX_DIMS);
@@ -303,7 +303,7 @@ static kiln_status op_pad(ox_importer *im, const Onnx__NodeProto *n) {
     double value = 0;
     int k;
     if (ox_opset(im) < 11) {
-        k = ox_attr_ints(n, "pads", pads, 2 * KILN_MAX_DIMS);
+        k = ox_attr_ints_in(im, n, "pads", pads, 2 * KILN_MAX_DIMS, INT64_MIN, INT64_MAX);
         value = ox_attr_float(n, "value", 0);
     } else {
         if (!ox_in(im, n, 1)) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs pads");
@@ -626,7 +626,7 @@ static kiln_status op_reduce(ox_importer *im, const Onnx__NodeProto *n) {
     int k;
     bool axes_input = !strcmp(t, "Sum") ? ox_opset(im) >= 13 : ox_opset(im) >= 18;
     if (axes_input) k = ox_in(im, n, 1) ? ox_static_ints(im, n, ox_in(im, n, 1), "axes", ax, KILN_MAX_DIMS) : -1;
-    else k = ox_attr_ints(n, "axes", ax, KILN_MAX_DIMS);
+    else k = ox_attr_ints_in(im, n, "axes", ax, KILN_MAX_DIMS, INT64_MIN, INT64_MAX);
     if (ox_status(im)) return ox_status(im);
     bool keep = ox_attr_int(n, "keepdims", 1) != 0;
     if (k <= 0 && ox_attr_int(n, "noop_with_empty_axes", 0)) return ox_alias(im, n, 0, x);

@@ -463,6 +463,12 @@ static void test_int_attributes(void) {
         output(&b, "y");
         import(write_model(&b, "attr.onnx"), KILN_INVALID_ARGUMENT, "node 'win'", cases[i].frag);
     }
+    /* a list attribute longer than any rank (MeanVarianceNormalization reduced over -2 axes before) */
+    reset(&b);
+    input(&b, "x", F32, DIMS(-1, 2, 3, 4));
+    attr_ints(node(&b, "mvn", "MeanVarianceNormalization", "x", "y"), "axes", (const int64_t[]){ 0, 1, 2, 3, 0, 1, 2 }, 7);
+    output(&b, "y");
+    import(write_model(&b, "mvn.onnx"), KILN_INVALID_ARGUMENT, "node 'mvn'", "attribute 'axes' has 7 values, at most 6");
     /* Cast to 2^32 + 1 (was FLOAT) */
     reset(&b);
     input(&b, "x", F32, DIMS(-1, 4));
