@@ -30,8 +30,12 @@ static kiln_status from_preset(const kiln_safetensors *f, const char *path, cons
         return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint '%s': metadata 'kiln.input_shape' is '%.60s', not a list of dims such as 28,28,1", path, shape);
     kiln_model *m = kiln_model_preset(name, in, 10);
     if (!m) {
-        char msg[512];
+        char msg[1024];
         snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        kiln_model *d = kiln_model_preset(name, KILN_SCALAR, 10);     /* built in: the file's input shape is what fails */
+        kiln_model_free(d);
+        if (d) return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint '%s': metadata 'kiln.input_shape' '%.60s' does not fit model '%s' (corrupt file?): %s",
+                                     path, shape ? shape : "", name, msg);
         return kiln_set_error(KILN_NOT_FOUND, "checkpoint '%s' holds no architecture (metadata 'kiln.architecture'; saved by an older kiln) "
                               "and its model '%s' is not built in (%s); build the model in C and load the weights with kiln_model_load", path, name, msg);
     }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "nn/nn_layers.h"
+#include "core/checked.h"
 
 char *nn_batched_str(kiln_shape s, char *buf, size_t n) {
     size_t k = (size_t)snprintf(buf, n, "(None");
@@ -20,7 +21,25 @@ kiln_status nn_layer_fail(kiln_layer *l, kiln_status s, const char *fmt, ...) {
     return nn_fail(l->model, s, "%s (%s): %s", l->name, l->def->type, msg);
 }
 
+kiln_status nn_layer_mul(kiln_layer *l, const char *what, int64_t a, int64_t b, int64_t *out) {
+    if (kiln_mul_i64(a, b, out)) return KILN_OK;
+    return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "%s: %lld x %lld overflows a 64-bit count; the sizes in the model description are too large",
+                         what, (long long)a, (long long)b);
+}
+
+kiln_status nn_layer_numel(kiln_layer *l, const char *what, kiln_shape s, int64_t *out) {
+    int64_t n = 1;
+    for (int i = 0; i < s.rank; i++)
+        if (nn_layer_mul(l, what, n, s.dim[i], &n)) return KILN_INVALID_ARGUMENT;
+    *out = n;
+    return KILN_OK;
+}
+
 void nn_layer_add_var(kiln_layer *l, const char *suffix, kiln_shape shape, kiln_init init, bool trainable, double l2) {
+    char what[NN_NAME + 200];
+    int64_t n;
+    snprintf(what, sizeof what, "%s parameters", suffix);
+    if (nn_layer_numel(l, what, shape, &n)) return;
     if (l->n_vars == l->cap_vars) {
         int cap = l->cap_vars ? l->cap_vars * 2 : 4;
         nn_var *nv = kiln_realloc(l->vars, (size_t)cap * sizeof *nv);
@@ -45,10 +64,11 @@ void nn_layer_free(kiln_layer *l) {
     kiln_free(l);
 }
 
+/* Saturates: an imported graph's variables are added after its layer's checks (nn_layer_finish). */
 int64_t nn_layer_params(const kiln_layer *l, bool trainable_only) {
     int64_t n = 0;
     for (int i = 0; i < l->n_vars; i++)
-        if (!trainable_only || l->vars[i].trainable) n += kiln_shape_numel(l->vars[i].shape);
+        if (!trainable_only || l->vars[i].trainable) n = kiln_sat_add_i64(n, kiln_shape_numel(l->vars[i].shape));
     return n;
 }
 

@@ -1,27 +1,46 @@
 /* FLOPs of one example's forward pass per layer (the rules are in include/kiln/nn.h, at
  * kiln_layer_flops). A switch over every layer kind, without a default, so that a new kind in
  * layers.def is a compiler warning here until its cost is written down. */
+#include <stdio.h>
 #include "nn/nn_layers.h"
+#include "core/checked.h"
+
+/* Products and sums over sizes from file input: the first overflow is kept (its operands for the
+ * message) and every later step is skipped. */
+typedef struct acc { bool over; char op; int64_t a, b; } acc;
+static int64_t mul(acc *c, int64_t a, int64_t b) {
+    int64_t r;
+    if (c->over) return 0;
+    if (kiln_mul_i64(a, b, &r)) return r;
+    *c = (acc){ true, 'x', a, b };
+    return 0;
+}
+static int64_t add(acc *c, int64_t a, int64_t b) {
+    int64_t r;
+    if (c->over) return 0;
+    if (kiln_add_i64(a, b, &r)) return r;
+    *c = (acc){ true, '+', a, b };
+    return 0;
+}
 
 static int64_t act_flops(const kiln_layer *l) { return l->act == KILN_LINEAR ? 0 : kiln_shape_numel(l->out); }
 
-int64_t kiln_layer_flops(const kiln_layer *l) {
-    if (!l) return 0;
+static int64_t flops(const kiln_layer *l, acc *c) {
     int64_t out = kiln_shape_numel(l->out);
     kiln_shape in = l->n_in ? l->in[0]->out : l->out;
     switch (l->kind) {
     case NN_CONV2D:
     case NN_DWCONV2D: {
-        int64_t macs = out * l->kh * l->kw * (in.dim[2] / l->groups);
-        return 2 * macs + (l->use_bias ? out : 0) + act_flops(l);
+        int64_t macs = mul(c, mul(c, mul(c, out, l->kh), l->kw), in.dim[2] / l->groups);
+        return add(c, add(c, mul(c, 2, macs), l->use_bias ? out : 0), act_flops(l));
     }
-    case NN_DENSE: return 2 * in.dim[0] * l->units + (l->use_bias ? out : 0) + act_flops(l);
-    case NN_BN: return 2 * out;
+    case NN_DENSE: return add(c, add(c, mul(c, mul(c, 2, in.dim[0]), l->units), l->use_bias ? out : 0), act_flops(l));
+    case NN_BN: return mul(c, 2, out);
     case NN_ACTIVATION: return act_flops(l);
     case NN_MAXPOOL:
-    case NN_AVGPOOL: return out * l->kh * l->kw;
+    case NN_AVGPOOL: return mul(c, mul(c, out, l->kh), l->kw);
     case NN_GAP: return kiln_shape_numel(in);
-    case NN_ADD: return (int64_t)(l->n_in - 1) * out;
+    case NN_ADD: return mul(c, l->n_in - 1, out);
     case NN_INPUT:
     case NN_FLATTEN:
     case NN_RESHAPE:
@@ -33,8 +52,26 @@ int64_t kiln_layer_flops(const kiln_layer *l) {
     return 0;
 }
 
+kiln_status nn_layer_flops_checked(kiln_layer *l, int64_t *out) {
+    acc c = { 0 };
+    int64_t f = flops(l, &c);
+    if (c.over)
+        return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "FLOPs per example: %lld %c %lld overflows a 64-bit count; the sizes in the model description are too large",
+                             (long long)c.a, c.op, (long long)c.b);
+    *out = f;
+    return KILN_OK;
+}
+
+/* Every layer of a model passed nn_layer_flops_checked when it was added; INT64_MAX otherwise. */
+int64_t kiln_layer_flops(const kiln_layer *l) {
+    if (!l) return 0;
+    acc c = { 0 };
+    int64_t f = flops(l, &c);
+    return c.over ? INT64_MAX : f;
+}
+
 int64_t kiln_model_flops(const kiln_model *m) {
     int64_t n = 0;
-    for (int i = 0; m && i < m->n_layers; i++) n += kiln_layer_flops(m->layers[i]);
+    for (int i = 0; m && i < m->n_layers; i++) n = kiln_sat_add_i64(n, kiln_layer_flops(m->layers[i]));   /* a total past int64 saturates */
     return n;
 }

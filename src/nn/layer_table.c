@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "nn/nn_layers.h"
+#include "core/checked.h"
 
 static const nn_layer_def *const layer_table[NN_KIND_COUNT] = {
 #define NN_LAYER(e, def) [NN_##e] = &def,
@@ -20,10 +21,22 @@ bool nn_layer_kind_named(const char *type, nn_kind *k) {
     return false;
 }
 
-static bool layer_name_taken(const kiln_model *m, const char *name) {
+/* Names are looked up in the model's hash index of its layers (m->layer_index), not by a scan:
+ * a model file of n layers loads in O(n), not O(n^2). */
+static bool layer_name_taken(const kiln_model *m, const char *name) { return kiln_name_index_find(&m->layer_index, name) >= 0; }
+
+static const char *layer_name_at(const void *m, int i) { return ((const kiln_model *)m)->layers[i]->name; }
+
+kiln_status nn_layer_rename(kiln_layer *l, const char *name) {
+    kiln_model *m = l->model;
+    int at = kiln_name_index_find(&m->layer_index, name);
+    if (at >= 0 && m->layers[at] != l)
+        return nn_fail(m, KILN_INVALID_ARGUMENT, "layer name '%s' is used twice in model '%s'; names must be unique (they name the checkpoint tensors)", name, m->name);
+    snprintf(l->name, sizeof l->name, "%s", name);
+    kiln_name_index_free(&m->layer_index);       /* the index hashed the old name: rebuild it (once per file) */
     for (int i = 0; i < m->n_layers; i++)
-        if (!strcmp(m->layers[i]->name, name)) return true;
-    return false;
+        if (!kiln_name_index_add(&m->layer_index, i)) return nn_fail(m, KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name);
+    return KILN_OK;
 }
 
 /* A named, unregistered layer on checked inputs (the model's layer list has room for it). */
@@ -54,6 +67,11 @@ static kiln_layer *layer_new(kiln_model *m, nn_kind kind, const char *name, kiln
     for (int i = 0; i < n_in; i++) l->in[i] = in[i];
     l->n_in = n_in;
     if (name && *name) {
+        if (strlen(name) >= sizeof l->name) {     /* cut short, two names could become one */
+            kiln_free(l);
+            nn_fail(m, KILN_INVALID_ARGUMENT, "layer name '%.40s...' has %zu characters; at most %zu", name, strlen(name), sizeof l->name - 1);
+            return NULL;
+        }
         if (layer_name_taken(m, name)) {
             kiln_free(l);
             nn_fail(m, KILN_INVALID_ARGUMENT, "layer name '%s' is used twice in model '%s'; names must be unique (they name the checkpoint tensors)", name, m->name);
@@ -101,7 +119,11 @@ kiln_layer *nn_layer_begin(kiln_model *m, nn_kind k, const char *name, kiln_laye
 kiln_layer *nn_layer_finish(kiln_layer *l, const nn_layer_cfg *c) {
     const nn_layer_def *d = layer_table[l->kind];
     kiln_model *m = l->model;
-    if (d->shape(l, c) != KILN_OK) { nn_layer_free(l); return NULL; }
+    int64_t n;
+    /* sizes from file input: the output's values per example, the parameters and the FLOPs fit
+     * an int64, so that every later size built on them (Flatten, the next kernel, the totals)
+     * is exact */
+    if (d->shape(l, c) != KILN_OK || nn_layer_numel(l, "output values per example", l->out, &n)) { nn_layer_free(l); return NULL; }
     if (!(l->cfg = kiln_malloc(sizeof *l->cfg))) {
         nn_layer_free(l);
         nn_fail(m, KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name);
@@ -110,8 +132,21 @@ kiln_layer *nn_layer_finish(kiln_layer *l, const nn_layer_cfg *c) {
     *l->cfg = *c;
     l->cfg->name = NULL;
     if (d->vars) d->vars(l, c);
-    if (m->status != KILN_OK) { nn_layer_free(l); return NULL; }     /* out of memory for a variable */
-    m->layers[m->n_layers++] = l;
+    int64_t params = 0;
+    for (int i = 0; m->status == KILN_OK && i < l->n_vars; i++)
+        if (!kiln_add_i64(params, kiln_shape_numel(l->vars[i].shape), &params))
+            nn_layer_fail(l, KILN_INVALID_ARGUMENT, "parameters: %lld + %lld overflows a 64-bit count; the sizes in the model description are too large",
+                          (long long)params, (long long)kiln_shape_numel(l->vars[i].shape));
+    if (m->status == KILN_OK) nn_layer_flops_checked(l, &n);
+    if (m->status != KILN_OK) { nn_layer_free(l); return NULL; }     /* out of memory for a variable, a size overflows */
+    if (!m->layer_index.name_at) kiln_name_index_init(&m->layer_index, layer_name_at, m);
+    m->layers[m->n_layers] = l;
+    if (!kiln_name_index_add(&m->layer_index, m->n_layers)) {
+        nn_layer_free(l);
+        nn_fail(m, KILN_OUT_OF_MEMORY, "model '%s': out of host memory", m->name);
+        return NULL;
+    }
+    m->n_layers++;
     if (l->kind == NN_INPUT) { if (!m->input) m->input = l; }
     else if (!m->functional) m->output = l;
     return l;

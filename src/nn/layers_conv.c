@@ -1,12 +1,13 @@
 /* Windowed layer types over NHWC images: Conv2D, DepthwiseConv2D, MaxPooling2D,
  * AveragePooling2D, GlobalAveragePooling2D (schema, shape, variables, forward). */
+#include <limits.h>
 #include <stdio.h>
 #include "nn/nn_layers.h"
 #include "graph/graph_internal.h"
 
 /* Output size of a window op along one axis; -1 when the window does not fit. */
 static int64_t out_dim(int64_t in, int k, int s, int d, kiln_padding p) {
-    if (p == KILN_SAME) return (in + s - 1) / s;
+    if (p == KILN_SAME) return in / s + (in % s != 0);     /* ceil(in / s); in + s - 1 could overflow */
     int64_t eff = (int64_t)(k - 1) * d + 1;
     if (in < eff) return -1;
     return (in - eff) / s + 1;
@@ -66,8 +67,11 @@ static kiln_status conv_shape(kiln_layer *l, const nn_layer_cfg *c) {
     int64_t cin = s.dim[2], cout;
     if (l->kind == NN_DWCONV2D) {
         if (c->depth_multiplier <= 0) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "depth_multiplier must be positive");
+        if (nn_layer_mul(l, "output channels (input channels x depth_multiplier)", cin, c->depth_multiplier, &cout)) return KILN_INVALID_ARGUMENT;
+        if (cout > INT_MAX)
+            return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "%lld input channels x depth_multiplier %d = %lld output channels; at most %d",
+                                 (long long)cin, c->depth_multiplier, (long long)cout, INT_MAX);
         l->groups = (int)cin;
-        cout = cin * c->depth_multiplier;
         l->filters = (int)cout;
     } else {
         l->groups = c->groups;

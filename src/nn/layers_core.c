@@ -83,7 +83,7 @@ static kiln_status reshape_shape(kiln_layer *l, const nn_layer_cfg *c) {
     for (int i = 0; i < t.rank; i++) {
         if (t.dim[i] == -1 && infer < 0) infer = i;
         else if (t.dim[i] <= 0) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "target shape %s: dims must be positive (one may be -1)", kiln_shape_str(t, b, sizeof b));
-        else known *= t.dim[i];
+        else if (nn_layer_mul(l, "target shape values", known, t.dim[i], &known)) return KILN_INVALID_ARGUMENT;
     }
     int64_t n = kiln_shape_numel(s);
     if (infer >= 0) {

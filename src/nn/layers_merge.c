@@ -1,6 +1,7 @@
 /* Layer types over several inputs: Concatenate and Add. */
 #include <stdio.h>
 #include "nn/nn_layers.h"
+#include "core/checked.h"
 
 /* ---- Concatenate ---- */
 static const nn_opt_spec concat_opts[] = {
@@ -21,7 +22,9 @@ static kiln_status concat_shape(kiln_layer *l, const nn_layer_cfg *c) {
         for (int k = 0; ok && k < s0.rank; k++) if (k != axis - 1 && si.dim[k] != s0.dim[k]) ok = false;
         if (!ok) return nn_layer_fail(l, KILN_SHAPE_MISMATCH, "inputs must match except on axis %d: %s (%s) vs %s (%s)", axis,
                                       nn_batched_str(s0, b, sizeof b), l->in[0]->name, nn_batched_str(si, d, sizeof d), l->in[i]->name);
-        out.dim[axis - 1] += si.dim[axis - 1];
+        if (!kiln_add_i64(out.dim[axis - 1], si.dim[axis - 1], &out.dim[axis - 1]))
+            return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "axis %d: %lld + %lld overflows a 64-bit count; the sizes in the model description are too large",
+                                 axis, (long long)out.dim[axis - 1], (long long)si.dim[axis - 1]);
     }
     l->out = out;
     return KILN_OK;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "nn/nn_model.h"
+#include "core/checked.h"
 
 static kiln_model *model_alloc(const char *name, bool functional) {
     kiln_model *m = kiln_calloc(1, sizeof *m);
@@ -73,6 +74,7 @@ void kiln_model_free(kiln_model *m) {
     for (int i = 0; i < m->n_layers; i++) nn_layer_free(m->layers[i]);
     nn_class_names_clear(m);
     kiln_free(m->layers);
+    kiln_name_index_free(&m->layer_index);
     kiln_free(m->history);
     kiln_free(m);
 }
@@ -118,8 +120,8 @@ void kiln_model_set_seed(kiln_model *m, uint64_t seed) { if (m) m->seed = seed; 
 int kiln_model_layer_count(const kiln_model *m) { return m ? m->n_layers : 0; }
 kiln_layer *kiln_model_layer(const kiln_model *m, int i) { return m && i >= 0 && i < m->n_layers ? m->layers[i] : NULL; }
 kiln_layer *kiln_model_find_layer(const kiln_model *m, const char *name) {
-    for (int i = 0; m && i < m->n_layers; i++) if (!strcmp(m->layers[i]->name, name)) return m->layers[i];
-    return NULL;
+    int i = m && name ? kiln_name_index_find(&m->layer_index, name) : -1;
+    return i >= 0 ? m->layers[i] : NULL;
 }
 const char *kiln_layer_name(const kiln_layer *l) { return l ? l->name : ""; }
 const char *kiln_layer_type(const kiln_layer *l) { return l ? nn_kind_type(l->kind) : ""; }
@@ -132,7 +134,7 @@ kiln_session *kiln_model_session(const kiln_model *m) { return m ? m->s : NULL; 
 
 int64_t kiln_model_param_count(const kiln_model *m, bool trainable_only) {
     int64_t n = 0;
-    for (int i = 0; m && i < m->n_layers; i++) n += nn_layer_params(m->layers[i], trainable_only);
+    for (int i = 0; m && i < m->n_layers; i++) n = kiln_sat_add_i64(n, nn_layer_params(m->layers[i], trainable_only));   /* saturates */
     return n;
 }
 

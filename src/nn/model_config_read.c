@@ -10,6 +10,7 @@
 #include <string.h>
 #include "nn/nn_model.h"
 #include "nn/nn_keras.h"
+#include "io/read_file.h"
 
 typedef struct rd { char why[1024]; } rd;
 
@@ -172,7 +173,7 @@ static kiln_status sequential(rd *r, const cJSON *cfg, const char *mname, kiln_m
     }
     kiln_model *m = kiln_sequential(mname, shape);
     if (!m || kiln_model_status(m)) { st = bad(r, KILN_INVALID_ARGUMENT, "%s", m ? kiln_model_error(m) : kiln_last_error()); kiln_model_free(m); return st; }
-    if (in_name) snprintf(m->layers[0]->name, sizeof m->layers[0]->name, "%s", in_name);
+    if (in_name && nn_layer_rename(m->layers[0], in_name)) { st = bad(r, kiln_model_status(m), "%s", kiln_model_error(m)); kiln_model_free(m); return st; }
     cJSON_ArrayForEach(l, layers) {
         if (i++ == 0 && has_input) continue;
         if ((st = entry_of(r, l, i - 1, &cls, &lc, &name))) break;
@@ -185,56 +186,71 @@ static kiln_status sequential(rd *r, const cJSON *cfg, const char *mname, kiln_m
     return KILN_OK;
 }
 
+/* A Functional model's layer entries, read once; built in an order where each layer's inputs
+ * exist (Kahn's: a layer waits on one missing input's entry, and is tried again when that entry
+ * is built), so that n layers load in O(n) whatever their order in the file. */
+typedef struct fentry {
+    const char *cls, *name;
+    const cJSON *cfg;
+    ins x;
+    int next_waiter;           /* the list of entries waiting on the same entry: -1 ends it */
+    bool done;
+} fentry;
+typedef struct fgraph { fentry *e; int *waiters; int n; kiln_name_index names; } fgraph;
+
+static const char *fentry_name(const void *g, int i) { return ((const fgraph *)g)->e[i].name; }
+
+/* Builds entry i when its inputs exist; else puts it on the waiting list of its first missing
+ * input's entry (or leaves it: an input no entry names is reported at the end). */
+static kiln_status try_build(rd *r, kiln_model *m, fgraph *g, int i, int *stack, int *sp) {
+    fentry *e = &g->e[i];
+    kiln_layer *in[NN_MAX_MERGE];
+    for (int j = 0; j < e->x.n; j++)
+        if (!(in[j] = kiln_model_find_layer(m, e->x.name[j]))) {
+            int p = kiln_name_index_find(&g->names, e->x.name[j]);
+            if (p >= 0) { e->next_waiter = g->waiters[p]; g->waiters[p] = i; }
+            return KILN_OK;
+        }
+    kiln_status st;
+    if (e->x.n == 0 && strcmp(e->cls, "InputLayer"))
+        return bad(r, KILN_INVALID_ARGUMENT, "layer '%s' (%s) has no inbound_nodes (no inputs)", e->name ? e->name : "?", e->cls);
+    if ((st = add_layer(r, m, e->cls, e->cfg, e->name, in, e->x.n))) return st;
+    e->done = true;
+    int p = kiln_name_index_find(&g->names, m->layers[m->n_layers - 1]->name);   /* wake the layers waiting for it */
+    for (int w = p >= 0 ? g->waiters[p] : -1; w >= 0; w = g->e[w].next_waiter) stack[(*sp)++] = w;
+    if (p >= 0) g->waiters[p] = -1;
+    return KILN_OK;
+}
+
 static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_model **out) {
-    const cJSON *layers = get(cfg, "layers");
-    int n = cJSON_GetArraySize(layers);
-    bool *done = calloc((size_t)n, sizeof *done);
+    const cJSON *layers = get(cfg, "layers"), *l;
+    int n = cJSON_GetArraySize(layers), sp = 0, i = 0;
+    fgraph g = { kiln_calloc((size_t)n, sizeof *g.e), kiln_malloc((size_t)n * sizeof *g.waiters), n, { 0 } };
+    int *stack = kiln_malloc((size_t)n * sizeof *stack);       /* a waiter is on one list at a time */
+    kiln_name_index_init(&g.names, fentry_name, &g);
     kiln_model *m = kiln_model_new(mname);
     kiln_status st = KILN_OK;
-    if (!done || !m || kiln_model_status(m)) st = bad(r, KILN_OUT_OF_MEMORY, "%s", m ? kiln_model_error(m) : "out of host memory");
-    /* in dependency order: a pass builds every layer whose inputs exist, until none is left */
-    for (int left = n, progress = 1; !st && left && progress;) {
-        progress = 0;
-        int i = 0;
-        const cJSON *l;
-        cJSON_ArrayForEach(l, layers) {
-            if (done[i++]) continue;
-            const char *cls, *name;
-            const cJSON *lc;
-            ins x;
-            kiln_layer *in[NN_MAX_MERGE];
-            if ((st = entry_of(r, l, i - 1, &cls, &lc, &name)) || (st = read_inputs(r, name ? name : "?", get(l, "inbound_nodes"), &x))) break;
-            bool ready = true;
-            for (int j = 0; j < x.n && ready; j++) ready = (in[j] = kiln_model_find_layer(m, x.name[j])) != NULL;
-            if (!ready) continue;
-            if (x.n == 0 && strcmp(cls, "InputLayer")) { st = bad(r, KILN_INVALID_ARGUMENT, "layer '%s' (%s) has no inbound_nodes (no inputs)", name ? name : "?", cls); break; }
-            if ((st = add_layer(r, m, cls, lc, name, in, x.n))) break;
-            done[i - 1] = true;
-            left--;
-            progress = 1;
-        }
-        if (!st && left && !progress) {      /* name the first layer left and its missing input */
-            int k = 0;
-            cJSON_ArrayForEach(l, layers) {
-                if (done[k++]) continue;
-                const char *cls, *name;
-                const cJSON *lc;
-                ins x;
-                entry_of(r, l, k - 1, &cls, &lc, &name);
-                read_inputs(r, name ? name : "?", get(l, "inbound_nodes"), &x);
-                for (int j = 0; j < x.n; j++)
-                    if (!kiln_model_find_layer(m, x.name[j])) {
-                        bool listed = false;
-                        const cJSON *o;
-                        cJSON_ArrayForEach(o, layers) { const char *on = str_of(get(o, "config"), "name"); listed |= on && !strcmp(on, x.name[j]); }
-                        st = bad(r, KILN_INVALID_ARGUMENT, "layer '%s': input '%s' %s", name ? name : "?", x.name[j],
-                                 listed ? "is itself waiting for this layer (the layers form a cycle)" : "is not a layer of the model");
-                        break;
-                    }
-                if (st) break;
-            }
-            if (!st) st = bad(r, KILN_INVALID_ARGUMENT, "the layers cannot be ordered by their inputs");
-        }
+    if (!g.e || !g.waiters || !stack || !m || kiln_model_status(m)) st = bad(r, KILN_OUT_OF_MEMORY, "%s", m ? kiln_model_error(m) : "out of host memory");
+    if (!st) cJSON_ArrayForEach(l, layers) {
+        fentry *e = &g.e[i];
+        const char *name;
+        if ((st = entry_of(r, l, i, &e->cls, &e->cfg, &name)) || (st = read_inputs(r, name ? name : "?", get(l, "inbound_nodes"), &e->x))) break;
+        e->name = name;
+        e->next_waiter = g.waiters[i] = -1;
+        if (name && kiln_name_index_find(&g.names, name) < 0 && !kiln_name_index_add(&g.names, i)) { st = bad(r, KILN_OUT_OF_MEMORY, "out of host memory"); break; }
+        i++;
+    }
+    for (i = 0; !st && i < n; i++) {
+        if (!g.e[i].done) st = try_build(r, m, &g, i, stack, &sp);
+        while (!st && sp > 0) st = try_build(r, m, &g, stack[--sp], stack, &sp);
+    }
+    for (i = 0; !st && i < n; i++) {       /* left over: name the first such layer and its missing input */
+        const fentry *e = &g.e[i];
+        for (int j = 0; !e->done && j < e->x.n && !st; j++)
+            if (!kiln_model_find_layer(m, e->x.name[j]))
+                st = bad(r, KILN_INVALID_ARGUMENT, "layer '%s': input '%s' %s", e->name ? e->name : "?", e->x.name[j],
+                         kiln_name_index_find(&g.names, e->x.name[j]) >= 0 ? "is itself waiting for this layer (the layers form a cycle)" : "is not a layer of the model");
+        if (!st && !e->done) st = bad(r, KILN_INVALID_ARGUMENT, "the layers cannot be ordered by their inputs");
     }
     if (!st) {
         const char *a = endpoint(r, cfg, "input_layers"), *b = a ? endpoint(r, cfg, "output_layers") : NULL;
@@ -243,7 +259,10 @@ static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_m
         else if (!x || !y) st = bad(r, KILN_INVALID_ARGUMENT, "%s: no layer named '%s'", x ? "output_layers" : "input_layers", x ? b : a);
         else if (kiln_model_functional(m, &x, 1, &y, 1)) st = bad(r, kiln_model_status(m), "%s", kiln_model_error(m));
     }
-    free(done);
+    kiln_name_index_free(&g.names);
+    kiln_free(g.e);
+    kiln_free(g.waiters);
+    kiln_free(stack);
     if (st) { kiln_model_free(m); return st; }
     *out = m;
     return KILN_OK;
@@ -302,24 +321,10 @@ kiln_status kiln_model_from_json_file(const char *path, kiln_model **out) {
     if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_from_json_file: NULL out");
     *out = NULL;
     if (!path || !*path) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_from_json_file: no path");
-    FILE *f = fopen(path, "rb");
-    if (!f) return kiln_set_error(KILN_NOT_FOUND, "model file '%s': cannot open it: %s", path, strerror(errno));
     char *text = NULL;
-    size_t n = 0, cap = 0;
-    kiln_status st = KILN_OK;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            if (cap >= (size_t)256 << 20) { st = kiln_set_error(KILN_INVALID_ARGUMENT, "model file '%s': larger than 256 MiB; not a model config", path); break; }
-            char *t = realloc(text, cap = cap ? cap * 2 : 65536);
-            if (!t) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "model file '%s': out of host memory", path); break; }
-            text = t;
-        }
-        size_t k = fread(text + n, 1, cap - n - 1, f);
-        n += k;
-        if (k == 0) break;
-    }
-    if (!st && ferror(f)) st = kiln_set_error(KILN_IO_ERROR, "model file '%s': read error", path);
-    fclose(f);
+    size_t n = 0;
+    /* the shared reader: a FIFO or a device is refused at once instead of waited on */
+    kiln_status st = kiln_file_read_all(path, "model file", (uint64_t)256 << 20, (uint8_t **)&text, &n);
     if (!st) {
         text[n] = 0;
         if (strlen(text) != n) st = kiln_set_error(KILN_INVALID_ARGUMENT, "model file '%s': not a JSON text (it holds a NUL byte)", path);
@@ -329,7 +334,7 @@ kiln_status kiln_model_from_json_file(const char *path, kiln_model **out) {
             st = from_json(text, what, out);
         }
     }
-    free(text);
+    kiln_free(text);
     return st;
 }
 

@@ -117,12 +117,21 @@ typedef struct nn_layer_ext {
 /* layer.c */
 /* Records "<layer> (<Type>): <message>" on the layer's model; returns s. */
 kiln_status nn_layer_fail(kiln_layer *l, kiln_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Adds a variable; a shape whose element count overflows is an error on the model (nn_layer_fail). */
 void nn_layer_add_var(kiln_layer *l, const char *suffix, kiln_shape shape, kiln_init init, bool trainable, double l2);
+/* Sizes from file input, checked: *out = a * b, or nn_layer_fail naming what and the values
+ * ("kernel parameters: 3000000000 x 4000000000 overflows ..."); nn_layer_numel: the product of s. */
+kiln_status nn_layer_mul(kiln_layer *l, const char *what, int64_t a, int64_t b, int64_t *out);
+kiln_status nn_layer_numel(kiln_layer *l, const char *what, kiln_shape s, int64_t *out);
 kiln_node *nn_layer_var(const nn_fwd *f, const kiln_layer *l, const char *suffix);   /* as the layer reads it */
 char *nn_batched_str(kiln_shape s, char *buf, size_t n);    /* "(None, 28, 28, 1)" */
 kiln_status nn_create_variables(kiln_model *m, kiln_graph *g);
 int64_t nn_layer_params(const kiln_layer *l, bool trainable_only);
 void nn_layer_free(kiln_layer *l);      /* its variables, options and ext data too; NULL is a no-op */
+
+/* layer_flops.c: kiln_layer_flops with every step checked (nn_layer_fail naming the values on
+ * overflow); nn_layer_finish runs it, so that kiln_layer_flops never wraps. */
+kiln_status nn_layer_flops_checked(kiln_layer *l, int64_t *out);
 
 /* layer_table.c */
 const nn_layer_def *nn_layer_def_of(nn_kind k);
@@ -136,6 +145,9 @@ kiln_layer *nn_layer_add(kiln_model *m, nn_kind k, const nn_layer_cfg *c, kiln_l
 kiln_layer *nn_layer_begin(kiln_model *m, nn_kind k, const char *name, kiln_layer *const *in, int n_in);
 kiln_layer *nn_layer_finish(kiln_layer *l, const nn_layer_cfg *c);
 kiln_node *nn_layer_forward(const nn_fwd *f, kiln_layer *l);
+/* Renames a registered layer (a model file's name for the input layer kiln_sequential made);
+ * an error (sticky on its model) when another layer has that name. */
+kiln_status nn_layer_rename(kiln_layer *l, const char *name);
 
 /* layer_options.c: type name + key/value options -> a layer, as a Keras config describes it.
  * Unknown type, unknown key, wrong value type or range: NULL, the error (naming the layer and

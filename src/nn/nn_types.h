@@ -5,6 +5,7 @@
 #include <string.h>
 #include "kiln/nn.h"
 #include "core/core.h"
+#include "io/name_index.h"
 
 typedef enum nn_kind {
 #define NN_LAYER(e, def) NN_##e,
@@ -97,6 +98,7 @@ struct kiln_model {
     char **class_names;       /* kiln_model_set_class_names; saved in checkpoints */
     int n_class_names;
     int name_counts[NN_KIND_COUNT];
+    kiln_name_index layer_index;   /* layers by name (layer_table.c): loading a model file stays linear */
     kiln_status status;
     char error[1024];
     /* compile */
