@@ -4,8 +4,9 @@
  * graph output names, initializer bytes, sizes and types, node order, duplicated / removed /
  * new nodes, the opset) and re-encodes. Inputs that do not decode, that nest deeper than any
  * model Kiln reads (protobuf-c's unpack recurses without a limit) or that re-encode past max_size
- * get libFuzzer's byte mutation instead, as do one in eight inputs. Every replaced field is
- * malloc'd: protobuf-c's free_unpacked frees it with the default (malloc) allocator. */
+ * get libFuzzer's byte mutation instead, as do one in eight inputs; LLVMFuzzerCustomCrossOver
+ * splices nodes of one model into another. Every replaced field is malloc'd: protobuf-c's
+ * free_unpacked frees it with the default (malloc) allocator. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -399,4 +400,68 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
     }
     onnx__model_proto__free_unpacked(m, NULL);
     return b ? out : LLVMFuzzerMutate(data, size, max_size);
+}
+
+/* Crossover: nodes of a second model spliced into the first, with the initializers they read
+ * that the first lacks, so ops meet inputs and attributes from other models. */
+static Onnx__TensorProto *copy_tensor(const Onnx__TensorProto *t) {
+    size_t sz = onnx__tensor_proto__get_packed_size(t);
+    uint8_t *b = malloc(sz ? sz : 1);
+    if (!b) return NULL;
+    onnx__tensor_proto__pack(t, b);
+    Onnx__TensorProto *c = onnx__tensor_proto__unpack(NULL, sz, b);
+    free(b);
+    return c;
+}
+
+static bool has_init(const Onnx__GraphProto *g, const char *name) {
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (g->initializer[i]->name && !strcmp(g->initializer[i]->name, name)) return true;
+    return false;
+}
+
+static Onnx__ModelProto *decode(const uint8_t *d, size_t n) {
+    if (!shallow(d, n, &onnx__model_proto__descriptor, 0)) return NULL;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, n, d);
+    if (m && !m->graph) { onnx__model_proto__free_unpacked(m, NULL); m = NULL; }
+    return m;
+}
+
+size_t LLVMFuzzerCustomCrossOver(const uint8_t *d1, size_t n1, const uint8_t *d2, size_t n2, uint8_t *out, size_t max_out, unsigned int seed) {
+    rng = seed * 0x9E3779B97F4A7C15ull + 7;
+    Onnx__ModelProto *a = decode(d1, n1), *b = a ? decode(d2, n2) : NULL;
+    size_t len = 0;
+    if (a && b && b->graph->n_node) {
+        Onnx__GraphProto *ga = a->graph, *gb = b->graph;
+        size_t from = rnd((uint32_t)gb->n_node), count = 1 + rnd(3);
+        for (size_t i = from; i < gb->n_node && i < from + count; i++) {
+            const Onnx__NodeProto *n = gb->node[i];
+            for (size_t k = 0; k < n->n_input; k++)
+                if (n->input[k] && has_init(gb, n->input[k]) && !has_init(ga, n->input[k]))
+                    for (size_t j = 0; j < gb->n_initializer; j++)
+                        if (gb->initializer[j]->name && !strcmp(gb->initializer[j]->name, n->input[k])) {
+                            Onnx__TensorProto *t = copy_tensor(gb->initializer[j]);
+                            Onnx__TensorProto **slot = t ? grow(&ga->initializer, &ga->n_initializer, sizeof *ga->initializer) : NULL;
+                            if (slot) *slot = t;
+                            else if (t) onnx__tensor_proto__free_unpacked(t, NULL);
+                            break;
+                        }
+            Onnx__NodeProto *c = copy_node(n);
+            if (c) insert_node(ga, c);
+        }
+        len = onnx__model_proto__get_packed_size(a);
+        if (len <= max_out) onnx__model_proto__pack(a, out);
+        else len = 0;
+    }
+    if (a) onnx__model_proto__free_unpacked(a, NULL);
+    if (b) onnx__model_proto__free_unpacked(b, NULL);
+    if (!len) {                                  /* plain halves, as libFuzzer's own crossover */
+        size_t h1 = n1 / 2, h2 = n2 - n2 / 2;
+        if (h1 > max_out) h1 = max_out;
+        if (h2 > max_out - h1) h2 = max_out - h1;
+        memcpy(out, d1, h1);
+        memcpy(out + h1, d2 + n2 / 2, h2);
+        len = h1 + h2;
+    }
+    return len;
 }

@@ -8,6 +8,7 @@
 #   bash fuzz/run.sh            # 30 s each
 #   bash fuzz/run.sh 3600       # an hour each
 #   FUZZ_TARGETS="fuzz_images" FUZZ_JOBS=4 bash fuzz/run.sh 600
+#   FUZZ_KEEP_GOING=1 FUZZ_TARGETS=fuzz_onnx bash fuzz/run.sh 600   # past crashes, keeping each
 # A crash leaves crash-* / leak-* / timeout-* / oom-* files in build-fuzz/ and makes the script
 # fail; reproduce with: build-fuzz/fuzz_images build-fuzz/crash-<hash>
 set -euo pipefail
@@ -57,11 +58,15 @@ if [ ${#want[@]} -gt 0 ]; then
   echo "fuzz: ${want[*]} built in $libdir ($(( $(date +%s) - start )) s)"
 fi
 
-# files a target leaves in /dev/shm or /tmp (named kiln_fuzz*)
-leftovers() { { find /dev/shm /tmp -maxdepth 1 -name 'kiln_fuzz*' 2>/dev/null || true; } | wc -l; }
+# files a target leaves in /dev/shm or /tmp (named kiln_fuzz*), and the inputs libFuzzer keeps
+leftovers() { { find /dev/shm /tmp -maxdepth 1 -name 'kiln_fuzz*' 2>/dev/null || true; } | sort; }
+artifacts() { find "$out" -maxdepth 1 -newer "$out/.started" \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) -printf '%f '; }
 status=0
-jobs=""
-if [ "${FUZZ_JOBS:-1}" -gt 1 ]; then jobs="-fork=$FUZZ_JOBS"; fi
+opts=""
+if [ "${FUZZ_JOBS:-1}" -gt 1 ]; then opts="-fork=$FUZZ_JOBS"; fi
+# FUZZ_KEEP_GOING=1: fuzz the whole time past crashes (fork mode), keeping every crashing input;
+# the script still fails if there was one
+if [ -n "${FUZZ_KEEP_GOING:-}" ]; then opts="-fork=${FUZZ_JOBS:-1} -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1"; fi
 for t in $targets; do
   max_len=65536
   case "$lib_targets" in
@@ -76,18 +81,25 @@ for t in $targets; do
   dict=""
   if [ -f "fuzz/$t.dict" ]; then dict="-dict=$PWD/fuzz/$t.dict"; fi
   left_before=$(leftovers)
+  touch "$out/.started"
   echo "fuzz: $t for ${secs}s"
-  if ! (cd "$out" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        "./$t" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=10 \
-        $jobs $dict -print_final_stats=1 "corpus_$t" 2>"$t.log"); then
-    echo "fuzz: $t FAILED (see $out/$t.log)" >&2
-    tail -40 "$out/$t.log" >&2
+  rc=0
+  (cd "$out" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "./$t" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=10 \
+    $opts $dict -print_final_stats=1 "corpus_$t" 2>"$t.log") || rc=$?
+  new_arts=$(artifacts)
+  if [ "$rc" -ne 0 ] || [ -n "${new_arts// /}" ]; then
+    echo "fuzz: $t FAILED (see $out/$t.log${new_arts:+; inputs kept: $new_arts})" >&2
+    if [ -z "${FUZZ_KEEP_GOING:-}" ]; then tail -40 "$out/$t.log" >&2; fi
     status=1
-  else
-    grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)" "$out/$t.log" | sed "s/^/fuzz: $t /" || true
   fi
-  if [ "$(leftovers)" -gt "$left_before" ]; then   # a target must not leave files behind
-    echo "fuzz: $t left files behind: $({ find /dev/shm /tmp -maxdepth 1 -name 'kiln_fuzz*' 2>/dev/null || true; } | head -5 | tr '\n' ' ')" >&2
+  # the totals (in fork mode the parent's last status line)
+  grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)" "$out/$t.log" | sed "s/^/fuzz: $t /" ||
+    grep -E "^#[0-9]+: cov" "$out/$t.log" | tail -1 | sed "s/^/fuzz: $t /" || true
+  left=$(comm -13 <(echo "$left_before") <(leftovers))
+  if [ -n "$left" ]; then   # a target must not leave files behind (removed after saying so)
+    echo "fuzz: $t left files behind: $(echo "$left" | head -5 | tr '\n' ' ')" >&2
+    echo "$left" | xargs rm -f
     status=1
   fi
 done
