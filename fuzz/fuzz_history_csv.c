@@ -1,9 +1,10 @@
-/* libFuzzer target: the training-history CSV readers: kiln plot's (tools/plot/history_csv.c:
- * header or not, fields, numbers, NaN cells) and the one `kiln train --history` resume runs
- * (src/nn/callbacks.c: the rows of epochs after initial_epoch dropped, then appended to), on
- * the same bytes, then kiln plot's reader again on what resume left. The readers take a path:
- * each input goes to /dev/shm/kiln_fuzz_hist_<pid>.csv and is removed again.
- * Build and run: bash fuzz/run.sh [seconds]. */
+/* libFuzzer target: the training-history CSV readers: the shared parser from memory
+ * (kiln_history_csv_parse, src/io/history_csv.c, where the tree has it), kiln plot's reader
+ * (tools/plot/history_csv.c: header or not, fields, numbers, NaN cells) and the one
+ * `kiln train --history` resume runs (src/nn/callbacks.c: the rows of epochs after initial_epoch
+ * dropped, then appended to), on the same bytes, then kiln plot's reader again on what resume
+ * left. Those two take a path: each input goes to /dev/shm/kiln_fuzz_hist_<pid>.csv and is
+ * removed again. Build and run: bash fuzz/run.sh [seconds]. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,10 @@
 #include "kiln/nn.h"
 #include "nn/nn_fit.h"
 #include "tools/plot/history.h"
+#if __has_include("io/history_csv.h")
+#include "io/history_csv.h"
+#define HAVE_HISTORY_PARSE 1
+#endif
 
 static char path[64];
 
@@ -41,7 +46,7 @@ static void plot_read(void) {
         if (!err[0]) __builtin_trap();                 /* an error says what */
         return;
     }
-    if (h.n_cols < 1 || h.n_rows < 1 || !h.names || !h.values) __builtin_trap();
+    if (h.n_cols < 0 || h.n_rows < 0 || (h.n_cols && !h.names) || (h.n_rows && !h.values)) __builtin_trap();
     for (int c = 0; c < h.n_cols; c++)
         if (!h.names[c] || history_column(&h, h.names[c]) < 0) __builtin_trap();
     volatile double sum = 0;                         /* every cell: ASan checks the size */
@@ -52,6 +57,20 @@ static void plot_read(void) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+#ifdef HAVE_HISTORY_PARSE
+    kiln_history_csv t;
+    if (kiln_history_csv_parse("fuzz.csv", (const char *)data, size, &t) == KILN_OK) {
+        if (t.n_cols < 0 || t.n_rows < 0 || (t.n_cols && !t.names) || (t.n_rows && (!t.values || !t.row_start))) __builtin_trap();
+        volatile double sum = 0;
+        for (int64_t i = 0; i < (int64_t)t.n_rows * t.n_cols; i++)
+            if (!isnan(t.values[i])) sum += t.values[i];
+        for (int r = 0; r < t.n_rows; r++)
+            if (t.row_start[r] >= size) __builtin_trap();      /* each row starts inside the text */
+        for (int c = 0; c < t.n_cols; c++)
+            if (!t.names[c] || kiln_history_csv_column(&t, t.names[c]) < 0) __builtin_trap();
+        kiln_history_csv_free(&t);
+    }
+#endif
     if (write_input(data, size)) { perror("fuzz_history_csv: /dev/shm"); abort(); }
     plot_read();
     kiln_model *m = kiln_model_new("fuzz");
