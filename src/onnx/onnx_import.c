@@ -364,6 +364,8 @@ static kiln_status run_node(ox_importer *im, const Onnx__NodeProto *n) {
         if (!v || !v->defined) return ox_fail(im, KILN_INVALID_ARGUMENT, "input '%s' is not made by an earlier node, an initializer or a graph input", n->input[i]);
     }
     ox_val *x = ox_in(im, n, 0);
+    if (!x && strcmp(type, "Constant"))          /* every op Kiln reads but Constant takes a first input */
+        return ox_fail(im, KILN_INVALID_ARGUMENT, "its first input is missing");
     if (x && !(op->flags & OX_ANY) && !kiln_dtype_is_float(x->dtype) &&
         ((op->flags & OX_FLOAT) || (x->dtype != KILN_I32 && x->dtype != KILN_I64)))
         return ox_fail(im, KILN_UNSUPPORTED, "input '%s' is %s: Kiln's %s takes %s", x->name, kiln_dtype_name(x->dtype), type,

@@ -12,6 +12,7 @@
  *   scalar_operands      Pow / Clip with an exponent or bounds that would change the shape
  *   initializer_rank     an initializer of rank 7 when only its Shape is read (clamped to 6 before)
  *   initializer_data     an initializer whose dims ask for 32 TiB and that holds no values
+ *   missing_input        an op whose first input is absent ("")
  *   fifo                 a FIFO named as the model is refused at once (hung before) */
 #include <signal.h>
 #include <stdlib.h>
@@ -542,6 +543,20 @@ static void test_initializer_data(void) {
     import(write_model(&b, "huge.onnx"), KILN_INVALID_ARGUMENT, "initializer 'huge': int64 [2097152, 2097152] needs 4398046511104 values", NULL);
 }
 
+/* A first input named "" (absent): handlers read input 0 (NULL dereference in Unsqueeze before). */
+static void test_missing_input(void) {
+    static const char *const ops[] = { "Unsqueeze", "Relu", "Reshape", "Concat", "Tile", "Conv" };
+    gb b;
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        reset(&b);
+        input(&b, "x", F32, DIMS(-1, 4));
+        init(&b, tensor("axes", I64, DIMS(1), VALS(0)));
+        node(&b, "op", ops[i], "-,axes", "y");
+        output(&b, "y");
+        import(write_model(&b, "missing.onnx"), KILN_INVALID_ARGUMENT, "node 'op'", "its first input is missing");
+    }
+}
+
 static void on_alarm(int sig) {
     (void)sig;
     static const char msg[] = "test_onnx_hostile: timed out (a FIFO or a fold that hangs?)\n";
@@ -566,6 +581,7 @@ int main(int argc, char **argv) {
         { "no_broadcast", test_no_broadcast }, { "deep_nesting", test_deep_nesting }, { "folding_bounds", test_folding_bounds },
         { "int_attributes", test_int_attributes }, { "ssa", test_ssa }, { "scalar_operands", test_scalar_operands },
         { "initializer_rank", test_initializer_rank }, { "initializer_data", test_initializer_data },
+        { "missing_input", test_missing_input },
     };
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     signal(SIGALRM, on_alarm);
