@@ -55,8 +55,16 @@ int cli_check_data_opts(const args *a, const char *cmd) {
     return 0;
 }
 
+/* --loss mse: the labels are values to predict, also when they are whole numbers (read as class
+ * ids, 250000 would make a model of 250,001 classes, which the CSV reader refuses) */
+static bool value_labels(const args *a) {
+    kiln_loss_kind k;
+    return a->loss && kiln_loss_from_name(a->loss, &k) == KILN_OK && k == KILN_LOSS_MSE;
+}
+
 kiln_status cli_open_train(const args *a, const char *spec, kiln_data **out) {
-    if (is_csv(spec)) return kiln_data_from_csv(spec + 4, &(kiln_csv_opts){ .label_column = a->label_column }, out);
+    if (is_csv(spec))
+        return kiln_data_from_csv(spec + 4, &(kiln_csv_opts){ .label_column = a->label_column, .float_labels = value_labels(a) }, out);
     return kiln_data_open(spec, true, out);
 }
 

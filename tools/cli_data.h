@@ -8,6 +8,14 @@
 /* Checks --loss, --metrics, --label-column, --test-csv and --tensorboard-every before anything is
  * read: 0, or 2 after a message naming the option. */
 int cli_check_data_opts(const args *a, const char *cmd);
+/* An output that is an input is refused before anything is read or written (tools/cli_paths.c):
+ * --save, --history, --json, --tensorboard against --load, --model-file, --data's file, --test-csv
+ * and --image, and the outputs against each other, compared as files (device and inode: "./a",
+ * "a", a symlink or a hard link all match). --save naming the --load checkpoint is allowed: that
+ * is resuming in place. 0, or 2 after a message naming both options. */
+int cli_check_paths(const args *a, const char *cmd);
+/* The file or directory a data spec reads ("csv:a.csv" -> "a.csv"; NULL for synthetic data). */
+const char *cli_data_path(const char *spec);
 /* The training split of spec (csv: with --label-column). */
 kiln_status cli_open_train(const args *a, const char *spec, kiln_data **out);
 /* The test split of spec: --test-csv for csv:, x_test for npz:, kiln_data_open otherwise. *out

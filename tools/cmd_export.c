@@ -4,6 +4,9 @@
 #include <string.h>
 #include "kiln/kiln.h"
 #include "kiln/onnx.h"
+#include "core/core.h"
+#include "io/read_file.h"
+#include "io/path_guard.h"
 #include "tools/commands.h"
 
 static void export_usage(FILE *f) {
@@ -28,18 +31,20 @@ static void export_usage(FILE *f) {
         kiln_model_preset_names());
 }
 
-/* The whole file as a string (NULL after a message). */
+/* The whole file as a string (NULL after a message); a FIFO or a device is refused, not waited on. */
 static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { perror(path); return NULL; }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
+    uint8_t *s;
+    size_t n;
+    if (kiln_file_read_all(path, "model file", (uint64_t)256 << 20, &s, &n) != KILN_OK) {
+        fprintf(stderr, "kiln export: %s\n", kiln_last_error());
+        return NULL;
+    }
+    if (strlen((char *)s) != n) {
+        fprintf(stderr, "kiln export: model file '%s': not a JSON text (it holds a NUL byte)\n", path);
+        kiln_free(s);
+        return NULL;
+    }
+    return (char *)s;
 }
 
 static int fail(int rc) { fprintf(stderr, "kiln export: %s\n", kiln_last_error()); return rc; }
@@ -60,6 +65,13 @@ int cmd_export(int argc, char **argv) {
     if (!load) { fprintf(stderr, "kiln export: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
     if (!out) { fprintf(stderr, "kiln export: --output FILE.onnx is required\n"); return 2; }
     if (model && file) { fprintf(stderr, "kiln export: --model and --model-file both name a model; give one\n"); return 2; }
+    /* the output must not be an input: writing it would destroy the file being read */
+    const char *same = kiln_same_file(out, load) ? "--load" : file && kiln_same_file(out, file) ? "--model-file" : NULL;
+    if (same) {
+        fprintf(stderr, "kiln export: --output %s is the same file as %s %s: writing it would destroy the input; give the ONNX "
+                "file another name\n", out, same, !strcmp(same, "--load") ? load : file);
+        return 2;
+    }
     if (file && cli_is_onnx(file)) { fprintf(stderr, "kiln export: --model-file %s is already an ONNX file\n", file); return 2; }
     if (!kiln_onnx_available()) {
         fprintf(stderr, "kiln export: this kiln was built without ONNX support; install protobuf-c and ONNX's headers "
@@ -74,7 +86,7 @@ int cmd_export(int argc, char **argv) {
         char *json = read_text(file);
         if (!json) rc = 1;
         else if (kiln_model_from_json(json, &m) != KILN_OK) rc = fail(1);
-        free(json);
+        kiln_free(json);
     } else if (kiln_model_build_from_checkpoint(f, load, &ck) != KILN_OK) rc = fail(1);
     else if (model) {        /* the built-in model, shaped as the checkpoint's */
         kiln_shape o = kiln_model_output_shape(ck);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 #include <math.h>
+#include "io/path_guard.h"
 #include "tools/commands.h"
 #include "tools/plot/history.h"
 
@@ -129,6 +130,10 @@ int cmd_plot(int argc, char **argv) {
     size_t n = strlen(out);
     if (n < 5 || (strcasecmp(out + n - 4, ".png") && strcasecmp(out + n - 4, ".svg"))) {
         fprintf(stderr, "kiln plot: -o %s: the name must end in .png or .svg (it chooses the format)\n", out);
+        return 2;
+    }
+    if (kiln_same_file(out, csv)) {
+        fprintf(stderr, "kiln plot: -o %s is the history %s itself: writing it would destroy the input; give -o another path\n", out, csv);
         return 2;
     }
     history h;

@@ -1186,6 +1186,7 @@ int main(int argc, char **argv) {
     else { fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", cmd); return 2; }
     int rc = cli_parse(argc, argv, &a, cmd);
     if (!rc) rc = cli_check_precision(&a, cmd);
+    if (!rc) rc = cli_check_paths(&a, cmd);      /* no output may be an input (tools/cli_paths.c) */
     if (rc) return rc;
     model_file = a.model_file;
     if (ONNX_FILE(&a) && a.model) { fprintf(stderr, "kiln %s: --model and --model-file both name a model; give one\n", cmd); return 2; }

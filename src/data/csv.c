@@ -4,6 +4,7 @@
  * sized from what the file holds; the second parses the numbers. Errors name the file, the line
  * (1-based, as an editor shows it) and the column (1-based, with its header name). */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,18 +58,27 @@ static bool next_field(span *rest, span *field, bool *more, bool *unterminated) 
     return true;
 }
 
-/* The field as a finite number that fits a float32. */
-static bool number(span f, double *v) {
+/* What a field holds: a number for a float32, or why not. */
+typedef enum { CELL_OK, CELL_EMPTY, CELL_TEXT, CELL_LONG, CELL_NONFINITE, CELL_RANGE } cell_kind;
+
+/* Parses the field; CELL_OK with *v a finite number that fits a float32. nan, inf and 1e39 are
+ * numbers (CELL_NONFINITE, CELL_RANGE), not text: only CELL_TEXT makes a first row a header. */
+static cell_kind parse_cell(span f, double *v) {
     char tmp[128];
     size_t len = (size_t)(f.e - f.s);
-    if (len == 0 || len >= sizeof tmp) return false;
+    if (len == 0) return CELL_EMPTY;
+    if (len >= sizeof tmp) return CELL_LONG;
     memcpy(tmp, f.s, len);
     tmp[len] = 0;
     char *end;
     errno = 0;
     *v = strtod(tmp, &end);
-    return *end == 0 && isfinite(*v) && fabs(*v) <= 3.4028234e38;
+    if (end == tmp || *end) return CELL_TEXT;
+    if (!isfinite(*v)) return CELL_NONFINITE;
+    return fabs(*v) <= FLT_MAX ? CELL_OK : CELL_RANGE;
 }
+
+static bool number(span f, double *v) { return parse_cell(f, v) == CELL_OK; }
 
 typedef struct csv_ctx {
     const char *file;
@@ -87,9 +97,14 @@ static kiln_status cell_error(const csv_ctx *c, int64_t line, int64_t j, span f)
     char col[96];
     col_name(c, j, col, sizeof col);
     size_t len = (size_t)(f.e - f.s);
-    if (len == 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: line %lld, %s: empty field (every cell must be a number)", c->file, (long long)line, col);
-    return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: line %lld, %s: '%.*s%s' is not a number (or not finite, or too large for float32)",
-                          c->file, (long long)line, col, (int)(len > 40 ? 40 : len), f.s, len > 40 ? "..." : "");
+    double d;
+    static const char *const why[] = { "", "empty field (every cell must be a number)", "is not a number", "is too long for a number",
+                                       "is not finite (every cell must be a finite number)",
+                                       "is out of float32's range (magnitude at most 3.4e38)" };
+    cell_kind k = parse_cell(f, &d);
+    if (k == CELL_EMPTY) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: line %lld, %s: %s", c->file, (long long)line, col, why[k]);
+    return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: line %lld, %s: '%.*s%s' %s", c->file, (long long)line, col,
+                          (int)(len > 40 ? 40 : len), f.s, len > 40 ? "..." : "", why[k]);
 }
 
 /* The label column from o->label_column: a header name, else an index from 0 (negative: from the end). */
@@ -101,7 +116,8 @@ static kiln_status label_column(const csv_ctx *c, const char *spec, int64_t *out
     char *end;
     errno = 0;
     long long k = strtoll(spec, &end, 10);
-    if (*end == 0 && errno == 0) {
+    bool digits = spec[spec[0] == '-'] >= '0' && spec[spec[0] == '-'] <= '9';    /* no " 1", "+1" or "0x1" */
+    if (digits && *end == 0 && errno == 0) {
         if (k < 0) k += c->cols;
         if (k < 0 || k >= c->cols)
             return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: label column %s is out of range: the file has %lld columns (indexes 0..%lld, or "
@@ -139,12 +155,16 @@ kiln_status kiln_csv_parse(const char *file, const uint8_t *buf, size_t n, const
         if (blank(line)) continue;
         int64_t k = 0;
         bool non_numeric = false;
+        if (memchr(line.s, 0, (size_t)(line.e - line.s)))   /* strtod would stop at it: a field cut short */
+            return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: line %lld: a NUL byte (a binary or UTF-16 file? save the table as UTF-8 "
+                                  "or ASCII text)", file, (long long)lineno);
         rest = line;
         do {
             if (!next_field(&rest, &f, &more, &unterminated))
                 return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: line %lld: a quote (\") does not close on the line", file, (long long)lineno);
             double d;
-            if (!first_line && !number(f, &d)) non_numeric = true;
+            cell_kind ck = first_line ? CELL_OK : parse_cell(f, &d);
+            if (ck == CELL_TEXT || ck == CELL_LONG) non_numeric = true;   /* a name: the row is a header */
             k++;
         } while (more);
         if (!first_line) {
@@ -196,7 +216,7 @@ kiln_status kiln_csv_parse(const char *file, const uint8_t *buf, size_t n, const
         }
         r++;
     }
-    st = kiln_labelled_set_labels(t, v, o->float_labels);
+    st = kiln_labelled_set_labels(t, v, o->float_labels, file);
 done:
     kiln_free(v);
     kiln_free(c.names);

@@ -11,6 +11,7 @@
 #include <zlib.h>
 #include "core/core.h"
 #include "data/data_internal.h"
+#include "io/read_file.h"
 
 #define IDX_INSTALL_HINT \
     "install the Debian package with: sudo apt-get install dataset-fashion-mnist " \
@@ -37,16 +38,10 @@ static kiln_status src_open(idx_src *s, const char *path) {
     memset(s, 0, sizeof *s);
     s->path = path;
     s->raw_size = -1;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        return kiln_set_error(e == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR, "%s: cannot open: %s", path, strerror(e));
-    }
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return kiln_set_error(KILN_IO_ERROR, "%s: is a directory, expected an IDX file", path);
-    }
+    FILE *f;
+    uint64_t size;
+    kiln_status st = kiln_file_open_read(path, "IDX file", &f, &size);    /* a FIFO is refused, not waited on */
+    if (st) return st;
     unsigned char m[2];
     size_t got = fread(m, 1, 2, f);
     if (ferror(f) || fseek(f, 0, SEEK_SET) != 0) {
@@ -67,7 +62,7 @@ static kiln_status src_open(idx_src *s, const char *path) {
         s->z_init = true;
         return KILN_OK;
     }
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) s->raw_size = (int64_t)st.st_size;
+    s->raw_size = size > INT64_MAX ? -1 : (int64_t)size;
     return KILN_OK;
 }
 
@@ -322,14 +317,20 @@ static bool is_file(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Finds dir/name or dir/name.gz; buf receives the path. */
+/* Finds dir/name or dir/name.gz (a regular file preferred); buf receives the path. A name that
+ * exists but is not a regular file (a FIFO, a directory) is chosen too, so that opening it says
+ * "not a regular file" instead of "not found". */
 static kiln_status find_idx(const char *dir, const char *name, char *buf, size_t n) {
-    int w = snprintf(buf, n, "%s/%s", dir, name);
-    if (w < 0 || (size_t)w >= n) return kiln_set_error(KILN_INVALID_ARGUMENT, "mnist: path too long: %s/%s", dir, name);
-    if (is_file(buf)) return KILN_OK;
-    w = snprintf(buf, n, "%s/%s.gz", dir, name);
-    if (w < 0 || (size_t)w >= n) return kiln_set_error(KILN_INVALID_ARGUMENT, "mnist: path too long: %s/%s.gz", dir, name);
-    if (is_file(buf)) return KILN_OK;
+    static const char *const ext[2] = { "", ".gz" };
+    int exists = -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < 2; i++) {
+            int w = snprintf(buf, n, "%s/%s%s", dir, name, ext[i]);
+            if (w < 0 || (size_t)w >= n) return kiln_set_error(KILN_INVALID_ARGUMENT, "mnist: path too long: %s/%s%s", dir, name, ext[i]);
+            if (pass == 0 ? is_file(buf) : exists == i) return KILN_OK;
+            struct stat st;
+            if (pass == 0 && exists < 0 && stat(buf, &st) == 0) exists = i;
+        }
     return kiln_set_error(KILN_NOT_FOUND, "mnist: %s/%s (or %s.gz) not found; " IDX_INSTALL_HINT, dir, name, name);
 }
 

@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "data/pipeline_internal.h"
 #include "io/name_index.h"
+#include "io/read_file.h"
 
 /* ---- decoding ---- */
 
@@ -208,8 +209,8 @@ static kiln_status read_image(const char *path, int channels, kiln_image_info *i
     kiln_status st = kiln_read_whole_file(path, &buf, &n);
     if (st != KILN_OK) return st;
     if (channels == 0) {       /* the file's own: 3 if it has colour */
-        FILE *f = fopen(path, "rb");
-        if (!f) { kiln_free(buf); return kiln_set_error(KILN_IO_ERROR, "%s: cannot open: %s", path, strerror(errno)); }
+        FILE *f;
+        if ((st = kiln_file_open_read(path, "image", &f, NULL))) { kiln_free(buf); return st; }
         st = kiln_image_probe(path, f, info);
         fclose(f);
         channels = info->channels;
@@ -332,7 +333,8 @@ static kiln_status list_dir(const char *dir, bool want_dirs, name_list *out) {
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         struct stat st;
         if (stat(path, &st) != 0) continue;
-        bool ok = want_dirs ? S_ISDIR(st.st_mode) : (S_ISREG(st.st_mode) && is_image_name(de->d_name));
+        /* an image name that is not a regular file (a FIFO) is listed so that reading it says so */
+        bool ok = want_dirs ? S_ISDIR(st.st_mode) : (!S_ISDIR(st.st_mode) && is_image_name(de->d_name));
         if (ok && !list_push(out, de->d_name)) {
             closedir(d);
             return kiln_set_error(KILN_OUT_OF_MEMORY, "images: out of memory listing %s", dir);
@@ -402,8 +404,8 @@ static kiln_status from_images(const char *dir, const char *const *given, int n_
     kiln_image_info first = { 0, 0, 0 };
     int channels = 1;
     for (int64_t i = 0; i < paths.n; i++) {
-        FILE *f = fopen(paths.v[i], "rb");
-        if (!f) { st = kiln_set_error(KILN_IO_ERROR, "%s: cannot open: %s", paths.v[i], strerror(errno)); goto done; }
+        FILE *f;
+        if ((st = kiln_file_open_read(paths.v[i], "image", &f, NULL))) goto done;      /* a FIFO: refused, not waited on */
         kiln_image_info info;
         st = kiln_image_probe(paths.v[i], f, &info);
         fclose(f);

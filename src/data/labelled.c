@@ -14,20 +14,26 @@ void kiln_labelled_free(kiln_labelled *t) {
     t->y = NULL;
 }
 
-kiln_status kiln_labelled_set_labels(kiln_labelled *t, const double *v, bool force_float) {
-    kiln_free(t->y);
-    t->y = kiln_malloc(sizeof(int32_t) * (size_t)(t->n > 0 ? t->n : 1));
-    if (!t->y) return kiln_set_error(KILN_OUT_OF_MEMORY, "data: out of host memory for %lld labels", (long long)t->n);
+kiln_status kiln_labelled_set_labels(kiln_labelled *t, const double *v, bool force_float, const char *what) {
     /* whole numbers from 0 are class ids (what Keras' sparse losses take); anything else is a
      * value to regress on (mse) or a soft target (binary_crossentropy) */
     bool ids = !force_float;
-    double top = -1;
+    int64_t top = -1;
     for (int64_t i = 0; ids && i < t->n; i++) {
         ids = v[i] >= 0 && v[i] <= 2147483646.0 && v[i] == floor(v[i]);
-        if (v[i] > top) top = v[i];
+        if (ids && (top < 0 || v[i] > v[top])) top = i;      /* the row of the largest id */
     }
+    /* one output unit per class: a stray large id would build a model of millions of classes */
+    if (ids && top >= 0 && v[top] >= KILN_MAX_CLASSES)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: data row %lld has the label %.0f: as a class id that makes %.0f classes, more "
+                              "than the %d Kiln takes (class ids 0..%d). Labels that are values to predict: train with --loss mse "
+                              "(kiln_csv_opts.float_labels); class ids: number the classes from 0", what ? what : "data",
+                              (long long)top + 1, v[top], v[top] + 1, KILN_MAX_CLASSES, KILN_MAX_CLASSES - 1);
+    kiln_free(t->y);
+    t->y = kiln_malloc(sizeof(int32_t) * (size_t)(t->n > 0 ? t->n : 1));
+    if (!t->y) return kiln_set_error(KILN_OUT_OF_MEMORY, "data: out of host memory for %lld labels", (long long)t->n);
     t->float_labels = !ids;
-    t->num_classes = ids ? (int)top + 1 : 0;
+    t->num_classes = ids && top >= 0 ? (int)v[top] + 1 : 0;
     for (int64_t i = 0; i < t->n; i++) {
         if (ids) t->y[i] = (int32_t)v[i];
         else {

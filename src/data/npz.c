@@ -244,7 +244,7 @@ static kiln_status take_y(const member *m, const member *x, kiln_labelled *t) {
                                 "(N, %lld) must be one-hot class vectors", m->what, (long long)i, (long long)c);
         v[i] = (double)hot;
     }
-    if (!st) st = kiln_labelled_set_labels(t, v, false);
+    if (!st) st = kiln_labelled_set_labels(t, v, false, m->what);
     /* one-hot rows say how many classes there are, even when the last ones are absent */
     if (!st && c > 1 && !t->float_labels) t->num_classes = (int)c;
     kiln_free(v);

@@ -18,9 +18,13 @@ typedef struct kiln_labelled {
     int num_classes;         /* class ids: the largest + 1; 0 for f32 labels */
 } kiln_labelled;
 void kiln_labelled_free(kiln_labelled *t);   /* frees the arrays; t itself is the caller's */
+/* The most classes labels that are class ids may make (ids 0..65535): a larger id is refused
+ * rather than a model of millions of output units built from one stray label. */
+#define KILN_MAX_CLASSES 65536
 /* Sets t->y from values[n] (finite, checked by the caller): class ids when every value is a whole
- * number in 0..2^31-2 and !force_float, else f32 values. */
-kiln_status kiln_labelled_set_labels(kiln_labelled *t, const double *values, bool force_float);
+ * number in 0..2^31-2 and !force_float, else f32 values. Ids of KILN_MAX_CLASSES or more:
+ * KILN_INVALID_ARGUMENT naming what (the file), the row and the value. */
+kiln_status kiln_labelled_set_labels(kiln_labelled *t, const double *values, bool force_float, const char *what);
 /* A source over t's arrays (taken: t is cleared, also on failure). */
 kiln_data *kiln_labelled_source(kiln_labelled *t);
 

@@ -2,6 +2,7 @@
  * central directory, local headers, stored and deflated members (zlib's raw inflate), CRC-32
  * checks. Every offset and size read from the archive is checked against the buffer before use;
  * an uncompressed size is bounded by deflate's largest ratio (1032:1) before it is allocated. */
+#include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 #include "core/core.h"
@@ -107,9 +108,14 @@ static kiln_status entry_at(const kiln_zip *z, uint64_t *pos, kiln_zip_entry *e)
     return KILN_OK;
 }
 
+/* A name held twice (zip allows it; np.savez never writes it) means its last entry, as numpy's
+ * zipfile reads it: the whole directory is walked. */
 kiln_status kiln_zip_find(const kiln_zip *z, const char *name, kiln_zip_entry *e) {
     uint64_t pos = z->cd_offset;
     size_t len = strlen(name);
+    bool found = false;
+    kiln_status found_st = KILN_OK;
+    char found_msg[512] = "";
     for (uint64_t i = 0; i < z->count; i++) {
         /* read the name first: a damaged entry of another member is no reason to fail */
         uint64_t at = pos;
@@ -118,9 +124,17 @@ kiln_status kiln_zip_find(const kiln_zip *z, const char *name, kiln_zip_entry *e
         bool match = nl == len && inside(at + CDIR_LEN, nl, z->n) && !memcmp(z->buf + at + CDIR_LEN, name, len);
         kiln_zip_entry tmp;
         kiln_status st = entry_at(z, &pos, match ? e : &tmp);
-        if (match) return st;
-        if (st != KILN_OK && pos == at) return st;   /* could not step over it */
+        if (match) {
+            found = true;
+            found_st = st;
+            if (st) snprintf(found_msg, sizeof found_msg, "%s", kiln_last_error());
+        }
+        if (st != KILN_OK && pos == at) {            /* could not step over it */
+            if (match || !found) return st;
+            break;
+        }
     }
+    if (found) return found_st ? kiln_set_error(found_st, "%s", found_msg) : KILN_OK;
     return kiln_set_error(KILN_NOT_FOUND, "%s: no member %s", z->file, name);
 }
 

@@ -125,8 +125,9 @@ void kiln_atomic_abort(kiln_atomic_file *af) {
 
 kiln_status kiln_atomic_commit(kiln_atomic_file *af) {
     kiln_status st = KILN_OK;
-    if (fflush(af->f) != 0)
-        st = kiln_set_error(KILN_IO_ERROR, "writing %s/%s (for '%s') failed: %s", af->dir, af->tmp, af->path, strerror(errno));
+    errno = 0;
+    if (fflush(af->f) != 0 || ferror(af->f))     /* ferror: an earlier write that failed (a full disk) */
+        st = kiln_set_error(KILN_IO_ERROR, "writing %s/%s (for '%s') failed: %s", af->dir, af->tmp, af->path, strerror(errno ? errno : EIO));
     else if (fsync(fileno(af->f)) != 0)
         st = kiln_set_error(KILN_IO_ERROR, "fsync of %s/%s (for '%s') failed: %s", af->dir, af->tmp, af->path, strerror(errno));
     if (fclose(af->f) != 0 && !st)

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include "io/atomic_file.h"
+#include "io/history_csv.h"
+#include "io/path_guard.h"
 #include "nn/nn_fit.h"
 
 kiln_callback kiln_callback_lambda(kiln_callback_fn on_batch_end, kiln_callback_fn on_epoch_end, void *user) {
@@ -58,26 +61,69 @@ static kiln_status check_checkpoint_path(const kiln_callback *c, const kiln_fit_
     return s;
 }
 
-/* Resuming at initial_epoch: rows of later epochs (written before a checkpoint that a kill then
- * lost) are dropped, so the history has each epoch once. Leaves f at the end. */
-static kiln_status truncate_after(FILE *f, const char *path, int initial_epoch) {
+/* Resuming at initial_epoch: the history must be this logger's (its header, the same columns)
+ * and rows of later epochs (written before a checkpoint that a kill then lost) are dropped, so
+ * the history has each epoch once; so is a last row that a kill cut short. Parsed by the parser
+ * kiln plot uses (io/history_csv.h). Leaves f at the end. */
+static kiln_status resume_history(FILE *f, const char *path, int initial_epoch, const char *header) {
     struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) return KILN_OK;    /* /dev/full, a FIFO: nothing to read back */
-    char line[512];
-    long keep = 0;
-    bool cut = false;
-    while (fgets(line, sizeof line, f)) {
-        char *end;
-        long e = strtol(line, &end, 10);
-        if (end != line && *end == ',' && e > initial_epoch) { cut = true; break; }
-        keep = ftell(f);
-        while (!strchr(line, '\n') && fgets(line, sizeof line, f)) keep = ftell(f);   /* a long line */
+    if ((uint64_t)sb.st_size > KILN_HISTORY_MAX_BYTES)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "CSV logger: '%s' holds %lld bytes, more than a history (%zu MiB at most): is it "
+                              "another file? Give a new history file", path, (long long)sb.st_size, KILN_HISTORY_MAX_BYTES >> 20);
+    size_t n = (size_t)sb.st_size, cut = 0;
+    char *text = kiln_malloc(n + 1), joined[2048];
+    if (!text) return kiln_set_error(KILN_OUT_OF_MEMORY, "CSV logger: out of host memory reading '%s'", path);
+    kiln_status st = KILN_OK;
+    errno = 0;
+    if (fread(text, 1, n, f) != n) st = kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot read '%s' back: %s", path, strerror(errno ? errno : EIO));
+    size_t whole = n;                     /* up to the last complete line */
+    while (whole > 0 && text[whole - 1] != '\n') whole--;
+    if (!st && whole == 0 && n > 0 && n <= strlen(header) && !memcmp(text, header, n)) whole = 0;  /* a header cut short: rewritten */
+    else if (!st && whole == 0) whole = n;
+    kiln_history_csv h = { 0 };
+    if (!st && (st = kiln_history_csv_parse(path, text, whole, &h))) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        st = kiln_set_error(st, "CSV logger: cannot resume the history: %s; give a new history file", msg);
     }
-    if (cut && (fflush(f) != 0 || ftruncate(fileno(f), keep) != 0))
+    if (!st && h.n_cols > 0) {
+        size_t k = 0;
+        joined[0] = 0;
+        for (int i = 0; i < h.n_cols && k < sizeof joined; i++)
+            k += (size_t)snprintf(joined + k, sizeof joined - k, "%s%s", i ? "," : "", h.names[i]);
+        if (!h.has_header || strcmp(joined, header))
+            st = kiln_set_error(KILN_INVALID_ARGUMENT, "CSV logger: cannot resume into '%s': its header is '%.300s' but this run writes "
+                                "'%s' (other columns); appending would mix the two. Give a new history file, or the one the "
+                                "resumed run wrote", path, h.has_header ? joined : "(none: the first line is numbers)", header);
+        cut = whole;
+        for (int r = 0; !st && r < h.n_rows; r++)
+            if (h.values[(size_t)r * (size_t)h.n_cols] > initial_epoch) { cut = h.row_start[r]; break; }
+    }
+    kiln_history_csv_free(&h);
+    kiln_free(text);
+    if (st) return st;
+    if (cut < n && (fflush(f) != 0 || ftruncate(fileno(f), (off_t)cut) != 0))
         return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot drop the rows after epoch %d from '%s': %s", initial_epoch, path, strerror(errno));
     if (fseek(f, 0, SEEK_END) != 0)
         return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot append to '%s': %s", path, strerror(errno));
     return KILN_OK;
+}
+
+/* The history file, opened without blocking (a FIFO with no reader is an error, not a hang):
+ * resuming (append) reads it back and appends, else it is emptied. *append false: a new file. */
+static FILE *open_history(const char *path, bool *append) {
+    int fd = -1;
+    if (*append && (fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0 && errno == ENOENT) *append = false;   /* nothing to keep */
+    if (!*append) fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+    if (fd < 0) return NULL;
+    FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0 ? fdopen(fd, *append ? "r+" : "w") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
 }
 
 kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st) {
@@ -92,6 +138,10 @@ kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_stat
         if (c->kind == KILN_CB_LR_SCHEDULER && !c->schedule) return kiln_set_error(KILN_INVALID_ARGUMENT, "callback %d: LR scheduler needs .schedule", i);
         kiln_status s;
         if (c->kind == KILN_CB_MODEL_CHECKPOINT && (s = check_checkpoint_path(c, o))) return s;
+        /* one writer per checkpoint or history: a second run on the same path is refused now */
+        if ((c->kind == KILN_CB_MODEL_CHECKPOINT || c->kind == KILN_CB_CSV_LOGGER) &&
+            (s = kiln_path_lock_take(c->path, c->kind == KILN_CB_CSV_LOGGER ? "history" : "checkpoint", &st[i].lock)))
+            return s;
         if (c->kind == KILN_CB_TENSORBOARD) {
             if (c->update_freq < 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "callback %d: TensorBoard update_freq %d is negative", i, c->update_freq);
             /* the files exist before the first epoch: an unwritable directory fails now */
@@ -99,16 +149,15 @@ kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_stat
         }
         if (c->kind == KILN_CB_CSV_LOGGER) {
             bool append = o->initial_epoch > 0;
-            st[i].csv = fopen(c->path, append ? "r+" : "w");
-            if (!st[i].csv && append && errno == ENOENT) {   /* a new file: nothing to keep (and "w" cannot be read) */
-                st[i].csv = fopen(c->path, "w");
-                append = false;
-            }
-            if (!st[i].csv) return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot open '%s' for writing: %s", c->path, strerror(errno));
-            if (append && (s = truncate_after(st[i].csv, c->path, o->initial_epoch))) return s;
+            char header[512];
+            snprintf(header, sizeof header, "epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds,images_per_sec%s", nn_precision_csv_header(m));
+            st[i].csv = open_history(c->path, &append);
+            if (!st[i].csv)
+                return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot open '%s' for writing: %s", c->path,
+                                      errno == ENXIO ? "a FIFO that no process reads" : strerror(errno));
+            if (append && (s = resume_history(st[i].csv, c->path, o->initial_epoch, header))) return s;
             errno = 0;
-            if (ftell(st[i].csv) == 0)
-                fprintf(st[i].csv, "epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds,images_per_sec%s\n", nn_precision_csv_header(m));
+            if (ftell(st[i].csv) == 0) fprintf(st[i].csv, "%s\n", header);
             /* a full disk or an unwritable file fails now, before the first epoch, not after it */
             if (fflush(st[i].csv) != 0 || ferror(st[i].csv))
                 return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot write '%s': %s", c->path, strerror(errno ? errno : EIO));
@@ -199,6 +248,8 @@ void nn_callbacks_end(const kiln_fit_opts *o, nn_cb_state *st) {
     if (!st) return;
     for (int i = 0; i < o->n_callbacks; i++) {
         if (st[i].csv) { fclose(st[i].csv); st[i].csv = NULL; }
+        kiln_path_lock_release(st[i].lock);
+        st[i].lock = NULL;
         nn_tb_close(st[i].tb);
         st[i].tb = NULL;
     }

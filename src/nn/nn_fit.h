@@ -32,7 +32,7 @@ kiln_status nn_tb_epoch(nn_tb *t, const kiln_model *m, const kiln_logs *l);   /*
 void nn_tb_close(nn_tb *t);
 
 /* callbacks.c */
-typedef struct nn_cb_state { double best; int wait; FILE *csv; bool have_best; nn_tb *tb; } nn_cb_state;
+typedef struct nn_cb_state { double best; int wait; FILE *csv; bool have_best; nn_tb *tb; struct kiln_path_lock *lock; } nn_cb_state;
 kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st);
 kiln_status nn_callbacks_epoch_begin(kiln_model *m, const kiln_fit_opts *o, int epoch);
 kiln_status nn_callbacks_batch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_state *st, const kiln_logs *logs);

@@ -83,7 +83,7 @@ head -1 "$tmp/history.csv" >"$tmp/header.csv"
 expect_fail "a header without rows" 1 "header.csv: no data rows after the header" "$K" plot "$tmp/header.csv" -o "$tmp/h.png"
 : >"$tmp/empty.csv"
 expect_fail "an empty file" 1 "empty.csv: the file is empty" "$K" plot "$tmp/empty.csv" -o "$tmp/e.png"
-expect_fail "a missing file" 1 "cannot read $tmp/none.csv" "$K" plot "$tmp/none.csv" -o "$tmp/n.png"
+expect_fail "a missing file" 1 "$tmp/none.csv: cannot open" "$K" plot "$tmp/none.csv" -o "$tmp/n.png"
 printf 'epoch,lr\n1,0.1\n' >"$tmp/nothing.csv"
 expect_fail "only bookkeeping columns" 1 "nothing to draw" "$K" plot "$tmp/nothing.csv" -o "$tmp/n.png"
 
@@ -93,6 +93,28 @@ expect_fail "the format comes from -o" 2 "must end in .png or .svg" "$K" plot "$
 expect_fail "an unknown option" 2 "unexpected argument '--bogus'" "$K" plot "$tmp/history.csv" -o "$tmp/c.png" --bogus
 expect_fail "--columns names a missing column" 2 "no column 'top5'; the file has: epoch, loss, accuracy" "$K" plot "$tmp/history.csv" -o "$tmp/c.png" --columns loss,top5
 expect_fail "an unwritable output" 1 "cannot write $tmp/no/dir.png" "$K" plot "$tmp/history.csv" -o "$tmp/no/dir.png"
+
+# a full disk (a write that fails: `ulimit -f` with SIGXFSZ ignored makes writes past 1 KiB fail
+# with EFBIG) is an error, the old file stays as it was, and no partial or temp file is left
+# (issue 24.12: the SVG was cut short and "Plotted" printed with exit 0; the PNG left a partial file)
+full() { bash -c 'trap "" XFSZ; ulimit -f 1; exec "$@"' full "$@"; }
+mkdir "$tmp/disk"
+echo "old image" >"$tmp/disk/keep.svg"
+expect_fail "SVG on a full disk" 1 "cannot write $tmp/disk/keep.svg" full "$K" plot "$tmp/history.csv" -o "$tmp/disk/keep.svg"
+[ "$(cat "$tmp/disk/keep.svg")" = "old image" ] && ok || bad "the old SVG was replaced by a failed write: $(head -c 80 "$tmp/disk/keep.svg")"
+expect_fail "PNG on a full disk" 1 "cannot write $tmp/disk/new.png" full "$K" plot "$tmp/history.csv" -o "$tmp/disk/new.png"
+[ "$(ls "$tmp/disk")" = "keep.svg" ] && ok || bad "files left by failed writes: $(ls "$tmp/disk")"
+# replaced atomically when it works: the new image, no temp file
+"$K" plot "$tmp/history.csv" -o "$tmp/disk/keep.svg" >/dev/null 2>&1 && grep -q "<svg" "$tmp/disk/keep.svg" \
+  && [ "$(ls "$tmp/disk")" = "keep.svg" ] && ok || bad "SVG replacing an old file: $(ls "$tmp/disk")"
+# the image is never written over the history it draws (the same file under another name)
+ln "$tmp/history.csv" "$tmp/disk/history.png"
+expect_fail "-o the history itself" 2 "is the history" "$K" plot "$tmp/history.csv" -o "$tmp/disk/history.png"
+head -1 "$tmp/history.csv" | grep -q "^epoch," && ok || bad "the history was overwritten"
+# a FIFO is refused at once, not waited on
+if mkfifo "$tmp/fifo.csv" 2>/dev/null; then
+  expect_fail "a FIFO history" 1 "not a regular file" timeout 10 "$K" plot "$tmp/fifo.csv" -o "$tmp/f.png"
+fi
 
 echo "test_plot: $pass passed, $fail failed"
 [ $fail -eq 0 ]

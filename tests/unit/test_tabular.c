@@ -379,6 +379,65 @@ static void test_csv_errors(void) {
     CHECK_MSG(st == KILN_INVALID_ARGUMENT && has(kiln_last_error(), "needs a file"), "%s", kiln_last_error());
 }
 
+/* Issue 24.9: class ids beyond KILN_MAX_CLASSES, a first row of nan / inf / 1e39 (numbers, so not
+ * a header: refused with the line and column), a NUL byte. */
+static void test_csv_hardening(void) {
+    kiln_data *d;
+    kiln_status st;
+    st = open_csv("huge_id.csv", "a,b\n1,0\n2,2e9\n3,1\n", NULL, &d);
+    CHECK_MSG(st == KILN_INVALID_ARGUMENT && !d && has(kiln_last_error(), "huge_id.csv: data row 2 has the label 2000000000")
+              && has(kiln_last_error(), "65536") && has(kiln_last_error(), "--loss mse"), "%s", kiln_last_error());
+    st = open_csv("three_million.csv", "1,3000000\n2,1\n", NULL, &d);
+    CHECK_MSG(st == KILN_INVALID_ARGUMENT && !d && has(kiln_last_error(), "3000001 classes"), "%s", kiln_last_error());
+    CHECK_OK(open_csv("max_id.csv", "1,65535\n2,0\n", NULL, &d));           /* the largest id taken */
+    CHECK(d && kiln_data_num_classes(d) == 65536);
+    kiln_data_free(d);
+    CHECK_OK(open_csv("values.csv", "1,3000000\n2,1\n", &(kiln_csv_opts){ .float_labels = true }, &d));   /* asked: values */
+    CHECK(d && kiln_data_label_dtype(d) == KILN_F32);
+    kiln_data_free(d);
+    const char *firsts[3] = { "nan", "inf", "1e39" };
+    const char *why[3] = { "'nan' is not finite", "'inf' is not finite", "'1e39' is out of float32's range" };
+    for (int i = 0; i < 3; i++) {
+        char text[64], name[32];
+        snprintf(text, sizeof text, "%s,0\n2,1\n3,1\n", firsts[i]);
+        snprintf(name, sizeof name, "first_%d.csv", i);
+        st = open_csv(name, text, NULL, &d);
+        CHECK_MSG(st == KILN_INVALID_ARGUMENT && !d && has(kiln_last_error(), "line 1, column 1") && has(kiln_last_error(), why[i]),
+                  "%s: %s", firsts[i], kiln_last_error());
+    }
+    st = open_csv("later_big.csv", "a,b\n1,0\n-1e39,1\n", NULL, &d);
+    CHECK_MSG(st == KILN_INVALID_ARGUMENT && has(kiln_last_error(), "line 3, column 1 (\"a\"): '-1e39' is out of float32's range"),
+              "%s", kiln_last_error());
+    /* a pandas index column: an empty name and names is still a header */
+    CHECK_OK(open_csv("pandas.csv", ",x,label\n0,1.5,1\n1,2.5,0\n", NULL, &d));
+    CHECK(d && kiln_data_source_size(d) == 2);
+    kiln_data_free(d);
+    char p[512];
+    path_of(p, sizeof p, "nul.csv");
+    write_file(p, "a,b\n1,0\n2\0" "9,1\n", 14);
+    st = kiln_data_from_csv(p, NULL, &d);
+    CHECK_MSG(st == KILN_INVALID_ARGUMENT && !d && has(kiln_last_error(), "nul.csv: line 3: a NUL byte"), "%s", kiln_last_error());
+}
+
+/* Issue 24.15: an archive holding a member name twice: the last one counts, as in numpy. */
+static void test_npz_duplicate(void) {
+    float x[4] = { 1, 2, 3, 4 }, x2[4] = { 5, 6, 7, 8 };
+    uint8_t y[2] = { 1, 0 };
+    zmember m[3] = { { "x_train.npy", npy("<f4", "(2, 2)", "False", x, sizeof x), false },
+                     { "y_train.npy", npy("|u1", "(2,)", "False", y, sizeof y), false },
+                     { "x_train.npy", npy("<f4", "(2, 2)", "False", x2, sizeof x2), true } };
+    kiln_data *d, *keep;
+    kiln_tensor *tx, *ty;
+    CHECK_OK(open_npz("dup.npz", m, 3, true, &d));
+    if (d) {
+        read_all(d, &tx, &ty, &keep);
+        CHECK_MSG(((float *)tx->data)[0] == 5 && ((float *)tx->data)[3] == 8, "x_train[0] = %g: the first member, not the last",
+                  ((float *)tx->data)[0]);
+        kiln_tensor_free(tx); kiln_tensor_free(ty); kiln_data_free(keep);
+    }
+    for (int i = 0; i < 3; i++) free(m[i].data.p);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln_tabular_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -388,6 +447,8 @@ int main(void) {
     test_npz_numpy();
     test_csv_values();
     test_csv_errors();
+    test_csv_hardening();
+    test_npz_duplicate();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -4,19 +4,15 @@
 #define KILN_TOOLS_PLOT_HISTORY_H
 #include <stdbool.h>
 #include <stddef.h>
+#include "io/history_csv.h"
 
-/* A numeric table: values[row * n_cols + col], NAN where a cell is empty, "nan" or not finite. */
-typedef struct history {
-    int n_cols, n_rows;
-    char **names;          /* the header's names; "column 1", ... when the file has no header */
-    double *values;
-    bool has_header;
-} history;
+/* The table (src/io/history_csv.h: the parser kiln plot shares with resuming a history). */
+typedef kiln_history_csv history;
 
 /* Reads a CSV file: a header line (names) and rows of numbers; a first line that is all numbers
  * is taken as data (no header). 0 on success; else 1 and a message in err naming the file, the
  * line and the column (a field that is not a number, a row with the wrong number of fields, no
- * rows). */
+ * rows, not a regular file). */
 int history_read(const char *path, history *h, char *err, size_t err_n);
 void history_free(history *h);
 int history_column(const history *h, const char *name);      /* -1 if absent (case-insensitive) */

@@ -2,6 +2,7 @@
  * labels, axis labels, a title and a legend; PNG through an image surface, SVG through cairo's
  * SVG surface. Built only when CMake finds cairo (cmake/KilnCairo.cmake). */
 #define _GNU_SOURCE            /* memmem */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,8 @@
 #include <strings.h>
 #include <cairo.h>
 #include <cairo-svg.h>
+#include "io/atomic_file.h"
+#include "kiln/kiln.h"
 #include "tools/plot/history.h"
 
 const char *plot_backend(void) {
@@ -253,12 +256,11 @@ static void xml_escaped(FILE *f, const char *s) {
     }
 }
 
-static int write_svg(const membuf *b, const history *h, const plot_spec *s, const char *path, char *err, size_t en) {
+/* The SVG with a <title> and <desc> after the <svg> element's start tag, into f. */
+static int write_svg(const membuf *b, const history *h, const plot_spec *s, FILE *f, char *err, size_t en) {
     const char *svg = b->n ? memmem(b->p, b->n, "<svg", 4) : NULL;
     const char *gt = svg ? memchr(svg, '>', b->n - (size_t)(svg - b->p)) : NULL;
     if (!gt) { snprintf(err, en, "cairo wrote no SVG element"); return 1; }
-    FILE *f = fopen(path, "w");
-    if (!f) { snprintf(err, en, "cannot write %s: %m", path); return 1; }
     size_t head = (size_t)(gt + 1 - b->p);
     fwrite(b->p, 1, head, f);
     fputs("\n<title>", f);
@@ -282,10 +284,22 @@ static int write_svg(const membuf *b, const history *h, const plot_spec *s, cons
     }
     fputs(".</desc>", f);
     fwrite(gt + 1, 1, b->n - head, f);
-    if (fclose(f) != 0) { snprintf(err, en, "cannot write %s: %m", path); return 1; }
     return 0;
 }
 
+/* cairo's PNG writer into the atomic file's stream: a short write (a full disk) is an error. */
+typedef struct file_sink { FILE *f; int err; } file_sink;
+static cairo_status_t file_write(void *closure, const unsigned char *data, unsigned int len) {
+    file_sink *k = closure;
+    errno = 0;
+    if (fwrite(data, 1, len, k->f) == len) return CAIRO_STATUS_SUCCESS;
+    k->err = errno ? errno : EIO;
+    return CAIRO_STATUS_WRITE_ERROR;
+}
+
+/* Draws to a surface first (PNG: an image; SVG: a buffer), then writes the file atomically as
+ * checkpoints are (temp file, fsync, rename): a full disk or a failed cairo call leaves the old
+ * file, if any, as it was and no partial one, and is an error. */
 int plot_render(const history *h, const plot_spec *s, const char *path, char *err, size_t en) {
     size_t len = strlen(path);
     bool png = len > 4 && !strcasecmp(path + len - 4, ".png"), svg = len > 4 && !strcasecmp(path + len - 4, ".svg");
@@ -294,21 +308,38 @@ int plot_render(const history *h, const plot_spec *s, const char *path, char *er
     membuf buf = { 0 };
     cairo_surface_t *sf = png ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)w, HEIGHT)
                               : cairo_svg_surface_create_for_stream(mem_write, &buf, w, HEIGHT);
-    cairo_t *cr = cairo_create(sf);
-    draw(cr, h, s, w);
-    cairo_status_t st = cairo_status(cr);
-    cairo_destroy(cr);
-    int rc = 0;
-    if (st == CAIRO_STATUS_SUCCESS && png) {
-        st = cairo_surface_write_to_png(sf, path);
-        if (st != CAIRO_STATUS_SUCCESS) { snprintf(err, en, "cannot write %s: %s", path, cairo_status_to_string(st)); rc = 1; }
-    } else if (st == CAIRO_STATUS_SUCCESS) {
-        cairo_surface_finish(sf);
+    cairo_status_t st = cairo_surface_status(sf);
+    if (st == CAIRO_STATUS_SUCCESS) {
+        cairo_t *cr = cairo_create(sf);
+        draw(cr, h, s, w);
+        st = cairo_status(cr);
+        cairo_destroy(cr);
+    }
+    if (st == CAIRO_STATUS_SUCCESS && svg) {
+        cairo_surface_finish(sf);          /* the SVG's last bytes reach buf here */
         st = cairo_surface_status(sf);
     }
-    if (st != CAIRO_STATUS_SUCCESS && !rc) { snprintf(err, en, "drawing %s failed: %s", path, buf.oom ? "out of memory" : cairo_status_to_string(st)); rc = 1; }
+    int rc = 0;
+    if (st != CAIRO_STATUS_SUCCESS) {
+        snprintf(err, en, "drawing %s failed: %s", path, buf.oom ? "out of memory" : cairo_status_to_string(st));
+        rc = 1;
+    }
+    kiln_atomic_file af;
+    if (!rc && kiln_atomic_open(path, &af) != KILN_OK) { snprintf(err, en, "cannot write %s: %s", path, kiln_last_error()); rc = 1; }
+    else if (!rc) {
+        if (png) {
+            file_sink k = { af.f, 0 };
+            st = cairo_surface_write_to_png_stream(sf, file_write, &k);
+            if (st != CAIRO_STATUS_SUCCESS) {
+                snprintf(err, en, "cannot write %s: %s", path, k.err ? strerror(k.err) : cairo_status_to_string(st));
+                rc = 1;
+            }
+        } else rc = write_svg(&buf, h, s, af.f, err, en);
+        if (!rc && ferror(af.f)) { snprintf(err, en, "cannot write %s: %s", path, strerror(errno)); rc = 1; }
+        if (rc) kiln_atomic_abort(&af);
+        else if (kiln_atomic_commit(&af) != KILN_OK) { snprintf(err, en, "cannot write %s: %s", path, kiln_last_error()); rc = 1; }
+    }
     cairo_surface_destroy(sf);
-    if (!rc && svg) rc = write_svg(&buf, h, s, path, err, en);
     free(buf.p);
     return rc;
 }
