@@ -9,6 +9,7 @@
 #include "kiln/kiln.h"
 #include "tools/cli_args.h"
 #include "tools/cli_dist.h"
+#include "dist/dist_internal.h"     /* dist_agree */
 
 static int env_int(const char *name, int dflt) {
     const char *v = getenv(name);
@@ -62,6 +63,28 @@ int cli_dist_run(args *a, int (*train)(args *)) {
         return 2;
     }
     int rank = kiln_dist_rank(d), n = kiln_dist_size(d);
+    /* the options every rank must share, before anything can wait on a rank that differs (the
+     * data set's size, steps and model: kiln_fit's own check) */
+    char seed[24];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)a->seed);
+    const dist_fact facts[] = {
+        { "--model", dist_hash(a->model), a->model ? a->model : "", false },
+        { "--optimizer", dist_hash(a->optimizer), a->optimizer ? a->optimizer : "", false },
+        { "--precision", dist_hash(a->precision), a->precision ? a->precision : "", false },
+        { "--batch-size", a->batch_auto ? -1 : a->batch, NULL, false },
+        { "--epochs", a->epochs, NULL, false },
+        { "--limit", a->limit, NULL, false },
+        { "--bucket-kb", a->bucket_kb, NULL, false },
+        { "--accumulate", a->accumulate, NULL, false },
+        { "--sync-batchnorm", a->sync_batchnorm, NULL, false },
+        { "--seed", (int64_t)a->seed, seed, true },
+    };
+    if (dist_agree(d, facts, (int)(sizeof facts / sizeof *facts))) {
+        fprintf(stderr, "kiln train: %s\n", kiln_last_error());
+        if (!d->disagreed) kiln_dist_abort(d, 2, kiln_last_error());    /* it failed alone: the others wait */
+        kiln_dist_free(d);
+        return 2;
+    }
     if (a->batch % n) {
         if (rank == 0)
             fprintf(stderr, "kiln train: --batch-size %d is the global batch, split over %d processes: make it a multiple of %d (e.g. %d)\n",
@@ -99,6 +122,10 @@ int cli_dist_run(args *a, int (*train)(args *)) {
     a->dist = d;
     int rc = train(a);
     a->dist = NULL;
+    if (rc != 0 && d->disagreed) {     /* every rank found the same difference and said so: none waits */
+        kiln_dist_free(d);
+        return rc;
+    }
     if (rc != 0) {
         char msg[1400];
         snprintf(msg, sizeof msg, "kiln train exited with status %d (%s)", rc, *kiln_last_error() ? kiln_last_error() : "see its message above");

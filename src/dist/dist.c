@@ -66,6 +66,60 @@ void kiln_dist_abort(const kiln_dist *d, int code, const char *msg) {
     dist_tp_abort(d, code ? code : 1);
 }
 
+int64_t dist_hash(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;       /* FNV-1a */
+    for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (int64_t)(h >> 1);
+}
+
+/* What each rank sends for one fact: the value and how to show it. */
+typedef struct fact_rec { int64_t v; char shown[56]; } fact_rec;
+
+static void show(const dist_fact *f, const fact_rec *r, char *buf, size_t n) {
+    if (f->shown) snprintf(buf, n, "%s%s", *r->shown ? r->shown : "(none)", strlen(r->shown) == sizeof r->shown - 1 ? "..." : "");
+    else snprintf(buf, n, "%lld", (long long)r->v);
+}
+
+kiln_status dist_agree(kiln_dist *d, const dist_fact *facts, int n) {
+    if (!d || d->size <= 1 || n <= 0) return KILN_OK;
+    size_t bytes = (size_t)n * sizeof(fact_rec);
+    fact_rec *mine = kiln_calloc((size_t)n, sizeof *mine), *all = kiln_calloc((size_t)n * (size_t)d->size, sizeof *all);
+    if (!mine || !all) {       /* the others wait in the all-gather: the caller ends the job (kiln_dist_abort) */
+        kiln_free(mine);
+        kiln_free(all);
+        return kiln_set_error(KILN_OUT_OF_MEMORY, "rank %d: out of host memory", d->rank);
+    }
+    for (int i = 0; i < n; i++) {
+        mine[i].v = facts[i].v;
+        if (facts[i].shown) snprintf(mine[i].shown, sizeof mine[i].shown, "%s", facts[i].shown);
+    }
+    kiln_status st = dist_tp_allgather(d, mine, all, bytes);
+    char msg[1536] = "", a[80], b[80];
+    size_t k = 0;
+    for (int i = 0; !st && i < n; i++)
+        for (int r = 1; r < d->size; r++) {
+            const fact_rec *x = &all[(size_t)r * (size_t)n + (size_t)i], *x0 = &all[i];
+            if (x->v == x0->v) continue;
+            show(&facts[i], x, a, sizeof a);
+            show(&facts[i], x0, b, sizeof b);
+            if (facts[i].warn_only) {
+                if (d->rank == 0) kiln_log_msg(KILN_LOG_WARNING, "kiln: warning: rank %d has %s %s, rank 0 has %s: %s", r, facts[i].what, a, b,
+                                               !strcmp(facts[i].what, "--seed") ? "the ranks shuffle differently, so their shards overlap" : "they differ");
+                break;
+            }
+            if (k < sizeof msg)
+                k += (size_t)snprintf(msg + k, sizeof msg - k, "%srank %d has %s %s, rank 0 has %s", k ? "; " : "", r, facts[i].what, a, b);
+            break;     /* the first rank that differs on this fact */
+        }
+    if (!st && k) {
+        d->disagreed = true;
+        st = kiln_set_error(KILN_INVALID_ARGUMENT, "rank %d of %d (host %s): the processes must train alike: %s", d->rank, d->size, d->host, msg);
+    }
+    kiln_free(mine);
+    kiln_free(all);
+    return st;
+}
+
 kiln_status kiln_dist_allreduce_sum_f32(kiln_dist *d, float *x, int64_t n) {
     if (!d || d->size <= 1 || n <= 0) return KILN_OK;
     return dist_tp_allreduce_sum(d, x, n, false);

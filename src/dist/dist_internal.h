@@ -15,7 +15,22 @@ struct kiln_dist {
     void *tp;                /* the transport's state (dist_mpi.c: the job's communicator, requests) */
     struct { float *x; int64_t n; } *started;   /* gradient buckets in flight (kiln_dist_grad_mean_start) */
     int n_started, cap_started;
+    bool disagreed;          /* dist_agree found ranks that differ: every rank knows, none need abort the others */
 };
+
+/* One value every rank must hold alike before training (dist_agree): an option, a data set size.
+ * v: the value (a string's: dist_hash of it); shown: the string for messages (NULL: v). */
+typedef struct dist_fact {
+    const char *what;        /* "--batch-size", "training examples" */
+    int64_t v;
+    const char *shown;
+    bool warn_only;          /* a difference is a warning on rank 0 (--seed: shards overlap), not an error */
+} dist_fact;
+int64_t dist_hash(const char *s);      /* NULL and "" alike */
+/* All ranks exchange facts[0..n) once (one all-gather of a small fixed record each); a difference
+ * is an error on every rank naming each fact and the values ("rank 1 has --batch-size 32, rank 0
+ * has 64") and sets d->disagreed; warn_only facts only warn. No-op with one process. */
+kiln_status dist_agree(kiln_dist *d, const dist_fact *facts, int n);
 
 /* transport (dist_mpi.c / dist_nompi.c) */
 bool dist_tp_built(void);
@@ -24,6 +39,8 @@ void dist_tp_finalize(kiln_dist *d);
 kiln_status dist_tp_allreduce_sum(kiln_dist *d, void *x, int64_t n, bool f64);
 kiln_status dist_tp_broadcast(kiln_dist *d, void *buf, size_t bytes, int root);
 kiln_status dist_tp_barrier(kiln_dist *d);
+/* Every rank's `bytes` bytes of mine, rank by rank, into all (size * bytes). */
+kiln_status dist_tp_allgather(kiln_dist *d, const void *mine, void *all, size_t bytes);
 void dist_tp_abort(const kiln_dist *d, int code);
 /* Nonblocking in-place sum of x[0..n) (MPI_Iallreduce); test drives them (MPI_Testall), wait
  * completes every one started (MPI_Waitall). */

@@ -119,4 +119,10 @@ kiln_status dist_tp_barrier(kiln_dist *d) {
     return rc == MPI_SUCCESS ? KILN_OK : mpi_fail(d, "MPI_Barrier", rc);
 }
 
+kiln_status dist_tp_allgather(kiln_dist *d, const void *mine, void *all, size_t bytes) {
+    if (bytes > (size_t)INT_MAX) return kiln_set_error(KILN_INVALID_ARGUMENT, "all-gather of %zu bytes per rank: too large", bytes);
+    int rc = MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm_of(d));
+    return rc == MPI_SUCCESS ? KILN_OK : mpi_fail(d, "MPI_Allgather", rc);
+}
+
 void dist_tp_abort(const kiln_dist *d, int code) { MPI_Abort(d->tp ? comm_of(d) : MPI_COMM_WORLD, code); }

@@ -12,6 +12,7 @@ void dist_tp_finalize(kiln_dist *d) { (void)d; }
 kiln_status dist_tp_allreduce_sum(kiln_dist *d, void *x, int64_t n, bool f64) { (void)d; (void)x; (void)n; (void)f64; return no_mpi(); }
 kiln_status dist_tp_broadcast(kiln_dist *d, void *buf, size_t bytes, int root) { (void)d; (void)buf; (void)bytes; (void)root; return no_mpi(); }
 kiln_status dist_tp_barrier(kiln_dist *d) { (void)d; return no_mpi(); }
+kiln_status dist_tp_allgather(kiln_dist *d, const void *mine, void *all, size_t bytes) { (void)d; (void)mine; (void)all; (void)bytes; return no_mpi(); }
 kiln_status dist_tp_iallreduce_sum(kiln_dist *d, float *x, int64_t n) { (void)d; (void)x; (void)n; return no_mpi(); }
 kiln_status dist_tp_test(kiln_dist *d) { (void)d; return no_mpi(); }
 kiln_status dist_tp_wait(kiln_dist *d) { (void)d; return no_mpi(); }

@@ -66,6 +66,27 @@ static kiln_status begin_mirrored(nn_dist_fit *df, int *batch, const kiln_fit_op
     return KILN_OK;
 }
 
+/* Ranks that differ in their data set's size, batch, epochs or model would wait for each other
+ * in an all-reduce forever (or train apart): every rank checks they agree, once, before the first
+ * step; a difference is an error on every rank naming it (dist_agree). */
+static kiln_status agree(kiln_dist *d, kiln_model *m, const kiln_data *train, int batch, const kiln_fit_opts *o) {
+    const kiln_data *b = train;
+    while (b && b->kind != KILN_DN_BATCH) b = b->input;
+    int64_t steps = kiln_data_cardinality(train);
+    if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
+    const dist_fact facts[] = {
+        { "training examples", b && b->input ? b->input->card : -1, NULL, false },
+        { "global batch size", batch, NULL, false },
+        { "steps per epoch", steps, NULL, false },
+        { "epochs", o->epochs > 0 ? o->epochs : 1, NULL, false },
+        { "initial epoch", o->initial_epoch, NULL, false },
+        { "accumulation steps", o->accumulate_steps > 1 ? o->accumulate_steps : 1, NULL, false },
+        { "trainable parameters", kiln_model_param_count(m, true), NULL, false },
+        { "gradient bucket bytes", (int64_t)d->bucket_bytes, NULL, false },
+    };
+    return dist_agree(d, facts, (int)(sizeof facts / sizeof *facts));
+}
+
 kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int *batch, const kiln_fit_opts **o) {
     memset(df, 0, sizeof *df);
     df->world = 1;
@@ -76,6 +97,8 @@ kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int
     df->d = d;
     df->rank = d->rank;
     df->world = d->size;
+    kiln_status st = agree(d, m, *train, *batch, *o);
+    if (st) return st;
     if (*batch % d->size)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: the batch size %d is the global batch, split over %d processes: "
                               "make it a multiple of %d (e.g. %d)", *batch, d->size, d->size, (*batch / d->size + 1) * d->size);
@@ -96,7 +119,6 @@ kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int
         df->opts.n_callbacks = n;
     }
     *o = &df->opts;
-    (void)m;
     return KILN_OK;
 }
 

@@ -2,7 +2,8 @@
 # mpirun -np 2 kiln train (ctest test_dist_cli; args: the kiln binary, the mpirun command line
 # "mpirun -np 2 --oversubscribe [--allow-run-as-root]"): it trains, only rank 0 prints and
 # writes files, a rank given a corrupt file ends the whole job promptly naming the rank and the
-# cause, checkpoints resume across process counts, a global batch that does not split is refused.
+# cause, checkpoints resume across process counts, a global batch that does not split is refused,
+# ranks whose options or data sizes differ fail at once on every rank.
 K=$1
 MPI=($2)
 MPI_BASE=(); skip=0
@@ -65,6 +66,27 @@ out=$(timeout 120 "${MPI[@]}" "$K" train --model resnet20 --data synthetic --lim
 # a global batch two processes cannot share
 out=$(timeout 60 "${MPI[@]}" "$K" "${T[@]}" --epochs 1 --batch-size 63 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "batch-size 63 is the global batch, split over 2 processes: make it a multiple of 2" <<<"$out" && ok || bad "batch 63 on 2 (rc $rc): $(head -c 400 <<<"$out")"
+
+# ranks that disagree fail at start-up on every rank, naming the option or size and the values
+# (they hung in the first all-reduce until killed: timeout's 124); a different --seed only warns
+S=(train --model mlp --verbose 2 --threads 1 --epochs 1 --batch-size 64)
+disagree() {     # what, the message, rank 0's extra arguments, then ':', rank 1's
+  local what=$1 msg=$2; shift 2
+  local a=() b=(); while [ "$1" != ":" ]; do a+=("$1"); shift; done; shift; b=("$@")
+  out=$(timeout 60 "${MPI_BASE[@]}" -np 1 "$K" "${S[@]}" "${a[@]}" : -np 1 "$K" "${S[@]}" "${b[@]}" 2>&1); rc=$?
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && ok || bad "$what: exit status $rc (124: the job hung)"
+  for r in 0 1; do
+    grep -q "rank $r of 2 .*must train alike: .*$msg" <<<"$out" && ok || bad "$what: rank $r's message: $(head -c 600 <<<"$out")"
+  done
+}
+D=(--data csv:"$tmp/train.csv")
+disagree "--batch-size" "rank 1 has --batch-size 32, rank 0 has 64" "${D[@]}" : "${D[@]}" --batch-size 32
+disagree "--epochs" "rank 1 has --epochs 2, rank 0 has 1" "${D[@]}" : "${D[@]}" --epochs 2
+disagree "--limit" "rank 1 has --limit 0, rank 0 has 320" "${D[@]}" --limit 320 : "${D[@]}"
+head -321 "$tmp/train.csv" > "$tmp/half.csv"
+disagree "data size" "rank 1 has training examples 288, rank 0 has 576" "${D[@]}" : --data csv:"$tmp/half.csv"
+out=$(timeout 60 "${MPI_BASE[@]}" -np 1 "$K" "${S[@]}" "${D[@]}" --seed 5 : -np 1 "$K" "${S[@]}" "${D[@]}" --seed 6 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "warning: rank 1 has --seed 6, rank 0 has 5" <<<"$out" && grep -q "^Epoch 1/1" <<<"$out" && ok || bad "different --seed (rc $rc): $(head -c 600 <<<"$out")"
 
 echo "test_dist_cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]
