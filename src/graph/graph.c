@@ -166,6 +166,19 @@ static kiln_node *node_alloc(kiln_graph *g, kiln_op op, const char *name, kiln_n
     return n;
 }
 
+/* A shape whose bytes cannot be addressed (dims from a file: 2^62 x 4 bytes) is refused where the
+ * node is made, so shape inference, planning and kernels downstream may multiply dims freely. */
+static kiln_status check_size(kiln_graph *g, const char *what, const char *name, kiln_dtype dt, kiln_shape s) {
+    int64_t n = kiln_shape_numel(s);
+    size_t es = (unsigned)dt < KILN_DTYPE_COUNT ? kiln_dtype_size(dt) : 1;
+    if (n == INT64_MAX || (uint64_t)n > (uint64_t)INT64_MAX / (es ? es : 1)) {
+        char b[160];
+        return kiln_graph_fail(g, KILN_INVALID_ARGUMENT, "%s '%s': shape %s has too many elements to address", what,
+                               name ? name : "", kiln_shape_str(s, b, sizeof b));
+    }
+    return KILN_OK;
+}
+
 /* Removes the last node (after failed inference) so a failed build leaves no half node. */
 static void node_drop_last(kiln_graph *g) {
     kiln_node *n = g->nodes[--g->n_nodes];
@@ -195,6 +208,7 @@ kiln_node *kiln_node_new_named(kiln_graph *g, kiln_op op, const char *name, kiln
     if (!n) return NULL;
     if (attrs) n->attrs = *attrs;
     if (d->infer && d->infer(n) != KILN_OK) { node_drop_last(g); return NULL; }
+    if (check_size(g, d->name, n->name, n->dtype, n->shape)) { node_drop_last(g); return NULL; }
     return n;
 }
 
@@ -221,7 +235,7 @@ static kiln_status check_source(kiln_graph *g, const char *what, const char *nam
             char b[96];
             return kiln_graph_fail(g, KILN_INVALID_ARGUMENT, "%s '%s': shape %s has a dimension <= 0", what, name ? name : "", kiln_shape_str(s, b, sizeof b));
         }
-    return KILN_OK;
+    return check_size(g, what, name, dt, s);
 }
 
 kiln_node *kiln_placeholder(kiln_graph *g, const char *name, kiln_dtype dtype, kiln_shape shape) {

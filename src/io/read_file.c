@@ -7,8 +7,8 @@
 #include "core/core.h"
 #include "io/read_file.h"
 
-/* "what path" or "path" for messages. */
-#define WHAT_FMT "%s%s%s"
+/* "what 'path'" or "'path'" for messages. */
+#define WHAT_FMT "%s%s'%s'"
 #define WHAT_ARGS(what, path) (what) ? (what) : "", (what) ? " " : "", (path)
 
 kiln_status kiln_file_open_read(const char *path, const char *what, FILE **out, uint64_t *size) {

@@ -231,6 +231,7 @@ int ox_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, int m
 }
 
 const char *ox_attr_str(const Onnx__NodeProto *n, const char *name, char *buf, size_t len) {
+    if (!len) return buf;
     const Onnx__AttributeProto *a = ox_attr(n, name);
     size_t k = a && a->has_s ? a->s.len : 0;
     bool cut = k >= len;

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include "core/checked.h"
 #include "ops/op.h"
 #include "backend/ref/ref_reduce_shape.h"
 
@@ -39,8 +40,9 @@ static kiln_status reshape_infer(kiln_node *n) {
             unknown = d;
         } else if (s.dim[d] < 0) {
             return kiln_node_error(n, KILN_INVALID_ARGUMENT, "target shape %s has a negative dimension", SHAPE_STR(s, ts));
-        } else {
-            known *= s.dim[d];
+        } else if (!kiln_mul_i64(known, s.dim[d], &known)) {
+            return kiln_node_error(n, KILN_INVALID_ARGUMENT, "target shape %s has more elements than an int64 counts",
+                                   SHAPE_STR(s, ts));
         }
     }
     if (unknown >= 0) {

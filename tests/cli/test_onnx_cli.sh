@@ -39,7 +39,7 @@ expect_fail "not an ONNX file" "not a model file kiln reads|not a JSON text" "$K
 echo "garbage" >"$tmp/bad.onnx"
 expect_fail "a corrupt ONNX file" "not a valid ONNX file" "$K" summary --model-file "$tmp/bad.onnx"
 mkfifo "$tmp/fifo.onnx"
-expect_fail "a FIFO as the ONNX model is refused at once" "ONNX model $tmp/fifo.onnx: not a regular file \(a FIFO\)" \
+expect_fail "a FIFO as the ONNX model is refused at once" "ONNX model '$tmp/fifo.onnx': not a regular file \(a FIFO\)" \
   timeout 10 "$K" summary --model-file "$tmp/fifo.onnx"
 expect_fail "an ONNX model on data of another shape" "takes \[28, 28, 1\] examples but the data has \[32, 32, 3\]" \
   "$K" eval --model-file "$tmp/mlp.onnx" --data synthetic:32x32x3:100

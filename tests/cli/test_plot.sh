@@ -83,7 +83,7 @@ head -1 "$tmp/history.csv" >"$tmp/header.csv"
 expect_fail "a header without rows" 1 "header.csv: no data rows after the header" "$K" plot "$tmp/header.csv" -o "$tmp/h.png"
 : >"$tmp/empty.csv"
 expect_fail "an empty file" 1 "empty.csv: the file is empty" "$K" plot "$tmp/empty.csv" -o "$tmp/e.png"
-expect_fail "a missing file" 1 "$tmp/none.csv: cannot open" "$K" plot "$tmp/none.csv" -o "$tmp/n.png"
+expect_fail "a missing file" 1 "$tmp/none.csv': cannot open" "$K" plot "$tmp/none.csv" -o "$tmp/n.png"
 printf 'epoch,lr\n1,0.1\n' >"$tmp/nothing.csv"
 expect_fail "only bookkeeping columns" 1 "nothing to draw" "$K" plot "$tmp/nothing.csv" -o "$tmp/n.png"
 

@@ -557,6 +557,36 @@ static void test_missing_input(void) {
     }
 }
 
+/* Dimensions whose product passes int64 (fuzz/crashes/fuzz_onnx/reshape_infer_overflow: an input dim of
+ * 2^62 reached MaxPool's NHWC reshape, signed overflow in reshape_infer). */
+static void test_huge_dims(void) {
+    gb b;
+    reset(&b);
+    input(&b, "x", F32, DIMS(-1, (int64_t)1 << 62));
+    node(&b, "relu", "Relu", "x", "y");
+    output(&b, "y");
+    import(write_model(&b, "huge_input.onnx"), KILN_INVALID_ARGUMENT, "too many elements", NULL);
+    reset(&b);
+    input(&b, "x", F32, DIMS(-1, 1, (int64_t)1 << 40, (int64_t)1 << 40));
+    attr_ints(node(&b, "pool", "MaxPool", "x", "y"), "kernel_shape", (const int64_t[]){ 2, 2 }, 2);
+    output(&b, "y");
+    import(write_model(&b, "huge_pool.onnx"), KILN_INVALID_ARGUMENT, "too many elements", NULL);
+    /* a Reshape target whose product passes int64 */
+    reset(&b);
+    input(&b, "x", F32, DIMS(-1, 4));
+    init(&b, tensor("t", I64, DIMS(3), VALS(-1, (double)((int64_t)1 << 40), (double)((int64_t)1 << 40))));
+    node(&b, "r", "Reshape", "x,t", "y");
+    output(&b, "y");
+    import(write_model(&b, "huge_reshape.onnx"), KILN_INVALID_ARGUMENT, "node 'r' (Reshape)", NULL);
+    /* broadcasting two huge but addressable operands into an unaddressable result */
+    reset(&b);
+    input(&b, "x", F32, DIMS(-1, (int64_t)1 << 31, 1));
+    input(&b, "z", F32, DIMS(-1, 1, (int64_t)1 << 31));
+    node(&b, "add", "Add", "x,z", "y");
+    output(&b, "y");
+    import(write_model(&b, "huge_broadcast.onnx"), KILN_INVALID_ARGUMENT, "too many elements", NULL);
+}
+
 static void on_alarm(int sig) {
     (void)sig;
     static const char msg[] = "test_onnx_hostile: timed out (a FIFO or a fold that hangs?)\n";
@@ -581,7 +611,7 @@ int main(int argc, char **argv) {
         { "no_broadcast", test_no_broadcast }, { "deep_nesting", test_deep_nesting }, { "folding_bounds", test_folding_bounds },
         { "int_attributes", test_int_attributes }, { "ssa", test_ssa }, { "scalar_operands", test_scalar_operands },
         { "initializer_rank", test_initializer_rank }, { "initializer_data", test_initializer_data },
-        { "missing_input", test_missing_input },
+        { "missing_input", test_missing_input }, { "huge_dims", test_huge_dims },
     };
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     signal(SIGALRM, on_alarm);

@@ -60,6 +60,18 @@ static void test_user_errors(void) {
     kiln_graph_clear_error(g);
     CHECK(kiln_placeholder(g, "bad", KILN_F32, KILN_SHAPE(0, 3)) == NULL && kiln_graph_status(g) == KILN_INVALID_ARGUMENT);
     kiln_graph_clear_error(g);
+    /* sizes past int64 are refused, never wrapped: a target shape, a source, an inferred result */
+    CHECK(kiln_reshape(g, a, KILN_SHAPE(-1, (int64_t)1 << 40, (int64_t)1 << 40)) == NULL && kiln_graph_status(g) == KILN_INVALID_ARGUMENT);
+    CHECK_MSG(contains(kiln_graph_error(g), "more elements than an int64"), "message: %s", kiln_graph_error(g));
+    kiln_graph_clear_error(g);
+    CHECK(kiln_placeholder(g, "huge", KILN_F32, KILN_SHAPE(4, (int64_t)1 << 62)) == NULL && kiln_graph_status(g) == KILN_INVALID_ARGUMENT);
+    CHECK_MSG(contains(kiln_graph_error(g), "too many elements"), "message: %s", kiln_graph_error(g));
+    kiln_graph_clear_error(g);
+    kiln_node *tall = kiln_placeholder(g, "tall", KILN_F32, KILN_SHAPE((int64_t)1 << 31, 1));
+    kiln_node *wide = kiln_placeholder(g, "wide", KILN_F32, KILN_SHAPE(1, (int64_t)1 << 31));
+    CHECK(tall && wide && kiln_add(g, tall, wide) == NULL && kiln_graph_status(g) == KILN_INVALID_ARGUMENT);
+    CHECK_MSG(contains(kiln_graph_error(g), "too many elements"), "message: %s", kiln_graph_error(g));
+    kiln_graph_clear_error(g);
     CHECK(kiln_graph_push_device(g, "/tpu:0") == KILN_INVALID_ARGUMENT);
     kiln_graph_clear_error(g);
     /* a gradient through an op without one names the op */
