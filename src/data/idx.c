@@ -171,141 +171,131 @@ static const char *idx_type_name(unsigned t) {
     }
 }
 
-kiln_status kiln_idx_read(const char *path, kiln_tensor **out) {
-    if (out) *out = NULL;
-    if (!path || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_idx_read: path and out must not be NULL");
-
-    idx_src s;
-    kiln_status st = src_open(&s, path);
-    if (st != KILN_OK) return st;
-    const char *what = s.is_gz ? "decompressed size" : "file size";
-
+/* The magic and the dimensions: the shape and its element count. */
+static kiln_status read_header(idx_src *s, const char *path, kiln_shape *shape, uint64_t *numel) {
     unsigned char hdr[4 + 4 * KILN_MAX_DIMS];
-    int64_t got = src_read(&s, hdr, 4);
-    if (got < 0) { src_close(&s); return KILN_IO_ERROR; }
-    if (got < 4) {
-        src_close(&s);
+    int64_t got = src_read(s, hdr, 4);
+    if (got < 0) return KILN_IO_ERROR;
+    if (got < 4)
         return kiln_set_error(KILN_IO_ERROR, "%s: truncated IDX file: %lld bytes, too short for the 4-byte magic",
                               path, (long long)got);
-    }
     uint32_t magic = be32(hdr);
     unsigned type = hdr[2], ndims = hdr[3];
-    if (hdr[0] != 0 || hdr[1] != 0) {
-        src_close(&s);
+    if (hdr[0] != 0 || hdr[1] != 0)
         return kiln_set_error(KILN_IO_ERROR, "%s: not an IDX file (magic 0x%08X; expected 0x00000801 for labels or "
                               "0x00000803 for images)", path, (unsigned)magic);
-    }
-    if (type != 0x08) {
-        src_close(&s);
+    if (type != 0x08)
         return kiln_set_error(KILN_UNSUPPORTED, "%s: IDX element type 0x%02X (%s) is not supported (magic 0x%08X); Kiln "
                               "reads unsigned-byte IDX files: 0x00000801 labels, 0x00000803 images",
                               path, type, idx_type_name(type), (unsigned)magic);
-    }
-    if (ndims < 1 || ndims > KILN_MAX_DIMS) {
-        src_close(&s);
+    if (ndims < 1 || ndims > KILN_MAX_DIMS)
         return kiln_set_error(KILN_UNSUPPORTED, "%s: IDX file has %u dimensions (magic 0x%08X); Kiln reads 1..%d",
                               path, ndims, (unsigned)magic, KILN_MAX_DIMS);
-    }
-    got = src_read(&s, hdr + 4, 4 * (size_t)ndims);
-    if (got < 0) { src_close(&s); return KILN_IO_ERROR; }
-    if (got < 4 * (int64_t)ndims) {
-        src_close(&s);
+    got = src_read(s, hdr + 4, 4 * (size_t)ndims);
+    if (got < 0) return KILN_IO_ERROR;
+    if (got < 4 * (int64_t)ndims)
         return kiln_set_error(KILN_IO_ERROR, "%s: truncated IDX header: %u dimensions need %u header bytes, %s is %lld",
-                              path, ndims, 4 + 4 * ndims, what, (long long)(4 + got));
-    }
-    kiln_shape shape = { (int)ndims, { 0 } };
-    uint64_t numel = 1;
+                              path, ndims, 4 + 4 * ndims, s->is_gz ? "decompressed size" : "file size", (long long)(4 + got));
+    *shape = (kiln_shape){ (int)ndims, { 0 } };
+    *numel = 1;
     const uint64_t limit = (uint64_t)1 << 46;   /* 64 TiB of u8: far beyond any real IDX file */
     for (unsigned i = 0; i < ndims; i++) {
         uint32_t d = be32(hdr + 4 + 4 * i);
-        if (d == 0) {
-            src_close(&s);
-            return kiln_set_error(KILN_IO_ERROR, "%s: IDX dimension %u is 0", path, i);
-        }
-        if (numel > limit / d) {
-            src_close(&s);
+        if (d == 0) return kiln_set_error(KILN_IO_ERROR, "%s: IDX dimension %u is 0", path, i);
+        if (*numel > limit / d)
             return kiln_set_error(KILN_IO_ERROR, "%s: IDX dimensions overflow (product of the %u dimensions exceeds 2^46 "
                                   "elements); the header is corrupt", path, ndims);
-        }
-        numel *= d;
-        shape.dim[i] = d;
+        *numel *= d;
+        shape->dim[i] = d;
     }
-    const int64_t header_bytes = 4 + 4 * (int64_t)ndims;
-    const int64_t expect_total = header_bytes + (int64_t)numel;
+    return KILN_OK;
+}
 
-    /* Raw files: check the size before allocating anything. */
-    if (!s.is_gz && s.raw_size >= 0 && s.raw_size != expect_total) {
-        src_close(&s);
-        char sb[96];
+/* Gzip data: the decompressed size is unknown until read, so a corrupt header must not make us
+ * allocate its promised size up front: read into a buffer that grows as data arrives. *t is made
+ * only when all numel bytes came; *got: the bytes read (-1 on a read error). */
+static kiln_status read_gz_data(idx_src *s, const char *path, kiln_shape shape, uint64_t numel, kiln_tensor **t, int64_t *got) {
+    size_t cap = numel < ((size_t)1 << 20) ? (size_t)numel : ((size_t)1 << 20), len = 0;
+    unsigned char *buf = kiln_malloc(cap);
+    if (!buf) return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of memory", path);
+    *got = 0;
+    for (;;) {
+        int64_t r = src_read(s, buf + len, cap - len);
+        if (r < 0) { *got = -1; break; }
+        len += (size_t)r;
+        if (len < cap || len == numel) { *got = (int64_t)len; break; }
+        size_t ncap = cap * 2 > numel ? (size_t)numel : cap * 2;
+        unsigned char *nb = kiln_realloc(buf, ncap);
+        if (!nb) {
+            kiln_free(buf);
+            return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of memory reading %llu bytes", path, (unsigned long long)numel);
+        }
+        buf = nb;
+        cap = ncap;
+    }
+    if (*got == (int64_t)numel) {
+        *t = kiln_tensor_new(KILN_U8, shape);
+        if (*t) memcpy((*t)->data, buf, (size_t)numel);
+    }
+    kiln_free(buf);
+    if (*got == (int64_t)numel && !*t)
+        return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes for the IDX data", path, (unsigned long long)numel);
+    return KILN_OK;
+}
+
+/* The data after the header into a new u8 tensor *t, checking the file holds exactly numel bytes
+ * (raw files by their size before allocating anything; gzip by reading to the end). */
+static kiln_status read_data(idx_src *s, const char *path, kiln_shape shape, uint64_t numel, kiln_tensor **t) {
+    const char *what = s->is_gz ? "decompressed size" : "file size";
+    const int64_t header_bytes = 4 + 4 * (int64_t)shape.rank;
+    const int64_t expect_total = header_bytes + (int64_t)numel;
+    char sb[96];
+    if (!s->is_gz && s->raw_size >= 0 && s->raw_size != expect_total)
         return kiln_set_error(KILN_IO_ERROR, "%s: %s IDX file: header promises %s u8 = %llu data bytes (%lld bytes with "
                               "the header), file size is %lld bytes (%s %lld)",
-                              path, s.raw_size < expect_total ? "truncated" : "trailing data in",
+                              path, s->raw_size < expect_total ? "truncated" : "trailing data in",
                               kiln_shape_str(shape, sb, sizeof sb), (unsigned long long)numel,
-                              (long long)expect_total, (long long)s.raw_size,
-                              s.raw_size < expect_total ? "missing" : "extra",
-                              (long long)(s.raw_size < expect_total ? expect_total - s.raw_size : s.raw_size - expect_total));
-    }
-
-    kiln_tensor *t = NULL;
-    if (!s.is_gz) {
-        t = kiln_tensor_new(KILN_U8, shape);
-        if (!t) { src_close(&s); return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes for the IDX data",
-                                                       path, (unsigned long long)numel); }
-        got = src_read(&s, t->data, (size_t)numel);
+                              (long long)expect_total, (long long)s->raw_size,
+                              s->raw_size < expect_total ? "missing" : "extra",
+                              (long long)(s->raw_size < expect_total ? expect_total - s->raw_size : s->raw_size - expect_total));
+    int64_t got = 0;
+    if (!s->is_gz) {
+        *t = kiln_tensor_new(KILN_U8, shape);
+        if (!*t) return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes for the IDX data",
+                                       path, (unsigned long long)numel);
+        got = src_read(s, (*t)->data, (size_t)numel);
     } else {
-        /* Gzip: the decompressed size is unknown until read, so a corrupt header must not make us
-         * allocate its promised size up front: read into a buffer that grows as data arrives. */
-        size_t cap = numel < ((size_t)1 << 20) ? (size_t)numel : ((size_t)1 << 20), len = 0;
-        unsigned char *buf = kiln_malloc(cap);
-        if (!buf) { src_close(&s); return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of memory", path); }
-        got = 0;
-        for (;;) {
-            int64_t r = src_read(&s, buf + len, cap - len);
-            if (r < 0) { got = -1; break; }
-            len += (size_t)r;
-            if (len < cap || len == numel) { got = (int64_t)len; break; }
-            size_t ncap = cap * 2 > numel ? (size_t)numel : cap * 2;
-            unsigned char *nb = kiln_realloc(buf, ncap);
-            if (!nb) {
-                kiln_free(buf);
-                src_close(&s);
-                return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of memory reading %llu bytes", path,
-                                      (unsigned long long)numel);
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        if (got == (int64_t)numel) {
-            t = kiln_tensor_new(KILN_U8, shape);
-            if (t) memcpy(t->data, buf, (size_t)numel);
-        }
-        kiln_free(buf);
-        if (got == (int64_t)numel && !t) {
-            src_close(&s);
-            return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes for the IDX data", path,
-                                  (unsigned long long)numel);
-        }
+        kiln_status st = read_gz_data(s, path, shape, numel, t, &got);
+        if (st != KILN_OK) return st;
     }
-    if (got < 0) { kiln_tensor_free(t); src_close(&s); return KILN_IO_ERROR; }
-    if (got < (int64_t)numel) {
-        kiln_tensor_free(t);
-        src_close(&s);
-        char sb[96];
+    if (got < 0) return KILN_IO_ERROR;
+    if (got < (int64_t)numel)
         return kiln_set_error(KILN_IO_ERROR, "%s: truncated IDX file: header promises %s u8 = %llu data bytes (%lld bytes "
                               "with the header), %s is %lld bytes", path, kiln_shape_str(shape, sb, sizeof sb),
                               (unsigned long long)numel, (long long)expect_total, what, (long long)(header_bytes + got));
-    }
-    int64_t rest = src_count_rest(&s);     /* for gzip this also checks the trailer and what follows */
-    src_close(&s);
-    if (rest != 0) {
-        kiln_tensor_free(t);
-        if (rest < 0) return KILN_IO_ERROR;
-        char sb[96];
+    int64_t rest = src_count_rest(s);     /* for gzip this also checks the trailer and what follows */
+    if (rest < 0) return KILN_IO_ERROR;
+    if (rest > 0)
         return kiln_set_error(KILN_IO_ERROR, "%s: trailing data in IDX file: header promises %s u8 = %llu data bytes "
                               "(%lld bytes with the header), %s is %lld bytes (extra %lld)", path,
                               kiln_shape_str(shape, sb, sizeof sb), (unsigned long long)numel, (long long)expect_total,
                               what, (long long)(expect_total + rest), (long long)rest);
-    }
+    return KILN_OK;
+}
+
+kiln_status kiln_idx_read(const char *path, kiln_tensor **out) {
+    if (out) *out = NULL;
+    if (!path || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_idx_read: path and out must not be NULL");
+    idx_src s;
+    kiln_status st = src_open(&s, path);
+    if (st != KILN_OK) return st;
+    kiln_shape shape;
+    uint64_t numel = 0;
+    kiln_tensor *t = NULL;
+    st = read_header(&s, path, &shape, &numel);
+    if (st == KILN_OK) st = read_data(&s, path, shape, numel, &t);
+    src_close(&s);
+    if (st != KILN_OK) { kiln_tensor_free(t); return st; }
     *out = t;
     return KILN_OK;
 }
