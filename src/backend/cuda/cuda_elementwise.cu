@@ -114,22 +114,11 @@ typedef struct bcast {
     int64_t dim[KILN_MAX_DIMS], sa[KILN_MAX_DIMS], sb[KILN_MAX_DIMS];
 } bcast;
 
-static void input_strides(kiln_shape out, kiln_shape in, int64_t *st) {
-    int off = out.rank - in.rank;
-    int64_t s = 1;
-    for (int d = out.rank - 1; d >= 0; d--) {
-        int k = d - off;
-        if (k < 0) { st[d] = 0; continue; }
-        st[d] = in.dim[k] == 1 ? 0 : s;
-        s *= in.dim[k];
-    }
-}
-
 /* Strides of a and b over out, with adjacent dims merged where both stay affine. */
 static bcast make_bcast(kiln_shape out, kiln_shape a, kiln_shape b) {
     int64_t sa[KILN_MAX_DIMS], sb[KILN_MAX_DIMS];
-    input_strides(out, a, sa);
-    input_strides(out, b, sb);
+    kiln_bcast_strides(out, a, sa);
+    kiln_bcast_strides(out, b, sb);
     bcast r;
     r.rank = 0;
     for (int d = 0; d < out.rank; d++) {

@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_module.h"
 #include "backend/cuda/cuda_alloc_pool.h"
+#include "backend/broadcast.h"
 
 /* Kernel launch. Written as a macro so the CPU simulator (tests/cudasim) can run the same kernels
  * without a GPU: it defines CU_LAUNCH before including this header. */
@@ -166,16 +167,7 @@ static inline bool cu_all_dtype(const kiln_node *n, kiln_dtype t) {
 typedef struct cu_shape { int rank; int64_t dim[KILN_MAX_DIMS]; } cu_shape;
 static inline cu_shape cu_shape_of(kiln_shape s) { cu_shape r; r.rank = s.rank; for (int d = 0; d < KILN_MAX_DIMS; d++) r.dim[d] = d < s.rank ? s.dim[d] : 1; return r; }
 typedef struct cu_strides { int64_t s[KILN_MAX_DIMS]; } cu_strides;
-static inline void cu_row_strides(kiln_shape s, int64_t *st) {
-    int64_t k = 1;
-    for (int d = s.rank - 1; d >= 0; d--) { st[d] = k; k *= s.dim[d]; }
-}
-/* Offset of element i (row-major over dim[0..n)) in a buffer with strides str. */
-__device__ __forceinline__ int64_t cu_offset(int64_t i, const int64_t *dim, const int64_t *str, int n) {
-    int64_t off = 0;
-    for (int d = n - 1; d >= 0; d--) { off += (i % dim[d]) * str[d]; i /= dim[d]; }
-    return off;
-}
+/* Row-major and broadcast strides, element offsets: backend/broadcast.h (shared with ref). */
 
 static inline size_t kiln_dtype_size_cu(kiln_dtype t) {
     switch (t) {

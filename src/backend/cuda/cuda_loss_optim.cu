@@ -89,17 +89,8 @@ __global__ void xent_grad_kernel(const T *x, const T *z, const T *dy, T *out, in
 /* ---- element sums in two passes: SIGMOID_XENT, MSE (broadcast), GLOBAL_NORM ---- */
 typedef struct bshape { int rank; int64_t dim[KILN_MAX_DIMS]; } bshape;
 
-__device__ int64_t bcast_index(int64_t i, const bshape &out, const bshape &in) {
-    int64_t idx = 0, stride = 1;
-    for (int d = out.rank - 1, e = in.rank - 1; d >= 0; d--, e--) {
-        int64_t coord = i % out.dim[d];
-        i /= out.dim[d];
-        if (e >= 0) {
-            if (in.dim[e] != 1) idx += coord * stride;
-            stride *= in.dim[e];
-        }
-    }
-    return idx;
+__device__ __forceinline__ int64_t bcast_index(int64_t i, const bshape &out, const bshape &in) {
+    return kiln_bcast_index(i, out.dim, out.rank, in.dim, in.rank);
 }
 
 typedef struct sum_args {

@@ -25,7 +25,7 @@ static void push_dim(int64_t *dim, int64_t *st, int *n, int64_t d, int64_t s) {
 static red_plan plan_reduce(kiln_shape xs, unsigned rmask) {
     red_plan p;
     int64_t st[KILN_MAX_DIMS];
-    cu_row_strides(xs, st);
+    kiln_row_strides(xs, st);
     p.nk = p.nr = 0;
     p.nout = p.nred = 1;
     for (int d = 0; d < xs.rank; d++) {
@@ -76,13 +76,13 @@ __global__ void reduce_pass1(const T *__restrict__ x, T *y, double *part, red_pl
     int64_t workers = p.nout * p.S;
     CU_LOOP(w, workers) {
         int64_t o = w % p.nout, s = w / p.nout;
-        int64_t base = cu_offset(o, p.kd, p.ks, p.nk);
+        int64_t base = kiln_offset_of(o, p.kd, p.ks, p.nk);
         int64_t j0 = s * p.chunk, j1 = j0 + p.chunk < p.nred ? j0 + p.chunk : p.nred;
         double acc = mode == RED_MAX ? -INFINITY : 0.0;
         if (p.nr == 1) {
             for (int64_t j = j0; j < j1; j++) acc = red_combine(mode, acc, (double)cu_ld(x, base + j * p.rs[0]));
         } else {
-            for (int64_t j = j0; j < j1; j++) acc = red_combine(mode, acc, (double)cu_ld(x, base + cu_offset(j, p.rd, p.rs, p.nr)));
+            for (int64_t j = j0; j < j1; j++) acc = red_combine(mode, acc, (double)cu_ld(x, base + kiln_offset_of(j, p.rd, p.rs, p.nr)));
         }
         if (p.S == 1) {
             if (mode == RED_MEAN) acc /= (double)p.nred;

@@ -13,7 +13,7 @@ typedef struct idx_map {       /* out element o -> input offset base + sum((o_d)
 
 template <typename W>
 __global__ void gather_kernel(const W *__restrict__ x, W *__restrict__ y, int64_t n, idx_map m) {
-    CU_LOOP(o, n) y[o] = x[m.base + cu_offset(o, m.dim, m.st, m.rank)];
+    CU_LOOP(o, n) y[o] = x[m.base + kiln_offset_of(o, m.dim, m.st, m.rank)];
 }
 
 static kiln_status launch_gather(const kiln_kctx *c, const void *x, void *y, size_t es, int64_t n, const idx_map *m) {
@@ -37,7 +37,7 @@ static kiln_status k_copy(const kiln_kctx *c) {
 static kiln_status k_transpose(const kiln_kctx *c) {
     idx_map m;
     int64_t xst[KILN_MAX_DIMS];
-    cu_row_strides(c->in[0].shape, xst);
+    kiln_row_strides(c->in[0].shape, xst);
     m.rank = c->out.shape.rank;
     m.base = 0;
     for (int d = 0; d < m.rank; d++) { m.dim[d] = c->out.shape.dim[d]; m.st[d] = xst[c->node->attrs.perm[d]]; }
@@ -47,7 +47,7 @@ static kiln_status k_transpose(const kiln_kctx *c) {
 static kiln_status k_slice(const kiln_kctx *c) {
     idx_map m;
     int64_t xst[KILN_MAX_DIMS];
-    cu_row_strides(c->in[0].shape, xst);
+    kiln_row_strides(c->in[0].shape, xst);
     m.rank = c->out.shape.rank;
     m.base = 0;
     for (int d = 0; d < m.rank; d++) { m.dim[d] = c->out.shape.dim[d]; m.st[d] = xst[d]; m.base += c->node->attrs.begin[d] * xst[d]; }
@@ -56,16 +56,11 @@ static kiln_status k_slice(const kiln_kctx *c) {
 
 static kiln_status k_broadcast_to(const kiln_kctx *c) {
     idx_map m;
-    kiln_shape xs = c->in[0].shape, os = c->out.shape;
-    int64_t xst[KILN_MAX_DIMS];
-    cu_row_strides(xs, xst);
-    int lead = os.rank - xs.rank;
+    kiln_shape os = c->out.shape;
     m.rank = os.rank;
     m.base = 0;
-    for (int d = 0; d < os.rank; d++) {
-        m.dim[d] = os.dim[d];
-        m.st[d] = (d < lead || xs.dim[d - lead] == 1) ? 0 : xst[d - lead];
-    }
+    for (int d = 0; d < os.rank; d++) m.dim[d] = os.dim[d];
+    kiln_bcast_strides(os, c->in[0].shape, m.st);     /* stride 0 where x is broadcast */
     return launch_gather(c, c->in[0].data, c->out.data, kiln_dtype_size_cu(c->out.dtype), c->out.numel, &m);
 }
 
@@ -162,7 +157,7 @@ static kiln_status k_pad(const kiln_kctx *c) {
     pad_map m;
     kiln_shape xs = c->in[0].shape;
     m.rank = c->out.shape.rank;
-    cu_row_strides(xs, m.xst);
+    kiln_row_strides(xs, m.xst);
     for (int d = 0; d < m.rank; d++) { m.odim[d] = c->out.shape.dim[d]; m.xdim[d] = xs.dim[d]; m.before[d] = c->node->attrs.begin[d]; }
     return launch_pad(c, c->in[0].data, c->out.data, kiln_dtype_size_cu(c->out.dtype), c->out.numel, &m,
                       host_store_bits(c->out.dtype, c->node->attrs.alpha));

@@ -4,6 +4,7 @@
  * NaN propagates through every forward op (Relu, Maximum, Sign included). */
 #include <math.h>
 #include "backend/ref/ref_elementwise.h"
+#include "backend/broadcast.h"
 
 /* Own constants: M_SQRT1_2 and friends are not ISO C. */
 #define SQRT1_2 0.70710678118654752440
@@ -108,18 +109,6 @@ static uint64_t unary_int(kiln_op op, int64_t x) {
 
 /* ---- kernels ---- */
 
-/* Strides of `in` over the output's index space: 0 along broadcast (and missing leading) dims. */
-static void bcast_strides(kiln_shape out, kiln_shape in, int64_t *st) {
-    int off = out.rank - in.rank;
-    int64_t s = 1;
-    for (int d = out.rank - 1; d >= 0; d--) {
-        int k = d - off;
-        if (k < 0) { st[d] = 0; continue; }
-        st[d] = in.dim[k] == 1 ? 0 : s;
-        s *= in.dim[k];
-    }
-}
-
 kiln_status kiln_ref_binary(const kiln_kctx *c) {
     const kiln_view *A = &c->in[0], *B = &c->in[1];
     const kiln_view *O = &c->out;
@@ -128,8 +117,8 @@ kiln_status kiln_ref_binary(const kiln_kctx *c) {
     bool integer = is_int(dt);
     int rank = O->shape.rank;
     int64_t sa[KILN_MAX_DIMS], sb[KILN_MAX_DIMS], idx[KILN_MAX_DIMS] = { 0 };
-    bcast_strides(O->shape, A->shape, sa);
-    bcast_strides(O->shape, B->shape, sb);
+    kiln_bcast_strides(O->shape, A->shape, sa);
+    kiln_bcast_strides(O->shape, B->shape, sb);
     int64_t ia = 0, ib = 0;
     for (int64_t i = 0; i < O->numel; i++) {
         /* both inputs are read before out[i] is written: safe when out aliases a */

@@ -2,6 +2,7 @@
  * Softmax losses use log-sum-exp with the row max subtracted, so large logits do not overflow. */
 #include <math.h>
 #include "backend/ref/ref_norm_loss_optim.h"
+#include "backend/broadcast.h"
 
 /* Integer labels read exactly (i64 beyond 2^53 would round through double). */
 static int64_t load_label(const kiln_view *v, int64_t i) {
@@ -136,16 +137,7 @@ static kiln_shape bcast_shape(kiln_shape a, kiln_shape b) {
 
 /* Index into `in` of element i of the broadcast shape `out` (in right-aligned, 1-dims repeat). */
 static int64_t bcast_index(int64_t i, const kiln_shape *out, const kiln_shape *in) {
-    int64_t idx = 0, stride = 1;
-    for (int d = out->rank - 1, e = in->rank - 1; d >= 0; d--, e--) {
-        int64_t coord = i % out->dim[d];
-        i /= out->dim[d];
-        if (e >= 0) {
-            if (in->dim[e] != 1) idx += coord * stride;
-            stride *= in->dim[e];
-        }
-    }
-    return idx;
+    return kiln_bcast_index(i, out->dim, out->rank, in->dim, in->rank);
 }
 
 kiln_status kiln_ref_mse(const kiln_kctx *c) {

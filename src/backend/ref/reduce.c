@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 #include "backend/ref/ref_reduce_shape.h"
+#include "backend/broadcast.h"
 
 typedef enum { RED_SUM, RED_MEAN, RED_MAX } red_mode;
 
@@ -13,7 +14,7 @@ static kiln_status reduce_mask(const kiln_kctx *c, unsigned rmask, red_mode mode
     int64_t st[KILN_MAX_DIMS], kd[KILN_MAX_DIMS], ks[KILN_MAX_DIMS], rd[KILN_MAX_DIMS], rs[KILN_MAX_DIMS];
     int nk = 0, nr = 0;
     int64_t nout = 1, nred = 1;
-    strides_of(x->shape, st);
+    kiln_row_strides(x->shape, st);
     for (int d = 0; d < x->shape.rank; d++) {
         if (rmask >> d & 1) { rd[nr] = x->shape.dim[d]; rs[nr++] = st[d]; nred *= x->shape.dim[d]; }
         else { kd[nk] = x->shape.dim[d]; ks[nk++] = st[d]; nout *= x->shape.dim[d]; }
@@ -23,10 +24,10 @@ static kiln_status reduce_mask(const kiln_kctx *c, unsigned rmask, red_mode mode
                               c->node ? c->node->name : "reduce", (long long)c->out.numel, (long long)nout);
     double empty_max = kiln_dtype_is_float(c->out.dtype) ? -INFINITY : 0.0;
     for (int64_t o = 0; o < nout; o++) {
-        int64_t base = offset_of(o, kd, ks, nk);
+        int64_t base = kiln_offset_of(o, kd, ks, nk);
         double acc = (mode == RED_MAX) ? -INFINITY : 0.0;
         for (int64_t j = 0; j < nred; j++) {
-            double v = kiln_load(x->data, x->dtype, base + offset_of(j, rd, rs, nr));
+            double v = kiln_load(x->data, x->dtype, base + kiln_offset_of(j, rd, rs, nr));
             if (mode != RED_MAX) acc += v;
             else if (v > acc || isnan(v)) acc = v;     /* once NaN, stays NaN (numpy) */
         }
@@ -65,14 +66,11 @@ kiln_status kiln_ref_sum_to(const kiln_kctx *c) {
 kiln_status kiln_ref_broadcast_to(const kiln_kctx *c) {
     const kiln_view *x = &c->in[0];
     kiln_shape os = c->out.shape;
-    int lead = os.rank - x->shape.rank;
-    int64_t xst[KILN_MAX_DIMS], st[KILN_MAX_DIMS];
-    strides_of(x->shape, xst);
-    for (int d = 0; d < os.rank; d++)      /* stride 0 where x is broadcast */
-        st[d] = (d < lead || x->shape.dim[d - lead] == 1) ? 0 : xst[d - lead];
+    int64_t st[KILN_MAX_DIMS];
+    kiln_bcast_strides(os, x->shape, st);      /* stride 0 where x is broadcast */
     size_t es = kiln_dtype_size(x->dtype);     /* same dtype: copy bytes, nothing rounds */
     for (int64_t o = 0; o < c->out.numel; o++)
         memcpy((char *)c->out.data + (size_t)o * es,
-               (const char *)x->data + (size_t)offset_of(o, os.dim, st, os.rank) * es, es);
+               (const char *)x->data + (size_t)kiln_offset_of(o, os.dim, st, os.rank) * es, es);
     return KILN_OK;
 }

@@ -5,19 +5,6 @@
 #define KILN_REF_REDUCE_SHAPE_H
 #include "ops/op.h"
 
-/* Row-major strides of a shape (shared by reduce.c and shape.c). */
-static inline void strides_of(kiln_shape s, int64_t *st) {
-    int64_t k = 1;
-    for (int d = s.rank - 1; d >= 0; d--) { st[d] = k; k *= s.dim[d]; }
-}
-
-/* Offset of the i-th element (row-major over dim[0..n)) in a buffer with strides str. */
-static inline int64_t offset_of(int64_t i, const int64_t *dim, const int64_t *str, int n) {
-    int64_t off = 0;
-    for (int d = n - 1; d >= 0; d--) { off += (i % dim[d]) * str[d]; i /= dim[d]; }
-    return off;
-}
-
 /* reduce.c */
 kiln_status kiln_ref_reduce_sum(const kiln_kctx *c);
 kiln_status kiln_ref_reduce_mean(const kiln_kctx *c);

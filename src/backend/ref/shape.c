@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "backend/ref/ref_reduce_shape.h"
+#include "backend/broadcast.h"
 
 #define AT(p, i, es) ((char *)(p) + (size_t)(i) * (es))
 #define CAT(p, i, es) ((const char *)(p) + (size_t)(i) * (es))
@@ -20,10 +21,10 @@ kiln_status kiln_ref_transpose(const kiln_kctx *c) {
     int r = c->out.shape.rank;
     int64_t xst[KILN_MAX_DIMS], st[KILN_MAX_DIMS];
     size_t es = kiln_dtype_size(x->dtype);
-    strides_of(x->shape, xst);
+    kiln_row_strides(x->shape, xst);
     for (int d = 0; d < r; d++) st[d] = xst[perm[d]];   /* out dim d walks x dim perm[d] */
     for (int64_t o = 0; o < c->out.numel; o++)
-        memcpy(AT(c->out.data, o, es), CAT(x->data, offset_of(o, c->out.shape.dim, st, r), es), es);
+        memcpy(AT(c->out.data, o, es), CAT(x->data, kiln_offset_of(o, c->out.shape.dim, st, r), es), es);
     return KILN_OK;
 }
 
@@ -52,7 +53,7 @@ kiln_status kiln_ref_slice(const kiln_kctx *c) {
     int r = os.rank;
     size_t es = kiln_dtype_size(x->dtype);
     int64_t xst[KILN_MAX_DIMS], start = 0;
-    strides_of(x->shape, xst);
+    kiln_row_strides(x->shape, xst);
     for (int d = 0; d < r; d++) start += begin[d] * xst[d];
     if (r == 0) { memcpy(c->out.data, x->data, es); return KILN_OK; }
     /* Copy contiguous runs along the last dim. */
@@ -60,7 +61,7 @@ kiln_status kiln_ref_slice(const kiln_kctx *c) {
     if (run == 0) return KILN_OK;
     int64_t rows = c->out.numel / run;
     for (int64_t i = 0; i < rows; i++)
-        memcpy(AT(c->out.data, i * run, es), CAT(x->data, start + offset_of(i, os.dim, xst, r - 1), es),
+        memcpy(AT(c->out.data, i * run, es), CAT(x->data, start + kiln_offset_of(i, os.dim, xst, r - 1), es),
                (size_t)run * es);
     return KILN_OK;
 }
@@ -74,7 +75,7 @@ kiln_status kiln_ref_pad(const kiln_kctx *c) {
     unsigned char fill[8];
     kiln_store(fill, c->out.dtype, 0, c->node->attrs.alpha);
     int64_t xst[KILN_MAX_DIMS];
-    strides_of(x->shape, xst);
+    kiln_row_strides(x->shape, xst);
     for (int64_t o = 0; o < c->out.numel; o++) {
         int64_t i = o, off = 0;
         bool inside = true;
