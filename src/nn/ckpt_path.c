@@ -4,7 +4,6 @@
  * else, '%' included, is copied as it is. */
 #include <ctype.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "nn/nn_types.h"
 
@@ -14,7 +13,7 @@ static bool put(pbuf *b, const char *s, size_t n) {
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
         while (b->len + n + 1 > cap) cap *= 2;
-        char *p = realloc(b->p, cap);
+        char *p = kiln_realloc(b->p, cap);
         if (!p) return false;
         b->p = p;
         b->cap = cap;
@@ -47,10 +46,10 @@ kiln_status kiln_checkpoint_path(const char *pattern, const kiln_logs *l, char *
     bool ok = put(&b, "", 0);
     for (const char *p = pattern; *p && ok;) {
         if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) { ok = put(&b, p, 1); p += 2; continue; }
-        if (*p == '}') { free(b.p); return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint path '%s': a lone '}' (write }} for a brace)", pattern); }
+        if (*p == '}') { kiln_free(b.p); return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint path '%s': a lone '}' (write }} for a brace)", pattern); }
         if (*p != '{') { ok = put(&b, p, 1); p++; continue; }
         const char *close = strchr(p, '}');
-        if (!close) { free(b.p); return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint path '%s': '{' without '}' (write {{ for a brace)", pattern); }
+        if (!close) { kiln_free(b.p); return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint path '%s': '{' without '}' (write {{ for a brace)", pattern); }
         const char *colon = memchr(p, ':', (size_t)(close - p));
         size_t klen = (size_t)((colon ? colon : close) - p - 1);
         const char *spec = colon ? colon + 1 : close;
@@ -66,13 +65,13 @@ kiln_status kiln_checkpoint_path(const char *pattern, const kiln_logs *l, char *
         else if (!strcmp(base, "accuracy")) v = val ? l->val_accuracy : l->accuracy;
         else known = false;
         if (!known || klen >= 31 || !spec_ok(spec, slen, is_epoch ? "d" : "feg")) {
-            free(b.p);
+            kiln_free(b.p);
             return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint path '%s': unknown placeholder '%.*s': use {epoch}, {epoch:02d}, "
                                   "{loss}, {accuracy}, {val_loss}, {val_accuracy} (e.g. {val_loss:.4f}); {{ and }} for braces",
                                   pattern, (int)(close - p + 1), p);
         }
         if (val && !l->has_val) {
-            free(b.p);
+            kiln_free(b.p);
             return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint path '%s' uses {%s} but fit has no validation data", pattern, key);
         }
         snprintf(fmt, sizeof fmt, "%%%.*s", (int)slen, spec);
@@ -81,7 +80,7 @@ kiln_status kiln_checkpoint_path(const char *pattern, const kiln_logs *l, char *
         ok = n > 0 && put(&b, num, (size_t)(n < (int)sizeof num ? n : (int)sizeof num - 1));
         p = close + 1;
     }
-    if (!ok) { free(b.p); return kiln_set_error(KILN_OUT_OF_MEMORY, "checkpoint path '%s': out of memory", pattern); }
-    *out = b.p;
+    if (!ok) { kiln_free(b.p); return kiln_set_error(KILN_OUT_OF_MEMORY, "checkpoint path '%s': out of memory", pattern); }
+    *out = b.p;     /* kiln_realloc's memory is malloc's: the caller's free() (nn.h) releases it */
     return KILN_OK;
 }

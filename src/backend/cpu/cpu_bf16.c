@@ -165,6 +165,8 @@ static bool build(dmm *e) {
     return ok;
 }
 
+/* Out of memory answers "no oneDNN matmul" (the node gets the other kernels) and is retried at
+ * the next lookup, as in cpu_conv_dnnl.c's cache. */
 static dmm *entry_for(const kiln_node *n) {
     dmm_key k;
     if (!key_of(n, &k)) return NULL;
@@ -174,11 +176,11 @@ static dmm *entry_for(const kiln_node *n) {
         if (!memcmp(&mm_cache[i]->k, &k, sizeof k)) e = mm_cache[i];
     if (!e && n_mm == cap_mm) {
         int cap = cap_mm ? 2 * cap_mm : 128;
-        dmm **c = realloc(mm_cache, (size_t)cap * sizeof *c);
+        dmm **c = kiln_realloc(mm_cache, (size_t)cap * sizeof *c);
         if (c) { mm_cache = c; cap_mm = cap; }
     }
     if (!e && n_mm < cap_mm && (mm_engine || dnnl_engine_create(&mm_engine, dnnl_cpu, 0) == dnnl_success)) {
-        e = calloc(1, sizeof *e);
+        e = kiln_calloc(1, sizeof *e);
         if (e) { e->k = k; e->ok = build(e); mm_cache[n_mm++] = e; }
     }
     pthread_mutex_unlock(&mm_lock);

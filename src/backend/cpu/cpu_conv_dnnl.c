@@ -224,6 +224,9 @@ static bool build(dconv *e) {
     return build_as(e, false);
 }
 
+/* Out of memory (kiln_realloc / kiln_calloc, which the allocation sweep reaches) answers "no
+ * oneDNN convolution" as for a shape oneDNN refuses: the node gets the other kernels, nothing is
+ * cached, and the next lookup tries again. The cache lives as long as the process. */
 static dconv *lookup_or_build(const dconv_key *k) {
     dconv *e = NULL;
     pthread_mutex_lock(&cache_lock);
@@ -231,11 +234,11 @@ static dconv *lookup_or_build(const dconv_key *k) {
         if (!memcmp(&cache[i]->k, k, sizeof *k)) e = cache[i];
     if (!e && n_cache == cap_cache) {
         int cap = cap_cache ? 2 * cap_cache : 128;
-        dconv **c = realloc(cache, (size_t)cap * sizeof *c);
+        dconv **c = kiln_realloc(cache, (size_t)cap * sizeof *c);
         if (c) { cache = c; cap_cache = cap; }
     }
     if (!e && n_cache < cap_cache && (engine || dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success)) {
-        e = calloc(1, sizeof *e);
+        e = kiln_calloc(1, sizeof *e);
         if (e) {
             e->k = *k;
             e->ok = build(e);

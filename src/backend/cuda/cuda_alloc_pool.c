@@ -1,5 +1,8 @@
 /* Caching allocator bookkeeping (see cuda_alloc_pool.h). Blocks are few (the executor allocates
- * one arena per plan plus the variables), so plain lists and linear scans are enough. */
+ * one arena per plan plus the variables), so plain lists and linear scans are enough. The block
+ * records use calloc/free, not kiln_malloc: this is an allocator's own bookkeeping, built into
+ * the CUDA module, which never links libkiln (cuda_module.h); a failed calloc is a failed
+ * allocation of device memory (NULL), or a block left unsplit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>

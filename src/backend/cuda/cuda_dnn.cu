@@ -88,7 +88,7 @@ static void entry_free(conv_entry *e) {
     if (e->yd) cudnnDestroyTensorDescriptor(e->yd);
     if (e->wd) cudnnDestroyFilterDescriptor(e->wd);
     if (e->cd) cudnnDestroyConvolutionDescriptor(e->cd);
-    free(e);
+    cu_host_free(e);
 }
 
 void cu_dnn_release(void) {
@@ -153,8 +153,8 @@ static conv_entry *entry_for(const kiln_node *n) {
     for (int i = 0; i < n_cache; i++)
         if (!memcmp(&cache[i]->k, &k, sizeof k)) return cache[i]->algo >= 0 ? cache[i] : NULL;
     if (n_cache == CONV_CACHE || !cu_dev()) return NULL;
-    conv_entry *e = (conv_entry *)calloc(1, sizeof *e);
-    if (!e) return NULL;
+    conv_entry *e = (conv_entry *)cu_host_calloc(sizeof *e);
+    if (!e) return NULL;     /* out of memory: no cuDNN entry now, tried again next time */
     e->k = k;
     e->algo = -1;
     e->prepad = k.pt != k.pb || k.pl != k.pr;

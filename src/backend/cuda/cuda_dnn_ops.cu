@@ -107,8 +107,8 @@ static ops_entry *entry_for(const kiln_node *n) {
     for (int i = 0; i < n_cache; i++)
         if (!memcmp(&cache[i]->k, &k, sizeof k)) return cache[i]->ok ? cache[i] : NULL;
     if (n_cache == OPS_CACHE || !cu_dev()) return NULL;
-    ops_entry *e = (ops_entry *)calloc(1, sizeof *e);
-    if (!e) return NULL;
+    ops_entry *e = (ops_entry *)cu_host_calloc(sizeof *e);
+    if (!e) return NULL;     /* out of memory: not a cuDNN case now, tried again next time */
     e->k = k;
     e->ok = make_descriptors(e);
     cache[n_cache++] = e;     /* kept when unsupported too, so the answer is not recomputed */

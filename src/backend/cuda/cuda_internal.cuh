@@ -4,6 +4,7 @@
 #define KILN_CUDA_INTERNAL_CUH
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -77,6 +78,13 @@ kiln_status cu_check(cudaError_t e, const char *what);
 kiln_status cu_launch_check(const kiln_kctx *c);   /* after a launch: cudaGetLastError */
 kiln_status cu_blas_check(cublasStatus_t s, const char *what);
 kiln_status cu_dnn_check(cudnnStatus_t s, const char *what);
+
+/* Host memory for the module's own records (descriptor caches, communicators); callers handle
+ * NULL. Plain calloc/free, not kiln_malloc: the module never links libkiln (cuda_module.h) and
+ * kiln_cuda_host hands it no allocator, so the allocation-failure sweep (kiln_alloc_fail_at)
+ * cannot reach these until it does; this is the one place to change then. */
+static inline void *cu_host_calloc(size_t bytes) { return calloc(1, bytes); }
+static inline void cu_host_free(void *p) { free(p); }
 
 /* Grid size for n elements with grid-stride loops. */
 static inline unsigned cu_blocks(int64_t n) {

@@ -128,7 +128,7 @@ kiln_status cu_comm_new(const int *gpus, int n, void **out) {
         if (st == KILN_OK && !cu_dev()) st = KILN_DEVICE_ERROR;
         if (st != KILN_OK) return st;
     }
-    cu_comm *c = (cu_comm *)calloc(1, sizeof *c);
+    cu_comm *c = (cu_comm *)cu_host_calloc(sizeof *c);
     if (!c) return cu_fail(KILN_OUT_OF_MEMORY, "NCCL: out of host memory");
     c->n = n;
     memcpy(c->gpu, gpus, sizeof(int) * (size_t)n);
@@ -157,7 +157,7 @@ void cu_comm_free(void *p) {
         if (c->done[k]) cudaEventDestroy(c->done[k]);
     }
     cu_use(prev);
-    free(c);
+    cu_host_free(c);
 }
 
 /* One group of in-place averages; GPU k's part on streams[k]. */
