@@ -65,6 +65,31 @@ static inline bool kiln_conv_shapes(const kiln_node *n, kiln_shape *xs, kiln_sha
     return xs->rank == 4 && ys->rank == 4 && ws->rank == 4;
 }
 
+/* Collectives over data-parallel replicas, a service of the backend object that owns the memory:
+ * NCCL among the GPUs of this process (kiln_cuda_collectives, registry.c), MPI among processes
+ * (host memory, src/dist), the identity for one device (kiln_collectives_identity). Buffer b of
+ * member k is bufs[b * members + k] (members: the GPUs joined; 1 for a process). mean replaces each
+ * bucket by its mean over the replicas (blocking on the host, or enqueued on the devices' streams
+ * after their work so far); start/finish are its nonblocking form (finish completes every started
+ * one; progress, optional, lets them move between steps); sum adds f32/f64 buffers in place;
+ * broadcast copies member root's bytes to the others. NULL methods: not offered. */
+typedef struct kiln_collectives {
+    const char *name;                /* "nccl", "mpi", "identity" */
+    void *ctx;
+    int members;
+    bool device;                     /* buffers are device memory (NCCL) */
+    kiln_status (*mean)(void *ctx, float *const *bufs, const size_t *counts, int n);
+    kiln_status (*start)(void *ctx, float *const *bufs, const size_t *counts, int n);
+    kiln_status (*progress)(void *ctx);
+    kiln_status (*finish)(void *ctx);
+    kiln_status (*sum)(void *ctx, void *const *bufs, const size_t *counts, int n, kiln_dtype dtype);
+    kiln_status (*broadcast)(void *ctx, void *const *bufs, const size_t *bytes, int n, int root);
+    void (*free)(void *ctx);
+} kiln_collectives;
+
+/* One device, one replica: every collective leaves its buffers as they are. */
+const kiln_collectives *kiln_collectives_identity(void);
+
 const kiln_backend *kiln_backend_ref(void);
 const kiln_backend *kiln_backend_cpu(void);
 

@@ -8,7 +8,15 @@
 
 /* Memory spaces: 0 is host memory (ref and cpu backends share it); 1.. are devices. */
 enum { KILN_SPACE_HOST = 0, KILN_SPACE_DEVICE = 1 };
-typedef enum kiln_step_kind { KILN_STEP_KERNEL, KILN_STEP_COPY } kiln_step_kind;
+/* KERNEL and COPY come from kiln_plan_build; COLLECTIVE and WAIT are inserted by the collective
+ * pass (src/runtime/plan_reduce.c) when the session has a collective service (data parallelism). */
+typedef enum kiln_step_kind { KILN_STEP_KERNEL, KILN_STEP_COPY, KILN_STEP_COLLECTIVE, KILN_STEP_WAIT } kiln_step_kind;
+/* A collective step's operation: MEAN (blocking all-reduce mean of a gradient bucket), START (the
+ * same, nonblocking: finished by a WAIT_COLLECTIVES step), PROGRESS (lets started ones move, MPI),
+ * SUM (CrossReplicaSum's output summed over the replicas, right after its kernel). A WAIT step:
+ * DEVICES (every device stream the plan uses is done) or COLLECTIVES (the started ones are done). */
+typedef enum kiln_coll_op { KILN_COLL_MEAN, KILN_COLL_START, KILN_COLL_PROGRESS, KILN_COLL_SUM } kiln_coll_op;
+typedef enum kiln_wait_op { KILN_WAIT_DEVICES, KILN_WAIT_COLLECTIVES } kiln_wait_op;
 
 typedef struct kiln_plan_step {
     kiln_step_kind kind;
@@ -22,6 +30,13 @@ typedef struct kiln_plan_step {
     int out_id;                 /* node whose buffer the kernel writes: itself, or the last node fused into it */
     int bias_id;                /* fused BiasAdd's bias, or -1 */
     bool relu;                  /* fused Relu */
+    /* collective / wait steps: the buffer is data[space][buf_id] + buf_off (a bound pointer, so the
+     * step stays valid when an arena moves), count elements of node's dtype (f32 for gradients) */
+    int op;                     /* kiln_coll_op or kiln_wait_op */
+    int buf_id;
+    int64_t buf_off, count;
+    int pad_a, pad_b;           /* its gradients' padding to zero first: the pass's pads [pad_a, pad_b) */
+    int at;                     /* the kernel/copy step it is placed before (the plan's index) */
 } kiln_plan_step;
 
 typedef struct kiln_plan {

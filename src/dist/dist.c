@@ -210,3 +210,31 @@ kiln_status kiln_dist_grad_mean_finish(void *dist) {
     d->stats.seconds += kiln_now() - t0;
     return st;
 }
+
+/* ---- the same as a collective service (one member per process, host memory) ---- */
+
+static kiln_status coll_mean(void *d, float *const *bufs, const size_t *counts, int n) {
+    kiln_status st = KILN_OK;
+    for (int b = 0; b < n && st == KILN_OK; b++) st = kiln_dist_grad_mean(d, bufs[b], (int64_t)counts[b]);
+    return st;
+}
+static kiln_status coll_start(void *d, float *const *bufs, const size_t *counts, int n) {
+    kiln_status st = KILN_OK;
+    for (int b = 0; b < n && st == KILN_OK; b++) st = kiln_dist_grad_mean_start(d, bufs[b], (int64_t)counts[b]);
+    return st;
+}
+static kiln_status coll_sum(void *d, void *const *bufs, const size_t *counts, int n, kiln_dtype dtype) {
+    kiln_status st = KILN_OK;
+    for (int b = 0; b < n && st == KILN_OK; b++) st = kiln_dist_cross_replica_sum(d, bufs[b], (int64_t)counts[b], dtype);
+    return st;
+}
+static kiln_status coll_broadcast(void *d, void *const *bufs, const size_t *bytes, int n, int root) {
+    kiln_status st = KILN_OK;
+    for (int b = 0; b < n && st == KILN_OK; b++) st = kiln_dist_broadcast(d, bufs[b], bytes[b], root);
+    return st;
+}
+
+kiln_collectives kiln_dist_collectives(kiln_dist *d) {
+    return (kiln_collectives){ "mpi", d, 1, false, coll_mean, coll_start, kiln_dist_grad_mean_progress, kiln_dist_grad_mean_finish,
+                               coll_sum, coll_broadcast, NULL };
+}

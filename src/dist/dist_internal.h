@@ -5,6 +5,7 @@
 #define KILN_DIST_INTERNAL_H
 #include "kiln/dist.h"
 #include "core/core.h"
+#include "backend/backend.h"
 
 struct kiln_dist {
     int rank, size;
@@ -59,4 +60,7 @@ kiln_status kiln_dist_grad_mean_start(void *dist, float *x, int64_t n);
 kiln_status kiln_dist_cross_replica_sum(void *dist, void *x, int64_t n, kiln_dtype dtype);
 kiln_status kiln_dist_grad_mean_progress(void *dist);
 kiln_status kiln_dist_grad_mean_finish(void *dist);
+/* The functions above as the session's collective service (kiln_session_set_collectives):
+ * members 1, host memory; ctx d, borrowed. */
+kiln_collectives kiln_dist_collectives(kiln_dist *d);
 #endif

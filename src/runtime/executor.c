@@ -1,15 +1,12 @@
-/* The executor: checks a run's arguments, binds variables / feeds / arenas to the plan's values,
- * runs the steps in order (or replays the captured step), copies the next batch ahead and
- * returns the fetches. No heap allocation once a plan exists. */
-#include <stdio.h>
+/* The executor: a run is prepare (checks its arguments, gets the cached plan and its step list,
+ * binds variables / feeds / arenas to the plan's values), the step loop (steps.c) or the replay of
+ * the captured step (capture.c), and finish (copies the next batch ahead, surfaces device errors,
+ * returns the fetches). No heap allocation once a plan exists. */
 #include <string.h>
 #include "runtime/runtime_internal.h"
-#include "runtime/grad_reduce_internal.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-#define GUARD_BYTE 0xA5
 
 static kiln_status check_feeds(const kiln_feed *feeds, int n_feeds) {
     for (int i = 0; i < n_feeds; i++) {
@@ -66,88 +63,6 @@ static void bind(kiln_session *s, kiln_plan *p, const kiln_feed *feeds, int n_fe
         }
 }
 
-/* A value into another space: host -> device and device -> host on the device's stream; device ->
- * device (two GPUs) on the destination's stream once the source's work is done. */
-static kiln_status run_copy(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) {
-    kiln_node *n = stp->node;
-    int from = p->home[n->id], to = stp->space;
-    void *dst = s->data[to][n->id];
-    const void *src = s->data[from][n->id];
-    if (to == KILN_SPACE_HOST) {
-        const kiln_backend *be = s->be[from];
-        kiln_status st = be->copy(be, dst, src, node_bytes(n), KILN_COPY_D2H);
-        return st == KILN_OK ? be->sync(be) : st;   /* the host reads it next */
-    }
-    const kiln_backend *be = s->be[to];
-    if (from == KILN_SPACE_HOST) {
-        ahead_copy *a = rt_ahead_ready(s, n, to, src);
-        if (a) return be->copy(be, dst, a->slot[a->cur], a->bytes, KILN_COPY_D2D);
-        return be->copy(be, dst, src, node_bytes(n), KILN_COPY_H2D);
-    }
-    kiln_status st = s->be[from]->sync(s->be[from]);
-    return st == KILN_OK ? be->copy(be, dst, src, node_bytes(n), KILN_COPY_PEER) : st;
-}
-
-/* A failed kernel's message names the node (unless it already does). */
-static kiln_status kernel_failed(kiln_node *n, kiln_status st) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", kiln_last_error());
-    if (strncmp(msg, n->name, strlen(n->name)) == 0) return kiln_set_error(st, "%s", msg);
-    return kiln_set_error(st, "%s (%s): %s", n->name, kiln_op_get(n->op)->name, msg);
-}
-
-static kiln_status run_step(kiln_session *s, kiln_plan *p, kiln_plan_step *stp) {
-    if (stp->kind == KILN_STEP_COPY) return run_copy(s, p, stp);
-    kiln_node *n = stp->node;
-    void **data = s->data[stp->space];
-    kiln_view *v = &p->views[stp->view_base];
-    for (int k = 0; k < n->n_in; k++) {
-        kiln_node *in = n->in[k];
-        v[k] = (kiln_view){ data[in->id], in->dtype, in->shape, kiln_shape_numel(in->shape) };
-    }
-    kiln_view bias;
-    if (stp->bias_id >= 0) {
-        kiln_node *bn = s->g->nodes[stp->bias_id];
-        bias = (kiln_view){ data[bn->id], bn->dtype, bn->shape, kiln_shape_numel(bn->shape) };
-    }
-    kiln_kctx c = {
-        .node = n, .n_in = n->n_in, .in = v,
-        .out = { data[stp->out_id], n->dtype, n->shape, kiln_shape_numel(n->shape) },
-        .epi_bias = stp->bias_id >= 0 ? &bias : NULL, .epi_relu = stp->relu,
-        .workspace = stp->ws_offset >= 0 ? (char *)s->arena[stp->space] + stp->ws_offset : NULL,
-        /* the session seed reseeds every dropout mask; (seed, step) gives the same masks on every backend */
-        .ws_bytes = stp->ws_bytes, .step = s->step ^ kiln_mix64(s->opts.seed), .num_threads = s->num_threads,
-    };
-    if (p->alias_of[n->id] >= 0 && c.out.data == v[0].data) return KILN_OK;   /* reshape: nothing to do */
-    bool guard = p->guard && stp->space == KILN_SPACE_HOST;
-    size_t out_bytes = node_bytes(n);   /* fused nodes keep the producer's shape */
-    if (guard) memset((char *)c.out.data + out_bytes, GUARD_BYTE, p->guard);
-    /* profiling a device kernel: wait for it, so the time is the kernel's (plus its launch) */
-    const kiln_backend *be = s->be[stp->space];
-    bool dev_prof = s->prof && stp->space != KILN_SPACE_HOST;
-    kiln_status st = rt_activate(s, stp->space);   /* its kernels launch on its device */
-    if (st == KILN_OK && dev_prof) st = be->sync(be);
-    if (st != KILN_OK) return st;
-    double t0 = s->prof ? kiln_now() : 0;
-    st = stp->kernel(&c);
-    if (dev_prof && st == KILN_OK) st = be->sync(be);
-    if (s->prof) { s->prof[n->op] += kiln_now() - t0; s->prof_n[n->op]++; }
-    for (size_t k = 0; guard && k < p->guard && st == KILN_OK; k++)
-        if (((unsigned char *)c.out.data)[out_bytes + k] != GUARD_BYTE)
-            st = kiln_set_error(KILN_INTERNAL, "%s (%s): the %s kernel wrote past the end of its output (guard byte %zu)", n->name, kiln_op_get(n->op)->name, stp->backend, k);
-    if (st == KILN_OK && n->op == KILN_OP_CROSS_REPLICA_SUM) st = rt_cross_replica_sum(s, stp, c.out.data);   /* grad_reduce.h */
-    if (st == KILN_OK && s->check_numerics) st = rt_check_numerics(s, stp);
-    return st == KILN_OK ? KILN_OK : kernel_failed(n, st);
-}
-
-kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to) {
-    for (int i = from; i < to; i++) {
-        kiln_status st = run_step(s, p, &p->steps[i]);
-        if (st != KILN_OK) return st;
-    }
-    return KILN_OK;
-}
-
 /* Output tensors for the fetches the caller left NULL, made before the step runs so that running
  * out of memory for them does not leave a step applied and its results lost. */
 static kiln_status alloc_outs(kiln_node *const *fetches, kiln_tensor **outs, int n_fetches) {
@@ -158,7 +73,7 @@ static kiln_status alloc_outs(kiln_node *const *fetches, kiln_tensor **outs, int
 }
 
 /* Fetched values into outs. */
-kiln_status rt_read_fetches(kiln_session *s, kiln_plan *p, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches) {
+static kiln_status read_fetches(kiln_session *s, kiln_plan *p, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches) {
     kiln_status st = KILN_OK;
     for (int i = 0; i < n_fetches && st == KILN_OK; i++) {
         kiln_node *f = fetches[i];
@@ -174,9 +89,9 @@ kiln_status rt_read_fetches(kiln_session *s, kiln_plan *p, kiln_node *const *fet
     return st;
 }
 
-kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
-                                   kiln_tensor **outs, int n_fetches, kiln_node *const *targets, int n_targets,
-                                   const kiln_feed *next_feeds, int n_next) {
+kiln_status rt_run_prepare(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches, kiln_tensor **outs,
+                           int n_fetches, kiln_node *const *targets, int n_targets, const kiln_feed *next_feeds, int n_next, run_plan **out) {
+    *out = NULL;
     if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_run: NULL session");
     if (s->g->status != KILN_OK) return kiln_set_error(s->g->status, "session run: the graph has a build error: %s", s->g->error);
     kiln_status st;
@@ -196,10 +111,14 @@ kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int 
 #endif
     if ((st = alloc_outs(fetches, outs, n_fetches)) != KILN_OK) return st;
     bind(s, p, feeds, n_feeds);
-    bool done;
-    st = rt_run_captured(s, rp, &done);
-    if (st == KILN_OK && !done) st = s->reduce ? rt_run_reduced(s, p) : rt_run_steps(s, p, 0, p->n_steps);
-    if (st == KILN_OK && rt_reduce_pending(s)) return KILN_OK;   /* a replica: kiln_session_run_rest finishes it */
+    if ((st = rt_derive_steps(s, rp)) != KILN_OK) return st;
+    *out = rp;
+    return KILN_OK;
+}
+
+kiln_status rt_run_finish(kiln_session *s, run_plan *rp, kiln_status st, const kiln_feed *next_feeds, int n_next,
+                          kiln_node *const *fetches, kiln_tensor **outs, int n_fetches) {
+    kiln_plan *p = rp->plan;
     bool ahead = false;
     if (st == KILN_OK && n_next > 0 && p->n_feed_copies > 0) st = rt_copy_ahead(s, p, next_feeds, n_next, &ahead);
     for (int sp = 1; sp < s->n_spaces && st == KILN_OK; sp++)   /* device-side errors surface here */
@@ -208,9 +127,19 @@ kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int 
         kiln_status ws = rt_copy_ahead_wait(s);
         if (st == KILN_OK) st = ws;
     }
-    if (st == KILN_OK) st = rt_read_fetches(s, p, fetches, outs, n_fetches);
+    if (st == KILN_OK) st = read_fetches(s, p, fetches, outs, n_fetches);
     if (st == KILN_OK) s->step++;
     return st;
+}
+
+kiln_status kiln_session_run_ahead(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
+                                   kiln_tensor **outs, int n_fetches, kiln_node *const *targets, int n_targets,
+                                   const kiln_feed *next_feeds, int n_next) {
+    run_plan *rp;
+    kiln_status st = rt_run_prepare(s, feeds, n_feeds, fetches, outs, n_fetches, targets, n_targets, next_feeds, n_next, &rp);
+    if (st != KILN_OK || !rp) return st;
+    st = rt_capture_replays(s, rp) ? rt_run_captured(s, rp) : rt_run_loop(s, rp, 0, rp->n_steps);
+    return rt_run_finish(s, rp, st, next_feeds, n_next, fetches, outs, n_fetches);
 }
 
 kiln_status kiln_session_run(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,

@@ -4,6 +4,7 @@
 #ifndef KILN_GRAD_REDUCE_H
 #define KILN_GRAD_REDUCE_H
 #include "kiln/graph.h"
+#include "backend/backend.h"
 
 /* Replaces x[0..n) (host memory) by its mean over the replicas. */
 typedef kiln_status (*kiln_grad_reduce_fn)(void *user, float *x, int64_t n);
@@ -32,24 +33,14 @@ typedef kiln_status (*kiln_cross_replica_fn)(void *user, void *x, int64_t n, kil
  * through the host). NULL: the op is the identity (one replica). */
 kiln_status kiln_session_set_cross_replica_sum(kiln_session *s, kiln_cross_replica_fn fn, void *user);
 
+/* The same as one collective service (MPI ranks: kiln_dist_collectives, src/dist; members 1, host
+ * memory): gradients averaged with c->mean in buckets of at most bucket_bytes, or started with
+ * c->start during the backward pass when overlap is set (host gradients); CrossReplicaSum outputs
+ * summed with c->sum when cross_replica. c is copied (its ctx borrowed); NULL: none. */
+kiln_status kiln_session_set_collectives(kiln_session *s, const kiln_collectives *c, size_t bucket_bytes, bool overlap, bool cross_replica);
+
 /* Whether data-parallel training overlaps the all-reduce with the backward pass: yes unless the
  * environment says KILN_OVERLAP=0 (to compare the step time with and without). */
 bool kiln_grad_overlap_enabled(void);
 
-/* Replicas (src/runtime/replicas.c): runs of plans with optimizer updates wait at their first step
- * (kiln_session_run returns at once); the caller gets the gradient buckets (kiln_session_grad_buckets:
- * contiguous f32 device memory cut into buckets of bucket_bytes, at most max, each with the step
- * after which the run no longer touches it until the updates, sorted by that step — or all ready
- * at *at, the step the updates follow, when !overlap — the same on every replica of the graph),
- * runs the steps up to a bucket's ready step (kiln_session_run_to), all-reduces it, and finishes
- * each run with kiln_session_run_rest (the updates, the fetches). */
-kiln_status kiln_session_set_grad_defer(kiln_session *s);
-kiln_status kiln_session_grad_buckets(kiln_session *s, size_t bucket_bytes, bool overlap, void **ptr, size_t *count, int *ready,
-                                      int max, int *n, int *at);
-/* The pending run's CrossReplicaSum steps (synchronised batch norm), in order: each output's
- * device memory, elements, dtype and step; the caller runs every replica to the step after one
- * and sums the outputs over the replicas before going on. */
-kiln_status kiln_session_sync_points(kiln_session *s, void **ptr, size_t *count, kiln_dtype *dtype, int *step, int max, int *n);
-kiln_status kiln_session_run_to(kiln_session *s, int step);
-kiln_status kiln_session_run_rest(kiln_session *s, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches);
 #endif

@@ -30,6 +30,7 @@ static void drop_plan(kiln_session *s, run_plan *rp) {
         const kiln_backend *be = s->be[rp->plan->device_space];
         be->graph_free(be, rp->graph_exec);
     }
+    rt_steps_free(rp);
     kiln_plan_free(rp->plan);
     *rp = (run_plan){ 0 };
 }

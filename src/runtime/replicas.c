@@ -1,21 +1,20 @@
 /* MirroredStrategy in one process (TensorFlow's, one host thread for every GPU as NCCL's group
- * calls expect): replica k is a session over the same graph on GPU gpus[k]. A step runs the
- * replicas' plans in lock step, in segments (kiln_session_set_grad_defer: each run waits at its
- * first step): every replica enqueues its steps up to the ready step of the next gradient buckets
- * (the step after which the backward pass no longer touches them), then one NCCL group averages
- * those buckets on each GPU's communication stream, after an event on its compute stream, while
- * the compute streams go on with the rest of the backward pass; before the optimizer updates each
- * compute stream waits for its communication stream. Then each replica's updates and fetches. The
- * GPUs overlap each other and their own communication: the host only enqueues until the fetches
- * are read. KILN_OVERLAP=0: one group after the whole backward pass, on the compute streams. */
+ * calls expect): replica k is a session over the same graph on GPU gpus[k], its collective steps
+ * (plan_reduce.c) NCCL groups over the replicas. A step prepares every replica's run, then runs
+ * their step lists in lock step, in segments that end at collective steps: every replica enqueues
+ * its steps up to the next collective step (a gradient bucket's ready step: the backward pass no
+ * longer touches it; or a cross-replica sum), then the collective service (NCCL, the CUDA
+ * backend's, src/backend/collectives.c) issues those steps as one group over the replicas: the
+ * buckets' mean on each GPU's communication stream while the compute streams go on, a sum, or the
+ * wait of each compute stream for its communication stream before the updates. Then each
+ * replica's updates, and finish (fetches). The host only enqueues until the fetches are read.
+ * KILN_OVERLAP=0: one group after the whole backward pass, on the compute streams. */
 #include <string.h>
 #include "runtime/runtime_internal.h"
 #include "runtime/grad_reduce.h"
 #include "runtime/replicas.h"
-#include "runtime/grad_reduce_internal.h"
 #include "compile/placement.h"
 #include "backend/registry.h"
-#include "backend/cuda/cuda_module.h"
 
 #define MAX_RANGES 4096
 
@@ -23,40 +22,47 @@ struct kiln_replicas {
     int n;
     int gpu[KILN_MAX_REPLICAS];
     kiln_session *s[KILN_MAX_REPLICAS];
-    const kiln_cuda_module *mod;
-    void *comm;
+    kiln_collectives coll;   /* NCCL over the GPUs (coll.ctx NULL until made) */
     size_t bucket;
     void **ptr;              /* [MAX_RANGES] one replica's gradient ranges */
     size_t *count, *bcount;  /* [MAX_RANGES] their sizes; per bucket */
     float **bufs;            /* [MAX_RANGES * n] bucket b of replica k at b * n + k */
-    int *ready, *ready_k;    /* [MAX_RANGES] each bucket's ready step: replica 0's, replica k's */
+    run_plan *rp[KILN_MAX_REPLICAS];   /* this step's run of each replica */
     bool overlap;
     bool log;                /* log_device_placement: each replica's ops once, as replica_k/ on its GPU */
     int64_t calls;
     double bytes, seconds;
+    int64_t early_groups;    /* NCCL groups started before a backward pass ended */
+    int64_t broadcast_vars;  /* variables sent with ncclBroadcast */
 };
 
 int kiln_replicas_count(const kiln_replicas *r) { return r ? r->n : 0; }
 kiln_session *kiln_replicas_session(const kiln_replicas *r, int k) { return r && k >= 0 && k < r->n ? r->s[k] : NULL; }
-void kiln_replicas_set_bucket_bytes(kiln_replicas *r, size_t bytes) { if (r) r->bucket = bytes >= 64 ? bytes : (size_t)4 << 20; }
+void kiln_replicas_set_bucket_bytes(kiln_replicas *r, size_t bytes) {
+    if (!r) return;
+    r->bucket = bytes >= 64 ? bytes : (size_t)4 << 20;
+    for (int k = 0; k < r->n; k++) rt_set_replica(r->s[k], r->bucket, r->overlap);
+}
 
-/* this process's totals (tests, debugging) */
-static int64_t early_groups;     /* NCCL groups started before a backward pass ended */
-static int64_t broadcast_vars;   /* variables sent with ncclBroadcast */
-void kiln_replicas_counters(int64_t *overlapped_groups, int64_t *broadcasts) { *overlapped_groups = early_groups; *broadcasts = broadcast_vars; }
+void kiln_replicas_counters(const kiln_session *s0, int64_t *overlapped_groups, int64_t *broadcasts) {
+    *overlapped_groups = s0 ? s0->replica_groups : 0;
+    *broadcasts = s0 ? s0->replica_broadcasts : 0;
+}
 void kiln_replicas_stats(const kiln_replicas *r, int64_t *calls, double *bytes, double *seconds) {
     *calls = r ? r->calls : 0; *bytes = r ? r->bytes : 0; *seconds = r ? r->seconds : 0;
 }
 
 void kiln_replicas_free(kiln_replicas *r) {
     if (!r) return;
-    if (r->comm) r->mod->comm_free(r->comm);
+    if (r->coll.ctx) r->coll.free(r->coll.ctx);
     for (int k = 1; k < r->n; k++) kiln_session_free(r->s[k]);
     if (r->s[0]) {
         kiln_session_set_grad_reduce(r->s[0], NULL, NULL, 0);   /* s0 runs alone again */
         r->s[0]->active = NULL;
+        r->s[0]->replica_groups += r->early_groups;
+        r->s[0]->replica_broadcasts += r->broadcast_vars;
     }
-    kiln_free(r->ptr); kiln_free(r->count); kiln_free(r->bcount); kiln_free(r->bufs); kiln_free(r->ready); kiln_free(r->ready_k);
+    kiln_free(r->ptr); kiln_free(r->count); kiln_free(r->bcount); kiln_free(r->bufs);
     kiln_free(r);
 }
 
@@ -64,9 +70,8 @@ kiln_status kiln_replicas_new(kiln_session *s0, const int *gpus, int n, kiln_rep
     *out = NULL;
     if (!s0 || !gpus || n < 2 || n > KILN_MAX_REPLICAS)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "replicas: %d devices (2 to %d GPUs are mirrored)", n, KILN_MAX_REPLICAS);
-    const kiln_cuda_module *mod = kiln_cuda();
     int visible = kiln_cuda_device_count();
-    if (!mod || visible < n)
+    if (visible < n)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "replicas: %d GPUs asked for but %d visible%s%s", n, visible,
                               visible ? "" : ": ", visible ? "" : kiln_gpu_unavailable_reason());
     if (gpus[0] != 0 || s0->n_spaces < 2 || s0->be[1]->index != 0)
@@ -74,7 +79,6 @@ kiln_status kiln_replicas_new(kiln_session *s0, const int *gpus, int n, kiln_rep
     kiln_replicas *r = kiln_calloc(1, sizeof *r);
     if (!r) return kiln_set_error(KILN_OUT_OF_MEMORY, "replicas: out of host memory");
     r->n = n;
-    r->mod = mod;
     r->bucket = (size_t)4 << 20;
     r->s[0] = s0;
     memcpy(r->gpu, gpus, sizeof(int) * (size_t)n);
@@ -83,11 +87,9 @@ kiln_status kiln_replicas_new(kiln_session *s0, const int *gpus, int n, kiln_rep
     r->count = kiln_malloc(MAX_RANGES * sizeof *r->count);
     r->bcount = kiln_malloc(MAX_RANGES * sizeof *r->bcount);
     r->bufs = kiln_malloc((size_t)MAX_RANGES * (size_t)n * sizeof *r->bufs);
-    r->ready = kiln_malloc(MAX_RANGES * sizeof *r->ready);
-    r->ready_k = kiln_malloc(MAX_RANGES * sizeof *r->ready_k);
     r->overlap = kiln_grad_overlap_enabled();
     r->log = s0->opts.log_device_placement;
-    if (!r->ptr || !r->count || !r->bcount || !r->bufs || !r->ready || !r->ready_k) st = kiln_set_error(KILN_OUT_OF_MEMORY, "replicas: out of host memory");
+    if (!r->ptr || !r->count || !r->bcount || !r->bufs) st = kiln_set_error(KILN_OUT_OF_MEMORY, "replicas: out of host memory");
     for (int k = 1; k < n && st == KILN_OK; k++) {
         const kiln_backend *be = kiln_cuda_backend(gpus[k]);
         if (!be) { st = kiln_set_error(KILN_INVALID_ARGUMENT, "replicas: no GPU %d: %s", gpus[k], kiln_last_error()); break; }
@@ -99,8 +101,8 @@ kiln_status kiln_replicas_new(kiln_session *s0, const int *gpus, int n, kiln_rep
          * plans itself (log_replica), once per node */
         if (r->s[k]) r->s[k]->opts.log_device_placement = false;
     }
-    for (int k = 0; k < n && st == KILN_OK; k++) st = kiln_session_set_grad_defer(r->s[k]);
-    if (st == KILN_OK) st = mod->comm_new(gpus, n, &r->comm);
+    for (int k = 0; k < n && st == KILN_OK; k++) st = rt_set_replica(r->s[k], r->bucket, r->overlap);
+    if (st == KILN_OK) st = kiln_cuda_collectives(gpus, n, &r->coll);
     if (st != KILN_OK) { kiln_replicas_free(r); return st; }
     *out = r;
     return KILN_OK;
@@ -139,7 +141,7 @@ kiln_status kiln_replicas_sync_variables(kiln_replicas *r) {
     int nv = 0;
     /* GPU variables: one NCCL broadcast group from GPU 0 */
     kiln_status st = device_vars(r, &nv);
-    if (st == KILN_OK && nv > 0) st = r->mod->broadcast(r->comm, (void *const *)r->bufs, r->bcount, nv, 0);
+    if (st == KILN_OK && nv > 0) st = r->coll.broadcast(r->coll.ctx, (void *const *)r->bufs, r->bcount, nv, 0);
     for (int k = 0; k < r->n && st == KILN_OK; k++) {
         st = rt_activate(r->s[k], 1);
         if (st == KILN_OK) st = r->s[k]->be[1]->sync(r->s[k]->be[1]);
@@ -158,97 +160,79 @@ kiln_status kiln_replicas_sync_variables(kiln_replicas *r) {
         for (int k = 1; k < r->n && st == KILN_OK; k++) st = kiln_session_assign_variable(r->s[k], v, t);
         kiln_tensor_free(t);
     }
-    if (st == KILN_OK) broadcast_vars += nv;
+    if (st == KILN_OK) r->broadcast_vars += nv;
     for (int k = 1; k < r->n; k++) kiln_session_set_step(r->s[k], kiln_session_step(r->s[0]));
     r->s[0]->active = NULL;
     return st;
 }
 
-/* Every replica's gradient buckets, the same on each (count, size, ready step). */
-static kiln_status buckets(kiln_replicas *r, int *nb, int *at) {
-    int at0 = 0;
-    for (int k = 0; k < r->n; k++) {
-        int m = 0, atk = 0;
-        kiln_status st = kiln_session_grad_buckets(r->s[k], r->bucket, r->overlap, r->ptr, r->count, k ? r->ready_k : r->ready,
-                                                   MAX_RANGES, &m, &atk);
-        if (st != KILN_OK) return st;
-        if (k == 0) { *nb = m; at0 = atk; }
-        if (m != *nb || atk != at0) return kiln_set_error(KILN_INTERNAL, "replicas: replica %d has %d gradient buckets (updates at step %d), replica 0 %d (%d)", k, m, atk, *nb, at0);
-        for (int b = 0; b < m; b++) {
-            if (k == 0) r->bcount[b] = r->count[b];
-            else if (r->bcount[b] != r->count[b] || r->ready_k[b] != r->ready[b])
-                return kiln_set_error(KILN_INTERNAL, "replicas: gradient bucket %d differs between replicas 0 and %d", b, k);
-            r->bufs[(size_t)b * r->n + k] = r->ptr[b];
+
+/* Every replica's step list the same as replica 0's (collective steps alike). */
+static kiln_status same_steps(kiln_replicas *r) {
+    run_plan *p0 = r->rp[0];
+    for (int k = 1; k < r->n; k++) {
+        run_plan *pk = r->rp[k];
+        bool same = !pk == !p0 && (!pk || (pk->n_steps == p0->n_steps && pk->n_coll == p0->n_coll));
+        for (int i = 0; same && p0 && i < p0->n_steps; i++) {
+            const kiln_plan_step *a = &p0->steps[i], *b = &pk->steps[i];
+            same = a->kind == b->kind && (a->kind < KILN_STEP_COLLECTIVE || (a->op == b->op && a->count == b->count && a->at == b->at));
         }
+        if (!same) return kiln_set_error(KILN_INTERNAL, "replicas: replica %d's run differs from replica 0's", k);
     }
-    *at = at0;
     return KILN_OK;
 }
 
-static kiln_status run_to(kiln_replicas *r, int step) {
+/* The collective steps from i on that form one group (a wait, a sum, or the buckets of one ready
+ * step), issued over the replicas; *end: the step after them. */
+static kiln_status group(kiln_replicas *r, int i, int *end) {
+    const run_plan *p0 = r->rp[0];
+    const kiln_plan_step *c = &p0->steps[i];
+    int e = i + 1;
+    *end = e;
+    if (c->kind == KILN_STEP_WAIT) return r->coll.finish(r->coll.ctx);   /* the updates read the averages */
+    if (c->op == KILN_COLL_SUM) {
+        void *bufs[KILN_MAX_REPLICAS];
+        size_t count = (size_t)c->count;
+        for (int k = 0; k < r->n; k++) bufs[k] = rt_step_buf(r->s[k], &r->rp[k]->steps[i]);
+        return r->coll.sum(r->coll.ctx, bufs, &count, 1, c->node->dtype);
+    }
+    while (e < p0->n_steps && p0->steps[e].kind == KILN_STEP_COLLECTIVE && p0->steps[e].op == c->op && p0->steps[e].at == c->at) e++;
+    if (e - i > MAX_RANGES) return kiln_set_error(KILN_INTERNAL, "replicas: %d gradient buckets, at most %d", e - i, MAX_RANGES);
+    for (int b = i; b < e; b++) {
+        r->bcount[b - i] = (size_t)p0->steps[b].count;
+        for (int k = 0; k < r->n; k++) r->bufs[(size_t)(b - i) * r->n + k] = (float *)rt_step_buf(r->s[k], &r->rp[k]->steps[b]);
+    }
+    double t0 = kiln_now();
+    if (c->at < p0->updates_at) r->early_groups++;
+    kiln_status st = c->op == KILN_COLL_START ? r->coll.start(r->coll.ctx, r->bufs, r->bcount, e - i)
+                                              : r->coll.mean(r->coll.ctx, r->bufs, r->bcount, e - i);
+    r->seconds += kiln_now() - t0;   /* enqueue time (the GPUs run it asynchronously) */
+    r->calls += e - i;
+    for (int b = 0; b < e - i; b++) r->bytes += (double)r->bcount[b] * sizeof(float);
+    *end = e;
+    return st;
+}
+
+static kiln_status run_segment(kiln_replicas *r, int from, int to) {
     kiln_status st = KILN_OK;
-    for (int k = 0; k < r->n && st == KILN_OK; k++) {
+    for (int k = 0; k < r->n && st == KILN_OK && from < to; k++) {
         r->s[k]->active = NULL;
-        st = kiln_session_run_to(r->s[k], step);
+        st = rt_run_loop(r->s[k], r->rp[k], from, to);
     }
     return st;
 }
 
-#define MAX_SYNC 256
-
-/* The CrossReplicaSum outputs of every replica (synchronised batch norm), the same steps on each. */
-static kiln_status sync_points(kiln_replicas *r, void **bufs, size_t *count, kiln_dtype *dtype, int *step, int *nq) {
-    void *ptr[MAX_SYNC];
-    size_t cnt[MAX_SYNC];
-    kiln_dtype dt[MAX_SYNC];
-    int stp[MAX_SYNC];
-    for (int k = 0; k < r->n; k++) {
-        int m = 0;
-        kiln_status st = kiln_session_sync_points(r->s[k], ptr, k ? cnt : count, k ? dt : dtype, k ? stp : step, MAX_SYNC, &m);
-        if (st != KILN_OK) return st;
-        if (k == 0) *nq = m;
-        if (m != *nq) return kiln_set_error(KILN_INTERNAL, "replicas: replica %d has %d cross-replica sums, replica 0 %d", k, m, *nq);
-        for (int q = 0; q < m; q++) {
-            if (k && (cnt[q] != count[q] || dt[q] != dtype[q] || stp[q] != step[q]))
-                return kiln_set_error(KILN_INTERNAL, "replicas: cross-replica sum %d differs between replicas 0 and %d", q, k);
-            bufs[(size_t)q * r->n + k] = ptr[q];
-        }
+/* The step lists in segments ending at collective steps, each then issued as one group. */
+static kiln_status run_in_segments(kiln_replicas *r) {
+    const run_plan *p0 = r->rp[0];
+    int pos = 0;
+    kiln_status st = KILN_OK;
+    for (int i = 0; i < p0->n_steps && st == KILN_OK;) {
+        if (p0->steps[i].kind < KILN_STEP_COLLECTIVE) { i++; continue; }
+        if ((st = run_segment(r, pos, i)) == KILN_OK) st = group(r, i, &pos);
+        i = pos;
     }
-    return KILN_OK;
-}
-
-/* The backward pass in segments, each followed by the NCCL group of the buckets it completed;
- * the forward and backward passes also stop after each cross-replica sum, summed over the GPUs
- * before they go on. */
-static kiln_status reduce_in_segments(kiln_replicas *r) {
-    int nb = 0, at = 0, nq = 0;
-    void *qbufs[MAX_SYNC * KILN_MAX_REPLICAS];
-    size_t qcount[MAX_SYNC];
-    kiln_dtype qdtype[MAX_SYNC];
-    int qstep[MAX_SYNC];
-    kiln_status st = buckets(r, &nb, &at);
-    if (st == KILN_OK) st = sync_points(r, qbufs, qcount, qdtype, qstep, &nq);
-    for (int b = 0, q = 0; (b < nb || q < nq) && st == KILN_OK;) {
-        if (q < nq && (b >= nb || qstep[q] + 1 <= r->ready[b])) {   /* a cross-replica sum comes first */
-            if ((st = run_to(r, qstep[q] + 1)) == KILN_OK) st = r->mod->allreduce_sum(r->comm, qbufs + (size_t)q * r->n, &qcount[q], 1, qdtype[q]);
-            q++;
-            continue;
-        }
-        int e = b;
-        while (e < nb && r->ready[e] == r->ready[b]) e++;
-        if ((st = run_to(r, r->ready[b])) != KILN_OK) break;
-        double t0 = kiln_now();
-        float *const *bufs = r->bufs + (size_t)b * r->n;
-        if (r->ready[b] < at) early_groups++;
-        st = r->overlap ? r->mod->allreduce_start(r->comm, bufs, r->bcount + b, e - b) : r->mod->allreduce_mean(r->comm, bufs, r->bcount + b, e - b);
-        r->seconds += kiln_now() - t0;   /* enqueue time (the GPUs run it asynchronously) */
-        r->calls += e - b;
-        for (int i = b; i < e; i++) r->bytes += (double)r->bcount[i] * sizeof(float);
-        b = e;
-    }
-    if (st == KILN_OK) st = run_to(r, at);
-    if (st == KILN_OK && r->overlap && nb > 0) st = r->mod->allreduce_join(r->comm);   /* the updates read the averages */
-    return st;
+    return st == KILN_OK ? run_segment(r, pos, p0->n_steps) : st;
 }
 
 kiln_status kiln_replicas_run(kiln_replicas *r, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
@@ -256,24 +240,22 @@ kiln_status kiln_replicas_run(kiln_replicas *r, const kiln_feed *feeds, int n_fe
     kiln_status st = KILN_OK;
     /* the sessions share this thread, whose current GPU each run changes: none may trust its
      * cached "active device" (rt_activate), or its kernels would go to the last replica's GPU */
+    for (int k = 0; k < r->n; k++) r->rp[k] = NULL;
     for (int k = 0; k < r->n && st == KILN_OK; k++) {
         r->s[k]->active = NULL;
-        st = kiln_session_run(r->s[k], feeds + (size_t)k * n_feeds, n_feeds, fetches, outs + (size_t)k * n_fetches, n_fetches,
-                              targets, n_targets);
+        st = rt_run_prepare(r->s[k], feeds + (size_t)k * n_feeds, n_feeds, fetches, outs + (size_t)k * n_fetches, n_fetches,
+                            targets, n_targets, NULL, 0, &r->rp[k]);
     }
-    for (int k = 1; k < r->n && st == KILN_OK && r->log; k++)
-        if (rt_reduce_pending(r->s[k])) kiln_log_placement_replica(r->s[k]->g, r->s[k]->reduce->pending, r->s[k]->logged, k, r->gpu[k]);
-    bool pending = st == KILN_OK && rt_reduce_pending(r->s[0]);
-    for (int k = 1; k < r->n && st == KILN_OK; k++)
-        if (rt_reduce_pending(r->s[k]) != pending) st = kiln_set_error(KILN_INTERNAL, "replicas: replica %d's run differs from replica 0's", k);
-    if (st == KILN_OK && pending) st = reduce_in_segments(r);
-    for (int k = 0; k < r->n; k++)       /* finish every started run, even after an error */
-        if (rt_reduce_pending(r->s[k])) {
+    if (st == KILN_OK) st = same_steps(r);
+    if (st == KILN_OK && r->rp[0]) {
+        for (int k = 1; k < r->n && r->log; k++)
+            if (r->rp[k]->n_coll) kiln_log_placement_replica(r->s[k]->g, r->rp[k]->plan, r->s[k]->logged, k, r->gpu[k]);
+        st = run_in_segments(r);
+        for (int k = 0; k < r->n; k++) {     /* each replica's fetches (its error surfaces) */
             r->s[k]->active = NULL;
-            kiln_status s2 = st == KILN_OK ? kiln_session_run_rest(r->s[k], fetches, outs + (size_t)k * n_fetches, n_fetches) : KILN_OK;
-            if (st != KILN_OK) rt_reduce_cancel(r->s[k]);
-            if (st == KILN_OK) st = s2;
+            st = rt_run_finish(r->s[k], r->rp[k], st, NULL, 0, fetches, outs + (size_t)k * n_fetches, n_fetches);
         }
+    }
     r->s[0]->active = NULL;      /* the model's own runs (evaluation) activate GPU 0 again */
     return st;
 }

@@ -23,9 +23,10 @@ kiln_status kiln_replicas_sync_variables(kiln_replicas *r);
  * (as kiln_session_run). Optimizer updates see the mean gradient over the replicas. */
 kiln_status kiln_replicas_run(kiln_replicas *r, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
                               kiln_tensor **outs, int n_fetches, kiln_node *const *targets, int n_targets);
-/* Over every kiln_replicas of this process so far: NCCL all-reduce groups started while the
- * backward pass still had steps to run (overlap), and variables sent with ncclBroadcast. */
-void kiln_replicas_counters(int64_t *overlapped_groups, int64_t *broadcasts);
+/* Over every kiln_replicas freed so far whose replica 0 was s0 (the model's session): NCCL
+ * all-reduce groups started while the backward pass still had steps to run (overlap), and
+ * variables sent with ncclBroadcast. s0 NULL: zeros. */
+void kiln_replicas_counters(const kiln_session *s0, int64_t *overlapped_groups, int64_t *broadcasts);
 /* All-reduce cost so far: calls (buckets), bytes per replica, seconds. */
 void kiln_replicas_stats(const kiln_replicas *r, int64_t *calls, double *bytes, double *seconds);
 #endif

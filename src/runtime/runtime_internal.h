@@ -1,5 +1,6 @@
 /* The session's state, shared by the runtime files: session.c (creation, variables),
- * plan_cache.c (plans per fetch set, arenas), executor.c (binding and running steps),
+ * plan_cache.c (plans per fetch set, arenas), executor.c (a run: prepare, loop, finish), steps.c
+ * (the step loop), plan_reduce.c / grad_buckets.c / grad_reduce.c (collective steps),
  * capture.c (whole-step CUDA graphs), copy_ahead.c (the next batch's copies) and profile.c. */
 #ifndef KILN_RUNTIME_INTERNAL_H
 #define KILN_RUNTIME_INTERNAL_H
@@ -21,9 +22,22 @@ typedef struct ahead_copy {
     uint64_t run;           /* the run that made it; valid only for the run after */
 } ahead_copy;
 
-/* A cached plan and what the runtime keeps with it: its whole-step CUDA graph. */
+/* A gradient's alignment padding zeroed before its bucket is reduced: data[space][id] + off, bytes. */
+typedef struct rt_pad { int id; int64_t off, bytes; } rt_pad;
+
+/* A cached plan and what the runtime keeps with it: the steps the executor runs (the plan's, or
+ * the collective pass's list, plan_reduce.c) and its whole-step CUDA graph. */
 typedef struct run_plan {
     kiln_plan *plan;
+    kiln_plan_step *steps;      /* plan->steps, or own */
+    int n_steps;
+    kiln_plan_step *own;        /* the plan's steps with collective and wait steps inserted, or NULL */
+    rt_pad *pads;               /* the collective steps' padding ([pad_a, pad_b) of each) */
+    int n_pads;
+    int n_coll;                 /* collective and wait steps in steps */
+    int updates_at;             /* the plan step the optimizer updates start at */
+    uint64_t derived_gen, derived_arena;   /* s->coll_gen and s->arena_gen steps were derived for */
+    bool derived;
     void *graph_exec;
     uint64_t graph_arena_gen;   /* arena generation the graph was captured with */
     int warm_runs;
@@ -59,10 +73,14 @@ struct kiln_session {
     bool check_numerics;        /* kiln_session_set_check_numerics: every kernel's output checked (numerics.c) */
     double *prof;               /* KILN_PROFILE=1: seconds per op (indexed by kiln_op), printed at free */
     int64_t *prof_n;
-    struct rt_reduce *reduce;   /* data parallelism: the gradient all-reduce (grad_reduce.c), or NULL */
+    struct rt_reduce *reduce;   /* data parallelism: the collective service's hooks (grad_reduce.c), or NULL */
+    uint64_t coll_gen;          /* bumped when the collective configuration changes */
+    int64_t replica_groups, replica_broadcasts;   /* kiln_replicas of this session so far (replicas.c) */
 };
 
 static inline size_t node_bytes(const kiln_node *n) { return (size_t)kiln_shape_numel(n->shape) * kiln_dtype_size(n->dtype); }
+/* A collective step's buffer in this run's binding. */
+static inline char *rt_step_buf(kiln_session *s, const kiln_plan_step *stp) { return (char *)s->data[stp->space][stp->buf_id] + stp->buf_off; }
 
 /* session.c */
 kiln_status rt_grow_ids(kiln_session *s);
@@ -75,10 +93,16 @@ kiln_status rt_activate(kiln_session *s, int space);
 kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,
                         int n_fetches, kiln_node *const *targets, int n_targets, run_plan **out);
 void rt_plans_free(kiln_session *s);
-/* grad_reduce.c: a run with the gradient all-reduce between the backward pass and the updates */
-kiln_status rt_run_reduced(kiln_session *s, kiln_plan *p);
-bool rt_reduce_pending(const kiln_session *s);   /* a replica's run waits for its all-reduce */
-void rt_reduce_cancel(kiln_session *s);          /* ... and will not be finished (an error) */
+/* plan_reduce.c: rp->steps for the session's collective configuration (derived again when it or
+ * the arenas changed; allocates only then); rt_steps_free drops them. */
+kiln_status rt_derive_steps(kiln_session *s, run_plan *rp);
+void rt_steps_free(run_plan *rp);
+/* grad_reduce.c: a collective or wait step of this session; started reductions finished after an
+ * error; a replica of kiln_replicas (its collectives are NCCL groups, replicas.c) */
+kiln_status rt_run_collective(kiln_session *s, const run_plan *rp, const kiln_plan_step *stp);
+kiln_status rt_run_wait(kiln_session *s, const run_plan *rp, const kiln_plan_step *stp);
+void rt_collectives_abandon(kiln_session *s);
+kiln_status rt_set_replica(kiln_session *s, size_t bucket_bytes, bool overlap);
 void rt_reduce_free(kiln_session *s);
 /* The plan for this fetch set, built afresh (placement, the plan; nothing bound, cached or
  * allocated on a device): plan_query.c's reports. feeds: only their nodes are read. */
@@ -89,11 +113,19 @@ kiln_status rt_build_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, 
 void rt_oom_advice(const kiln_plan *p, int sp, size_t avail, size_t vars, char *buf, size_t n);
 /* numerics.c: KILN_NUMERIC_ERROR naming the node when the value stp wrote has a NaN or Inf */
 kiln_status rt_check_numerics(kiln_session *s, const kiln_plan_step *stp);
-/* executor.c */
-kiln_status rt_run_steps(kiln_session *s, kiln_plan *p, int from, int to);
-kiln_status rt_read_fetches(kiln_session *s, kiln_plan *p, kiln_node *const *fetches, kiln_tensor **outs, int n_fetches);
-/* capture.c: runs the plan as a replayed CUDA graph when it can; *done says whether it ran. */
-kiln_status rt_run_captured(kiln_session *s, run_plan *rp, bool *done);
+/* steps.c: the step loop, rp->steps[from, to) */
+kiln_status rt_run_loop(kiln_session *s, run_plan *rp, int from, int to);
+/* executor.c: a run is prepare (checks, the plan, outs, binding, the step list; *out NULL when
+ * there is nothing to run: measure_only), the loop, finish (given the loop's status: the next
+ * batch's copies, device errors, fetches, the step count). */
+kiln_status rt_run_prepare(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches, kiln_tensor **outs,
+                           int n_fetches, kiln_node *const *targets, int n_targets, const kiln_feed *next, int n_next, run_plan **out);
+kiln_status rt_run_finish(kiln_session *s, run_plan *rp, kiln_status st, const kiln_feed *next, int n_next,
+                          kiln_node *const *fetches, kiln_tensor **outs, int n_fetches);
+/* capture.c: whether this run replays the plan's whole-step CUDA graph (decided per plan: never
+ * with collective steps), and the replay (captured on its first use). */
+bool rt_capture_replays(kiln_session *s, run_plan *rp);
+kiln_status rt_run_captured(kiln_session *s, run_plan *rp);
 /* copy_ahead.c */
 ahead_copy *rt_ahead_ready(kiln_session *s, const kiln_node *n, int space, const void *src);
 kiln_status rt_copy_ahead(kiln_session *s, const kiln_plan *p, const kiln_feed *next, int n_next, bool *issued);
