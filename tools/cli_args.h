@@ -8,6 +8,7 @@
 
 enum { CMD_TRAIN = 1, CMD_EVAL = 2, CMD_PREDICT = 4, CMD_SUMMARY = 8 };
 #define CLI_MAX_IMAGES 256
+#define CLI_DEFAULT_DATA "/usr/share/datasets/fashion-mnist"   /* --data when not given */
 
 typedef struct args {
     const char *model_file;    /* --model-file: Keras model JSON (.json) or an ONNX file (.onnx) */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "kiln/kiln.h"
-#include "tools/cli_args.h"
+#include "tools/cli_ctx.h"
 #include "tools/cli_dist.h"
 #include "dist/dist_internal.h"     /* dist_agree */
 
@@ -16,9 +16,9 @@ static int env_int(const char *name, int dflt) {
     return v && *v ? atoi(v) : dflt;
 }
 
-/* --gpus N|all / --devices LIST -> a->fit_devices ("all", "0,1,2", the list): 0 or 2 (usage). */
-static int parse_gpus(args *a) {
-    static char list[256];
+/* --gpus N|all / --devices LIST -> a->fit_devices ("all", "0,1,2" written into list, the list): 0 or
+ * 2 (usage). */
+static int parse_gpus(args *a, char *list, size_t list_n) {
     if (a->gpus && a->devices_list) { fprintf(stderr, "kiln train: give --gpus or --devices, not both\n"); return 2; }
     if (a->devices_list) { a->fit_devices = a->devices_list; return 0; }
     if (!a->gpus) return 0;
@@ -31,12 +31,13 @@ static int parse_gpus(args *a) {
     }
     if (n == 1) return 0;                  /* one GPU: the usual single-device run */
     size_t k = 0;
-    for (long i = 0; i < n; i++) k += (size_t)snprintf(list + k, sizeof list - k, "%s%ld", i ? "," : "", i);
+    for (long i = 0; i < n; i++) k += (size_t)snprintf(list + k, list_n - k, "%s%ld", i ? "," : "", i);
     a->fit_devices = list;
     return 0;
 }
 
-static int run_mirrored(args *a, int (*train)(args *)) {
+static int run_mirrored(cli_ctx *c, int (*train)(cli_ctx *)) {
+    const args *a = &c->a;
     int n = 1;
     if (!strcmp(a->fit_devices, "all")) {
         kiln_device_info info[32];
@@ -45,18 +46,19 @@ static int run_mirrored(args *a, int (*train)(args *)) {
         if (kiln_device_list(info, 32, &nd) == KILN_OK)
             for (int i = 0; i < nd && i < 32; i++) n += info[i].kind == KILN_DEVICE_KIND_GPU;
     } else {
-        for (const char *c = a->fit_devices; *c; c++) n += *c == ',';
+        for (const char *p = a->fit_devices; *p; p++) n += *p == ',';
     }
     if (n > 1 && a->batch % n == 0)
         printf("Mirrored: %d replicas (%s), global batch %d = %d per replica; gradients averaged with NCCL\n", n, a->fit_devices,
                a->batch, a->batch / n);
-    return train(a);
+    return train(c);
 }
 
-int cli_dist_run(args *a, int (*train)(args *)) {
-    if (!a->help && parse_gpus(a)) return 2;
-    if (!a->help && a->fit_devices && kiln_dist_launched_size() <= 1) return run_mirrored(a, train);
-    if (a->help || kiln_dist_launched_size() <= 1) return train(a);
+int cli_dist_run(cli_ctx *c, int (*train)(cli_ctx *)) {
+    args *a = &c->a;
+    if (!a->help && parse_gpus(a, c->gpu_list, sizeof c->gpu_list)) return 2;
+    if (!a->help && a->fit_devices && kiln_dist_launched_size() <= 1) return run_mirrored(c, train);
+    if (a->help || kiln_dist_launched_size() <= 1) return train(c);
     kiln_dist *d = NULL;
     if (kiln_dist_init(NULL, NULL, &d) != KILN_OK) {
         fprintf(stderr, "kiln train: %s\n", kiln_last_error());
@@ -120,7 +122,7 @@ int cli_dist_run(args *a, int (*train)(args *)) {
                n, a->batch, a->batch / n, kiln_dist_bucket_bytes(d) >> 10);
     }
     a->dist = d;
-    int rc = train(a);
+    int rc = train(c);
     a->dist = NULL;
     if (rc != 0 && d->disagreed) {     /* every rank found the same difference and said so: none waits */
         kiln_dist_free(d);

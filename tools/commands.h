@@ -1,4 +1,4 @@
-/* CLI subcommands living in their own files. */
+/* The CLI's commands, one file each (tools/cmd_<name>.c), and what they share. */
 #ifndef KILN_TOOLS_COMMANDS_H
 #define KILN_TOOLS_COMMANDS_H
 #include <stdbool.h>
@@ -24,8 +24,6 @@ int cli_real(const char *cmd, const char *flag, const char *val, double lo, doub
 #define CLI_MAX_EPOCHS 1000000   /* = KILN_MAX_EPOCHS */
 #define CLI_MAX_BATCH (1 << 20)
 #define CLI_MAX_THREADS 1024      /* = KILN_MAX_THREADS */
-int cmd_devices(int argc, char **argv);
-int cmd_export(int argc, char **argv);
 /* --model-file FILE.onnx (tools/cli_onnx.c) */
 #include "kiln/nn.h"
 bool cli_is_onnx(const char *path);
@@ -34,6 +32,15 @@ kiln_shape cli_onnx_input(const char *path);                 /* rank 0 when it c
  * (0: any): a final Softmax left out (the CLI uses logits), an NCHW model fed NHWC examples
  * through a transpose; NULL after a message on stderr naming cmd. */
 kiln_model *cli_onnx_model(const char *path, const char *cmd, kiln_shape data, int classes);
+/* The commands: argv[1] is the command's name. train / eval / predict / summary take the option
+ * table's parse of argv (tools/cli_ctx.h). */
+typedef struct cli_ctx cli_ctx;
+int cmd_train(cli_ctx *c);
+int cmd_eval(cli_ctx *c);
+int cmd_predict(cli_ctx *c);
+int cmd_summary(cli_ctx *c);
+int cmd_devices(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-int cmd_plot(int argc, char **argv);      /* cmd_plot.c */
+int cmd_plot(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 #endif

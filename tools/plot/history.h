@@ -35,6 +35,6 @@ typedef struct plot_spec {
 /* Writes the plot to path: PNG or SVG by its extension (.png, .svg). 0, or 1 with a message in
  * err. In a build without cairo: 1 and a message saying how to get it. */
 int plot_render(const history *h, const plot_spec *s, const char *path, char *err, size_t err_n);
-/* "cairo 1.16.0", or NULL when this kiln was built without cairo */
+/* "cairo", or NULL when this kiln was built without cairo */
 const char *plot_backend(void);
 #endif

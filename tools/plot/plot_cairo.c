@@ -14,11 +14,7 @@
 #include "kiln/kiln.h"
 #include "tools/plot/history.h"
 
-const char *plot_backend(void) {
-    static char v[48];
-    snprintf(v, sizeof v, "cairo %s", cairo_version_string());
-    return v;
-}
+const char *plot_backend(void) { return "cairo"; }
 
 /* ---- layout (pixels for PNG, points for SVG) ---- */
 enum { PANEL_W = 560, MARGIN = 20, HEIGHT = 480, PLOT_L = 78, PLOT_R = 22, PLOT_T = 78, PLOT_B = 66 };
