@@ -87,31 +87,6 @@ static void max_pool_2x2(const pool_p *p, const bf16 *x, bf16 *y, int nt) {
             }
 }
 
-static void max_pool_grad_2x2(const pool_p *p, const bf16 *x, const bf16 *y, const bf16 *dy, bf16 *dx, int nt) {
-    const int64_t C = p->C, row = p->W * C;
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t n = 0; n < p->N; n++)
-        for (int64_t oh = 0; oh < p->OH; oh++)
-            for (int64_t ow = 0; ow < p->OW; ow++) {
-                int64_t i = ((n * p->H + 2 * oh) * p->W + 2 * ow) * C, o = ((n * p->OH + oh) * p->OW + ow) * C;
-                const bf16 *restrict a = x + i, *restrict b = a + C, *restrict e = a + row, *restrict f = e + C;
-                bf16 *restrict da = dx + i, *restrict db = da + C, *restrict de = da + row, *restrict df = de + C;
-                const bf16 *restrict ym = y + o, *restrict g = dy + o;
-                #pragma omp simd
-                for (int64_t k = 0; k < C; k++) {    /* the first cell equal to the max takes dy */
-                    float m = cpu_from_bf16(ym[k]);
-                    bf16 r = g[k];
-                    bool h = cpu_from_bf16(a[k]) == m;
-                    da[k] = h ? r : 0; r = h ? 0 : r;
-                    h = cpu_from_bf16(b[k]) == m;
-                    db[k] = h ? r : 0; r = h ? 0 : r;
-                    h = cpu_from_bf16(e[k]) == m;
-                    de[k] = h ? r : 0; r = h ? 0 : r;
-                    df[k] = cpu_from_bf16(f[k]) == m ? r : 0;
-                }
-            }
-}
-
 /* Windows of up to 3x3 cells (3x3 stride 2, the other CNN pooling): nine cell pointers per
  * window, cells in the padding pointing at a row of -inf, so the channel loop is one expression
  * in registers. Row-major order keeps the first of equal values, as ref. The gradient's cells
@@ -178,130 +153,14 @@ static kiln_status k_max_pool(const kiln_kctx *c) {
     return KILN_OK;
 }
 
-/* One overlapping window of up to 3x3 cells into the f32 image (cpu_pool.c's grad9): r held in
- * registers across the nine cells; cells outside the window read NaN and write a scratch row. */
-static inline void grad9(const bf16 *const s[9], float *const d[9], const bf16 *restrict ym, const bf16 *restrict g, int64_t C) {
-    const bf16 *restrict s0 = s[0], *restrict s1 = s[1], *restrict s2 = s[2], *restrict s3 = s[3], *restrict s4 = s[4],
-                         *restrict s5 = s[5], *restrict s6 = s[6], *restrict s7 = s[7], *restrict s8 = s[8];
-    float *restrict d0 = d[0], *restrict d1 = d[1], *restrict d2 = d[2], *restrict d3 = d[3], *restrict d4 = d[4],
-                    *restrict d5 = d[5], *restrict d6 = d[6], *restrict d7 = d[7], *restrict d8 = d[8];
-    #pragma omp simd
-    for (int64_t k = 0; k < C; k++) {
-        float m = cpu_from_bf16(ym[k]), r = cpu_from_bf16(g[k]);
-        bool h;
-        h = cpu_from_bf16(s0[k]) == m; d0[k] += h ? r : 0.0f; r = h ? 0.0f : r;
-        h = cpu_from_bf16(s1[k]) == m; d1[k] += h ? r : 0.0f; r = h ? 0.0f : r;
-        h = cpu_from_bf16(s2[k]) == m; d2[k] += h ? r : 0.0f; r = h ? 0.0f : r;
-        h = cpu_from_bf16(s3[k]) == m; d3[k] += h ? r : 0.0f; r = h ? 0.0f : r;
-        h = cpu_from_bf16(s4[k]) == m; d4[k] += h ? r : 0.0f; r = h ? 0.0f : r;
-        h = cpu_from_bf16(s5[k]) == m; d5[k] += h ? r : 0.0f; r = h ? 0.0f : r;
-        h = cpu_from_bf16(s6[k]) == m; d6[k] += h ? r : 0.0f; r = h ? 0.0f : r;
-        h = cpu_from_bf16(s7[k]) == m; d7[k] += h ? r : 0.0f; r = h ? 0.0f : r;
-        h = cpu_from_bf16(s8[k]) == m; d8[k] += h ? r : 0.0f;
-    }
-}
-
-/* dx: each window's dy goes to the first cell (row-major) equal to the window's max y. Windows
- * that tile x write each cell once (a selection, exact); overlapping ones add up in an f32 image
- * of the workspace, rounded once, as ref. */
-static kiln_status k_max_pool_grad(const kiln_kctx *c) {
-    pool_p p;
-    if (!pool_params(c->node, c->in[0].shape, c->in[1].shape, &p)) return kiln_set_error(KILN_INTERNAL, "cpu pool: bad shapes");
-    const bf16 *x = hin(c, 0), *y = hin(c, 1), *dy = hin(c, 2);
-    bf16 *dx = hout(c);
-    const int64_t C = p.C, img = p.H * p.W * C;
-    if (pool_2x2(&p)) { max_pool_grad_2x2(&p, x, y, dy, dx, cpu_par(c, c->out.numel)); return KILN_OK; }
-    const bool tiles = pool_tiles(&p);
-    int nt = cpu_par(c, c->out.numel);
-    float *acc = NULL;
-    if (!tiles) {
-        size_t per = (size_t)img * sizeof(float);
-        acc = (float *)(((uintptr_t)c->workspace + 63) & ~(uintptr_t)63);
-        int fit = c->workspace && c->ws_bytes > per + 64 ? (int)((c->ws_bytes - 64) / per) : 0;
-        if (fit < 1) return kiln_set_error(KILN_INTERNAL, "%s: max-pool gradient workspace %zu bytes, needs %zu", c->node->name, c->ws_bytes, per + 64);
-        if (nt > fit) nt = fit;
-    }
-    const bool nine = acc && pool_9(&p);
-    #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t n = 0; n < p.N; n++) {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        const bf16 *xn = x + n * img;
-        bf16 *dxn = dx + n * img;
-        float *an = acc ? acc + (size_t)t * (size_t)img : NULL;
-        float scratch[nine ? 9 * C : 1];   /* where cells outside a window write (zeros added) */
-        if (nine) memset(scratch, 0, sizeof scratch);
-        /* the f32 image's rows are zeroed just before the first window reaching them and rounded
-         * to dx as soon as no later window can reach them, so each row is hot in cache for all
-         * three passes instead of three sweeps over the image */
-        const int64_t row = p.W * C;
-        int64_t zeroed = 0, flushed = 0;
-        float rem[256];    /* the window's dy not yet given to a cell (cpu_pool.c's rule) */
-        for (int64_t oh = 0; oh < p.OH; oh++) {
-            if (an) {
-                int64_t he = oh * p.sh - p.pt + p.kh;
-                for (he = he < p.H ? he : p.H; zeroed < he; zeroed++) memset(an + zeroed * row, 0, sizeof(float) * (size_t)row);
-            }
-            for (int64_t ow = 0; ow < p.OW; ow++) {
-                int64_t o = ((n * p.OH + oh) * p.OW + ow) * C;
-                if (nine) {
-                    int64_t off[9];
-                    const bf16 *s[9];
-                    float *d[9];
-                    pool9_cells(&p, oh, ow, off);
-                    for (int i = 0; i < 9; i++) {
-                        s[i] = off[i] >= 0 ? xn + off[i] : nan_row;
-                        d[i] = off[i] >= 0 ? an + off[i] : scratch + i * C;
-                    }
-                    grad9(s, d, y + o, dy + o, C);
-                    continue;
-                }
-                int64_t h0, h1, w0, w1;
-                window(&p, oh, ow, &h0, &h1, &w0, &w1);
-                for (int64_t c0 = 0; c0 < C; c0 += 256) {
-                    int64_t cn = C - c0 < 256 ? C - c0 : 256;
-                    const bf16 *restrict ym = y + o + c0, *restrict g = dy + o + c0;
-                    for (int64_t k = 0; k < cn; k++) rem[k] = cpu_from_bf16(g[k]);
-                    for (int64_t ih = h0; ih < h1; ih++)
-                        for (int64_t iw = w0; iw < w1; iw++) {
-                            int64_t off = (ih * p.W + iw) * C + c0;
-                            const bf16 *restrict s = xn + off;
-                            if (!an) {
-                                bf16 *restrict d = dxn + off;
-                                #pragma omp simd
-                                for (int64_t k = 0; k < cn; k++) {
-                                    bool hit = cpu_from_bf16(s[k]) == cpu_from_bf16(ym[k]);
-                                    d[k] = cpu_to_bf16(hit ? rem[k] : 0.0f);   /* exact: rem is dy or 0 */
-                                    rem[k] = hit ? 0.0f : rem[k];
-                                }
-                            } else {
-                                float *restrict d = an + off;
-                                #pragma omp simd
-                                for (int64_t k = 0; k < cn; k++) {
-                                    bool hit = cpu_from_bf16(s[k]) == cpu_from_bf16(ym[k]);
-                                    d[k] += hit ? rem[k] : 0.0f;
-                                    rem[k] = hit ? 0.0f : rem[k];
-                                }
-                            }
-                        }
-                }
-            }
-            if (an) {          /* rows above the next window's first row are complete */
-                int64_t done = oh + 1 < p.OH ? (oh + 1) * p.sh - p.pt : p.H;
-                for (done = done < p.H ? done : p.H; flushed < done; flushed++) {
-                    if (flushed >= zeroed) { memset(an + flushed * row, 0, sizeof(float) * (size_t)row); zeroed = flushed + 1; }
-                    const float *restrict a = an + flushed * row;
-                    bf16 *restrict d = dxn + flushed * row;
-                    #pragma omp simd
-                    for (int64_t i = 0; i < row; i++) d[i] = cpu_to_bf16(a[i]);
-                }
-            }
-        }
-    }
-    return KILN_OK;
-}
+/* dx: the max-pool gradient, bf16: tiling windows select dy (exact); overlapping ones add up in
+ * an f32 image of the workspace, rounded once, as ref (cpu_max_pool_grad.h, shared with f32). */
+#define MPG_T bf16
+#define MPG_LD(v) cpu_from_bf16(v)
+#define MPG_ST(f) cpu_to_bf16(f)
+#define MPG_NAN_ROW nan_row
+#define MPG_WIDE 1
+#include "backend/cpu/cpu_max_pool_grad.h"
 
 static bool all_bf16(const kiln_node *n) {
     if (n->dtype != KILN_BF16) return false;
