@@ -4,7 +4,7 @@
  * of numbers. */
 #include <stdio.h>
 #include "ops/op.h"
-#include "backend/ref/ref_matmul_conv_pool.h"
+#include "ops/ref_kernels.h"
 
 /* TensorFlow SAME: out = ceil(in / stride); the padding total is split with the extra cell after. */
 static void same_pads(int64_t in, int k_eff, int stride, int *before, int *after) {

@@ -3,7 +3,7 @@
  * data, not on weights. Semantics: src/ops/SEMANTICS.md; the crop/flip draw: src/ops/data_ops.h. */
 #include <stdio.h>
 #include "ops/op.h"
-#include "backend/ref/ref_data_ops.h"
+#include "ops/ref_kernels.h"
 
 static const char *shp(kiln_shape s, char *buf) { return kiln_shape_str(s, buf, 96); }
 

@@ -2,7 +2,7 @@
  * gradient ops. Shape inference, gradients (composed from public builders) and builders. */
 #include <stdio.h>
 #include "ops/op.h"
-#include "backend/ref/ref_elementwise.h"
+#include "ops/ref_kernels.h"
 
 /* ---- shape and dtype helpers ---- */
 

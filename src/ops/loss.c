@@ -1,6 +1,6 @@
 /* Losses (mean over the batch, fused and numerically stable) and metrics. */
 #include "ops/op.h"
-#include "backend/ref/ref_norm_loss_optim.h"
+#include "ops/ref_kernels.h"
 
 static const char *shp(kiln_shape s, char *buf) { return kiln_shape_str(s, buf, 96); }
 static bool is_label_dtype(kiln_dtype t) { return t == KILN_I32 || t == KILN_I64; }

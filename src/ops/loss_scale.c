@@ -5,7 +5,7 @@
  * (SEMANTICS.md). Builders: kiln_all_finite, kiln_loss_scale_update (include/kiln/graph.h). */
 #include <math.h>
 #include "ops/op.h"
-#include "backend/ref/ref_norm_loss_optim.h"
+#include "ops/ref_kernels.h"
 
 static kiln_status all_finite_infer(kiln_node *n) {
     for (int i = 0; i < n->n_in; i++)

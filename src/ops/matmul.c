@@ -1,7 +1,7 @@
 /* MatMul (2-D) and BatchMatMul (leading dims broadcast): shape inference, gradients, builders. */
 #include <stdio.h>
 #include "ops/op.h"
-#include "backend/ref/ref_matmul_conv_pool.h"
+#include "ops/ref_kernels.h"
 
 /* Both operands: same dtype, numeric. */
 static kiln_status check_dtypes(kiln_node *n) {

@@ -1,7 +1,7 @@
 /* Normalisation and regularisation ops: FusedBatchNorm (+ its gradient ops) and Dropout. */
 #include <math.h>
 #include "ops/op.h"
-#include "backend/ref/ref_norm_loss_optim.h"
+#include "ops/ref_kernels.h"
 
 static const char *shp(kiln_shape s, char *buf) { return kiln_shape_str(s, buf, 96); }
 

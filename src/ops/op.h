@@ -1,6 +1,7 @@
 /* Internal op machinery: nodes, attributes, the op table and the kernel interface.
  * Every op family file (src/ops/<family>.c) defines `const kiln_op_def kiln_opdef_<op>` for the
- * ops it owns (shape inference + gradient); ref kernels live in src/backend/ref/. */
+ * ops it owns (shape inference + gradient); ref kernels live in src/backend/ref/, declared in
+ * ops/ref_kernels.h. */
 #ifndef KILN_OP_H
 #define KILN_OP_H
 #include "kiln/graph.h"

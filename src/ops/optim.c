@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "graph/graph_internal.h"
-#include "backend/ref/ref_norm_loss_optim.h"
+#include "ops/ref_kernels.h"
 
 static const char *shp(kiln_shape s, char *buf) { return kiln_shape_str(s, buf, 96); }
 

@@ -3,7 +3,7 @@
  * TensorFlow). Pads are always smaller than the window, so every window holds an input cell. */
 #include <stdio.h>
 #include "ops/op.h"
-#include "backend/ref/ref_matmul_conv_pool.h"
+#include "ops/ref_kernels.h"
 
 static void same_pads(int64_t in, int k, int stride, int *before, int *after) {
     int64_t out = (in + stride - 1) / stride;

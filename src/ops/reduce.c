@@ -2,7 +2,7 @@
  * gradients and builders. Kernels: src/backend/ref/reduce.c. */
 #include <string.h>
 #include "ops/op.h"
-#include "backend/ref/ref_reduce_shape.h"
+#include "ops/ref_kernels.h"
 
 #define SHAPE_STR(s, buf) kiln_shape_str((s), (buf), sizeof(buf))
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "core/checked.h"
 #include "ops/op.h"
-#include "backend/ref/ref_reduce_shape.h"
+#include "ops/ref_kernels.h"
 
 #define SHAPE_STR(s, buf) kiln_shape_str((s), (buf), sizeof(buf))
 

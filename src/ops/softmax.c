@@ -1,7 +1,7 @@
 /* Softmax and LogSoftmax over one axis. Gradients are composed from elementwise ops and a keepdims
  * reduce_sum, so every backend that has those runs them without a dedicated grad kernel. */
 #include "ops/op.h"
-#include "backend/ref/ref_elementwise.h"
+#include "ops/ref_kernels.h"
 
 static kiln_status infer_softmax(kiln_node *n) {
     kiln_node *x = n->in[0];

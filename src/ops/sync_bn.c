@@ -8,7 +8,7 @@
  * the local batch. Statistics are f64 whatever x's dtype (sums of squares lose little). */
 #include <math.h>
 #include "ops/op.h"
-#include "backend/ref/ref_sync_bn.h"
+#include "ops/ref_kernels.h"
 
 static kiln_status check_x(kiln_node *n, kiln_node *x) {
     if (!kiln_dtype_is_float(x->dtype))

@@ -1,6 +1,6 @@
 /* Ref kernels: Conv2D and its two backprops. x NHWC, w HWIO [kh, kw, Cin/groups, Cout].
  * Input row of output row oh, kernel row i: ih = oh*sh - pt + i*dh (same for columns). */
-#include "backend/ref/ref_matmul_conv_pool.h"
+#include "ops/ref_kernels.h"
 
 typedef struct conv_dims {
     int64_t N, H, W, C;          /* x */

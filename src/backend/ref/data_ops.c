@@ -2,7 +2,7 @@
  * element through kiln_load/kiln_store; the per-example draw is kiln_crop_flip_params of the
  * example's key). */
 #include <string.h>
-#include "backend/ref/ref_data_ops.h"
+#include "ops/ref_kernels.h"
 #include "ops/data_ops.h"
 
 static int64_t load_index(const kiln_view *v, int64_t i) {

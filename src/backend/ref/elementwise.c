@@ -3,7 +3,7 @@
  * oracle the other backends are tested against, so NaN behaviour is defined here on purpose:
  * NaN propagates through every forward op (Relu, Maximum, Sign included). */
 #include <math.h>
-#include "backend/ref/ref_elementwise.h"
+#include "ops/ref_kernels.h"
 #include "backend/broadcast.h"
 
 /* Own constants: M_SQRT1_2 and friends are not ISO C. */

@@ -1,7 +1,7 @@
 /* Ref kernels: cross-entropy losses (+ grads), MSE, ArgMax, Equal, Accuracy.
  * Softmax losses use log-sum-exp with the row max subtracted, so large logits do not overflow. */
 #include <math.h>
-#include "backend/ref/ref_norm_loss_optim.h"
+#include "ops/ref_kernels.h"
 #include "backend/broadcast.h"
 
 /* Integer labels read exactly (i64 beyond 2^53 would round through double). */

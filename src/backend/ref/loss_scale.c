@@ -1,6 +1,6 @@
 /* Ref kernels of the loss-scaling ops (src/ops/loss_scale.c). */
 #include <math.h>
-#include "backend/ref/ref_norm_loss_optim.h"
+#include "ops/ref_kernels.h"
 
 kiln_status kiln_ref_all_finite(const kiln_kctx *c) {
     bool ok = true;

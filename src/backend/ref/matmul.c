@@ -1,5 +1,5 @@
 /* Ref kernels: MatMul and BatchMatMul. */
-#include "backend/ref/ref_matmul_conv_pool.h"
+#include "ops/ref_kernels.h"
 
 /* out[i,j] = sum_k A[i,k] * B[k,j] for one matrix pair at element offsets a0, b0, o0.
  * A is stored [M,K] (or [K,M] when trans_a), B [K,N] (or [N,K] when trans_b). */

@@ -1,7 +1,7 @@
 /* Ref kernels: FusedBatchNorm (+ grads) and Dropout (+ grad). Channels are the last dim; every
  * other dim is a "row" of the reduction (M rows of C channels). */
 #include <math.h>
-#include "backend/ref/ref_norm_loss_optim.h"
+#include "ops/ref_kernels.h"
 
 static int64_t last_dim(const kiln_view *v) { return v->shape.rank > 0 ? v->shape.dim[v->shape.rank - 1] : 1; }
 

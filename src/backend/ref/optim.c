@@ -1,7 +1,7 @@
 /* Ref kernels: optimizer updates (Keras 3 formulas, applied in place through the variable inputs),
  * GlobalNorm, ClipScale and NoOp. Update ops output an f32 scalar 0. */
 #include <math.h>
-#include "backend/ref/ref_norm_loss_optim.h"
+#include "ops/ref_kernels.h"
 
 #define LD(v, i) kiln_load((v)->data, (v)->dtype, (i))
 #define ST(v, i, x) kiln_store((v)->data, (v)->dtype, (i), (x))

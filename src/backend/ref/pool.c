@@ -1,7 +1,7 @@
 /* Ref kernels: pooling. x NHWC; window (kh, kw), stride (sh, sw), pads (pt, pb, pl, pr).
  * Window (oh, ow) covers rows oh*sh - pt .. + kh-1 and columns ow*sw - pl .. + kw-1; padded cells
  * take no part (never win a max, not counted in an average). */
-#include "backend/ref/ref_matmul_conv_pool.h"
+#include "ops/ref_kernels.h"
 
 typedef struct pool_dims { int64_t N, H, W, C, OH, OW; } pool_dims;
 

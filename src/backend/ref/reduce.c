@@ -1,7 +1,7 @@
 /* Ref kernels: Sum, Mean, Max, SumTo, BroadcastTo. Accumulation in double. */
 #include <math.h>
 #include <string.h>
-#include "backend/ref/ref_reduce_shape.h"
+#include "ops/ref_kernels.h"
 #include "backend/broadcast.h"
 
 typedef enum { RED_SUM, RED_MEAN, RED_MAX } red_mode;

@@ -2,7 +2,7 @@
  * Data movement copies element bytes (exact for every dtype); Cast and BiasAdd compute. */
 #include <math.h>
 #include <string.h>
-#include "backend/ref/ref_reduce_shape.h"
+#include "ops/ref_kernels.h"
 #include "backend/broadcast.h"
 
 #define AT(p, i, es) ((char *)(p) + (size_t)(i) * (es))

@@ -2,7 +2,7 @@
  * row (max, sum, write) that read x[k] before writing out[k], so the output may alias the input;
  * exp is recomputed in the last pass so each output is rounded to its dtype only once. */
 #include <math.h>
-#include "backend/ref/ref_elementwise.h"
+#include "ops/ref_kernels.h"
 
 static kiln_status softmax_common(const kiln_kctx *c, bool log_out) {
     const kiln_view *X = &c->in[0];

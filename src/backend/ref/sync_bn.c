@@ -2,7 +2,7 @@
  * other dim a row (M rows of C channels); statistics are f64 [2C+1]: sums, sums of squares, rows. */
 #include <math.h>
 #include <string.h>
-#include "backend/ref/ref_sync_bn.h"
+#include "ops/ref_kernels.h"
 
 static int64_t last_dim(const kiln_view *v) { return v->shape.dim[v->shape.rank - 1]; }
 
