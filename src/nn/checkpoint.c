@@ -162,7 +162,7 @@ static kiln_status check_optimizer_state(const kiln_model *m, const char *path, 
     if (strict)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "checkpoint '%s' %s; load without strict to start the %s state fresh, or "
                               "compile with the checkpoint's optimizer", path, why, mine);
-    fprintf(stderr, "kiln: warning: checkpoint '%s' %s: the %s state (moments, step count) starts fresh\n", path, why, mine);
+    kiln_log_msg(KILN_LOG_WARNING, "kiln: warning: checkpoint '%s' %s: the %s state (moments, step count) starts fresh", path, why, mine);
     return KILN_OK;
 }
 

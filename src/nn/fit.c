@@ -93,38 +93,8 @@ kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_op
 
 /* The in-memory special case of kiln_fit_data: the dataset read through a pipeline on this
  * thread (borrowed, no copy), [take the examples before the held-out tail,] shuffle it whole
- * (seed shuffle_seed ^ model seed, reshuffled each epoch), full batches only. */
-/* data_on_device: builds the training step with the data set in variables, loads them, and makes
- * the index dataset ([n, 1] f32 example numbers + labels) that the loop iterates instead. */
-static kiln_status resident_begin(kiln_model *m, const kiln_dataset *train, int64_t n, int batch, const kiln_fit_opts *o,
-                                  kiln_dataset **index_ds) {
-    if (n >= (1 << 24)) return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: data_on_device supports up to 16,777,215 examples, not %lld", (long long)n);
-    if (o->device_crop_pad < 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: device_crop_pad %d is negative", o->device_crop_pad);
-    m->res.ds = train;
-    m->res.n = n;
-    m->res.pad = o->device_crop_pad;
-    m->res.flip = o->device_flip;
-    m->res.seed = o->device_augment_seed;   /* the host augment's key seed (kiln_data_augment: op seed = .seed) */
-    kiln_status st;
-    if (!(m->res.idx_t = kiln_tensor_new(KILN_I32, KILN_SHAPE(batch))) ||
-        !(m->res.keys_t = kiln_tensor_new(KILN_I64, KILN_SHAPE(batch)))) return KILN_OUT_OF_MEMORY;
-    if ((st = nn_ensure_train(m, batch))) return st;
-    const kiln_tensor *x = kiln_dataset_x(train), *y = kiln_dataset_y(train);
-    kiln_tensor xv = *x, yv = *y;            /* the first n examples, borrowed */
-    xv.shape.dim[0] = n;
-    yv.shape.dim[0] = n;
-    xv.owns_data = yv.owns_data = false;
-    if ((st = kiln_session_assign_variable(m->s, kiln_graph_find(m->g, NN_DATA_PREFIX "x"), &xv)) ||
-        (st = kiln_session_assign_variable(m->s, kiln_graph_find(m->g, NN_DATA_PREFIX "y"), &yv)))
-        return kiln_set_error(st, "kiln_fit: loading the data set into the session: %s", kiln_last_error());
-    kiln_tensor *ix = kiln_tensor_new(KILN_F32, KILN_SHAPE(n, 1));
-    if (!ix) return KILN_OUT_OF_MEMORY;
-    for (int64_t i = 0; i < n; i++) ((float *)ix->data)[i] = (float)i;
-    *index_ds = kiln_dataset_from_tensors(ix, &yv, kiln_dataset_num_classes(train));
-    kiln_tensor_free(ix);
-    return *index_ds ? KILN_OK : KILN_OUT_OF_MEMORY;
-}
-
+ * (seed shuffle_seed ^ model seed, reshuffled each epoch), full batches only. data_on_device: the
+ * pipeline carries example numbers instead (fit_resident.c). */
 kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_opts *o) {
     kiln_status st = nn_check(m);
     if (st) return st;
@@ -146,11 +116,10 @@ kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_op
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: batch size %d is larger than the %lld training examples; use a smaller --batch-size", batch, (long long)n_train);
     kiln_dataset *index_ds = NULL;
     if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit"))) return st;
-    if (o->data_on_device && (st = resident_begin(m, train, n_train, batch, o, &index_ds))) {
+    if (o->data_on_device &&
+        (st = nn_resident_begin(m, train, n_train, o->device_crop_pad, o->device_flip, o->device_augment_seed, &index_ds))) {
         kiln_dataset_free(index_ds);
-        kiln_tensor_free(m->res.idx_t);
-        kiln_tensor_free(m->res.keys_t);
-        memset(&m->res, 0, sizeof m->res);
+        nn_resident_end(m);
         return st;
     }
     /* resident: the pipeline carries example indices (and labels, for the metrics) through the same
@@ -167,8 +136,6 @@ kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_op
     kiln_data_free(td);
     kiln_data_free(vd);
     kiln_dataset_free(index_ds);
-    kiln_tensor_free(m->res.idx_t);
-    kiln_tensor_free(m->res.keys_t);
-    memset(&m->res, 0, sizeof m->res);   /* the next fit without data_on_device rebuilds the step */
+    nn_resident_end(m);      /* the next fit without data_on_device rebuilds the step */
     return st;
 }

@@ -1,17 +1,14 @@
 /* The training and evaluation loops, over input pipelines (include/kiln/pipeline.h). kiln_fit and
  * kiln_evaluate (fit.c) wrap their in-memory datasets in pipelines and come here too: there is one
- * training loop. The step allocates nothing: batches come from the pipeline's own buffers (fed to
- * the session as they are), fetch outputs are allocated once per forward. */
+ * training loop: take a batch, run the step, report, callbacks. The kind of step and where the
+ * batches come from are fit_step.c's, chosen once per fit. The step allocates nothing: batches come
+ * from the pipeline's own buffers (fed to the session as they are), fetch outputs are allocated
+ * once per forward. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "nn/nn_fit.h"
 #include "data/pipeline_internal.h"
-
-kiln_status nn_data_status(void) {
-    const char *e = kiln_last_error();
-    return strstr(e, "out of") ? KILN_OUT_OF_MEMORY : KILN_INVALID_ARGUMENT;
-}
 
 kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled, int nc, const char *what, const char *noun) {
     kiln_shape is = m->input->out;
@@ -127,133 +124,104 @@ static kiln_status history_add(kiln_model *m, const kiln_logs *l) {
     return KILN_OK;
 }
 
+/* One fit: the options this process runs with, its step, where the epochs stand. */
+typedef struct fit_run {
+    kiln_model *m;
+    const kiln_fit_opts *o;   /* the stepper's: this process's */
+    nn_stepper step;
+    nn_cb_state *cbs;
+    int epochs;
+    int64_t steps;            /* per epoch: the estimate, corrected after the first */
+} fit_run;
+
+/* An epoch's steps: take a batch, set the learning rate, run the step, report, callbacks.
+ * logs->batch: the steps run. */
+static kiln_status fit_batches(fit_run *r, int epoch, nn_progress *prog, kiln_logs *logs) {
+    kiln_model *m = r->m;
+    nn_stepper *sp = &r->step;
+    double sum_loss = 0, sum_hit = 0, sum_top = 0, t0 = kiln_now();
+    int64_t s = 0;
+    nn_step_io io;
+    kiln_status st;
+    while (!(st = nn_stepper_next(sp, m, &io)) && io.x) {
+        double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)r->steps, (double)r->epochs);
+        if ((st = nn_set_lr(m, lr))) break;
+        if ((st = nn_step(sp, m, &io, epoch, s + 1, lr))) {
+            if (prog->verbose) fputc('\n', stdout);
+            break;
+        }
+        if (io.skipped) continue;
+        s++;
+        sum_loss += io.loss; sum_hit += io.correct; sum_top += io.topk;
+        logs->batch = s;
+        logs->loss = sum_loss / (double)s;
+        logs->accuracy = sum_hit / (double)(s * sp->batch * sp->world);
+        logs->top_k = sum_top / (double)(s * sp->batch * sp->world);
+        logs->lr = lr;
+        logs->seconds = kiln_now() - t0;
+        nn_progress_batch(prog, s, logs);
+        if ((st = nn_callbacks_batch_end(m, r->o, r->cbs, logs))) break;
+        if (m->stop || (r->o->steps_per_epoch > 0 && s >= r->o->steps_per_epoch)) break;
+    }
+    logs->seconds = kiln_now() - t0;
+    return st;
+}
+
+/* One epoch: its steps, then validation, history, the epoch's report and callbacks. */
+static kiln_status fit_epoch(fit_run *r, kiln_data *val, int epoch) {
+    kiln_model *m = r->m;
+    kiln_status st;
+    if ((st = nn_callbacks_epoch_begin(m, r->o, epoch)) || (st = nn_stepper_epoch(&r->step, epoch))) return st;
+    nn_progress prog;
+    nn_progress_begin(&prog, m, r->o->verbose, epoch, r->epochs, r->steps);
+    kiln_logs logs = { .epoch = epoch, .steps = r->steps };
+    st = fit_batches(r, epoch, &prog, &logs);
+    nn_stepper_epoch_end(&r->step);
+    if (st) return st;
+    int64_t s = logs.batch;
+    if (s == 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: epoch %d had no full batch of %d examples", epoch, r->step.batch);
+    if (m->stop || s != r->steps) { logs.steps = s; prog.steps = s; }
+    if (!m->stop) r->steps = s;                /* the estimate, corrected */
+    logs.images_per_sec = logs.seconds > 0 ? (double)(s * r->step.batch * r->step.world) / logs.seconds : 0;
+    nn_precision_logs(m, &m->train, &logs);
+    if (val) {
+        kiln_eval_result e;
+        if ((st = nn_evaluate_pipeline(m, val, &e))) return st;
+        logs.has_val = true;
+        logs.val_loss = e.loss;
+        logs.val_accuracy = e.accuracy;
+        logs.val_top_k = e.top_k;
+    }
+    m->epoch = epoch;
+    if ((st = history_add(m, &logs))) return st;
+    nn_progress_end(&prog, &logs);
+    return nn_callbacks_epoch_end(m, r->o, r->cbs, &logs);
+}
+
 /* The training loop. train: batched, checked; val: NULL or checked. */
 kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const kiln_fit_opts *o) {
-    int batch = (int)kiln_data_batch_size(train);
-    int epochs = o->epochs > 0 ? o->epochs : 1;
-    int64_t steps = full_steps(train);
-    if (steps <= 0)
-        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: the training pipeline yields no full batch of %d examples; use a smaller batch size", batch);
+    fit_run r = { .m = m, .o = o, .epochs = o->epochs > 0 ? o->epochs : 1, .steps = full_steps(train) };
+    if (r.steps <= 0)
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: the training pipeline yields no full batch of %d examples; use a "
+                              "smaller batch size", (int)kiln_data_batch_size(train));
     if (o->steps_per_epoch < 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: steps_per_epoch %d is negative", o->steps_per_epoch);
-    if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
-    kiln_status st;
-    nn_dist_fit df;           /* o->dist / o->devices: this rank's or replica's part of each global batch (fit_dist.c) */
-    nn_cb_state *cbs = NULL;
-    kiln_data_iter *it = NULL;
-    if ((st = nn_dist_begin(&df, m, &train, &batch, &o))) goto done;
-    m->float_labels = kiln_data_label_dtype(train) == KILN_F32;
-    if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit")) || (st = nn_ensure_train(m, batch)) ||
-        (st = nn_dist_session(&df, m)))
-        goto done;
-    m->last_fit_batch = batch;
-    kiln_session_set_check_numerics(m->s, o->debug_numerics);
-    cbs = o->n_callbacks > 0 ? kiln_calloc((size_t)o->n_callbacks, sizeof *cbs) : NULL;
-    if (o->n_callbacks > 0 && !cbs) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory"); goto done; }
-    if ((st = nn_callbacks_begin(m, o, cbs))) goto done;
-    m->stop = false;
-    nn_forward *f = &m->train;
-    kiln_node *fetch[3] = { f->loss, f->out, f->finite };          /* finite: the step's guard (grad_guard.c) */
-    kiln_tensor *outs[3] = { f->loss_t, f->out_t, f->finite_t };
-    int n_fetch = f->finite ? 3 : 2;
-    for (int epoch = o->initial_epoch + 1; epoch <= epochs && !m->stop; epoch++) {
-        if ((st = nn_callbacks_epoch_begin(m, o, epoch))) break;
-        if ((st = kiln_data_iter_new(train, (uint64_t)epoch, &it))) break;
-        nn_progress prog;
-        nn_progress_begin(&prog, m, o->verbose, epoch, epochs, steps);
-        kiln_logs logs = { .epoch = epoch, .steps = steps };
-        double sum_loss = 0, sum_hit = 0, sum_top = 0, t0 = kiln_now();
-        int64_t s = 0;
-        /* Host batches: look one batch ahead, so the session copies it to the GPU (if any) while
-         * this one trains; the iterator keeps both valid. Resident data feeds only indices. */
-        bool ahead = f->resident_n == 0;
-        kiln_tensor *nx = NULL, *ny = NULL;
-        if (ahead && ((st = kiln_data_iter_hold(it, 2)) || (st = kiln_data_iter_next(it, &nx, &ny)))) goto done;
-        for (;;) {
-            kiln_tensor *x, *y;
-            if (ahead) {
-                x = nx;
-                y = ny;
-                if (x && (st = kiln_data_iter_next(it, &nx, &ny))) goto done;
-            } else if ((st = kiln_data_iter_next(it, &x, &y))) goto done;
-            if (!x) break;
-            if (x->shape.dim[0] != batch * df.split) continue;   /* a kept remainder: skipped, like kiln_fit */
-            double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)steps, (double)epochs);
-            if ((st = nn_set_lr(m, lr))) goto done;
-            kiln_feed feeds[2] = { { f->x, x }, { f->y, y } };
-            int n_feeds = 2;
-            if (f->resident_n > 0) {     /* resident data: x holds the batch's example indices */
-                int32_t *ix = m->res.idx_t->data;
-                int64_t *keys = m->res.keys_t->data;
-                const float *xf = x->data;
-                for (int b = 0; b < batch; b++) {
-                    ix[b] = (int32_t)xf[b];
-                    /* the key the host augment gives this example this epoch: same crop and flip */
-                    keys[b] = (int64_t)kiln_data_example_key(m->res.seed, (uint64_t)epoch, ix[b]);
-                }
-                feeds[0] = (kiln_feed){ f->idx, m->res.idx_t };
-                feeds[1] = (kiln_feed){ f->keys, m->res.keys_t };
-                n_feeds = f->keys ? 2 : 1;
-            }
-            kiln_feed next[2] = { { f->x, nx }, { f->y, ny } };
-            int n_next = ahead && nx && nx->shape.dim[0] == batch ? 2 : 0;
-            double l = 0, c = 0, k = 0;
-            if (df.split > 1)               /* mirrored replicas on several GPUs (fit_dist.c) */
-                st = nn_mirror_step(&df, m, x, y, &l, &c, &k);
-            else if (f->accumulate > 1)     /* N micro-batches, one update (fit_accumulate.c) */
-                st = nn_accum_run(m, f, feeds, n_feeds, y, next, n_next, &l, &c, &k);
-            else if (!(st = kiln_session_run_ahead(m->s, feeds, n_feeds, fetch, outs, n_fetch, &f->step, 1, next, n_next))) {
-                l = kiln_tensor_get(f->loss_t, 0);
-                nn_batch_metrics(m, f->out_t, y, batch, &c, &k);
-            }
-            if (st == KILN_NUMERIC_ERROR && o->debug_numerics) st = nn_numerics_step(m, epoch, s + 1);   /* numerics.c */
-            if (!st && df.split <= 1) st = nn_dist_step(&df, &l, &c, &k);   /* over every rank's rows (MPI) */
-            if (st) { if (prog.verbose) fputc('\n', stdout); goto done; }
-            if (!isfinite(l) && f->loss_scale) continue;     /* mixed_float16: the step was skipped (counted in the graph) */
-            if (nn_numerics_tripped(f, l)) {   /* the update was skipped (every replica's, mirrored): stop, naming where (numerics.c) */
-                if (prog.verbose) fputc('\n', stdout);
-                st = nn_numerics_bad_step(m, f, epoch, s + 1, lr, l, feeds, n_feeds, f->resident_n ? NULL : x, df.split <= 1);
-                goto done;
-            }
-            s++;
-            sum_loss += l; sum_hit += c; sum_top += k;
-            logs.batch = s;
-            logs.loss = sum_loss / (double)s;
-            logs.accuracy = sum_hit / (double)(s * batch * df.world);
-            logs.top_k = sum_top / (double)(s * batch * df.world);
-            logs.lr = lr;
-            logs.seconds = kiln_now() - t0;
-            nn_progress_batch(&prog, s, &logs);
-            if ((st = nn_callbacks_batch_end(m, o, cbs, &logs))) goto done;
-            if (m->stop || (o->steps_per_epoch > 0 && s >= o->steps_per_epoch)) break;
-        }
-        logs.seconds = kiln_now() - t0;
-        kiln_data_iter_free(it);                /* stops prefetch workers mid-epoch too */
-        it = NULL;
-        if (s == 0) { st = kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: epoch %d had no full batch of %d examples", epoch, batch); goto done; }
-        if (m->stop || s != steps) { logs.steps = s; prog.steps = s; }
-        if (!m->stop) steps = s;                /* the estimate, corrected */
-        logs.images_per_sec = logs.seconds > 0 ? (double)(logs.batch * batch * df.world) / logs.seconds : 0;
-        nn_precision_logs(m, f, &logs);
-        if (val) {
-            kiln_eval_result r;
-            if ((st = nn_evaluate_pipeline(m, val, &r))) goto done;
-            logs.has_val = true;
-            logs.val_loss = r.loss;
-            logs.val_accuracy = r.accuracy;
-            logs.val_top_k = r.top_k;
-        }
-        m->epoch = epoch;
-        if ((st = history_add(m, &logs))) goto done;
-        nn_progress_end(&prog, &logs);
-        if ((st = nn_callbacks_epoch_end(m, o, cbs, &logs))) goto done;
+    if (o->steps_per_epoch > 0 && o->steps_per_epoch < r.steps) r.steps = o->steps_per_epoch;
+    /* the kind of step (plain, accumulated, mirrored; across ranks), chosen once (fit_step.c) */
+    kiln_status st = nn_stepper_begin(&r.step, m, train, o);
+    r.o = &r.step.opts;
+    if (!st) {
+        m->last_fit_batch = r.step.batch;
+        kiln_session_set_check_numerics(m->s, r.o->debug_numerics);
+        r.cbs = r.o->n_callbacks > 0 ? kiln_calloc((size_t)r.o->n_callbacks, sizeof *r.cbs) : NULL;
+        if (r.o->n_callbacks > 0 && !r.cbs) st = kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
+        else if (!(st = nn_callbacks_begin(m, r.o, r.cbs))) m->stop = false;
     }
-done:
-    if (st == KILN_OUT_OF_MEMORY && df.split <= 1) nn_oom_precision_advice(m, batch);   /* oom_precision.c */
+    for (int epoch = r.o->initial_epoch + 1; !st && epoch <= r.epochs && !m->stop; epoch++) st = fit_epoch(&r, val, epoch);
+    if (st == KILN_OUT_OF_MEMORY && r.step.split <= 1) nn_oom_precision_advice(m, r.step.batch);   /* oom_precision.c */
     if (m->s) kiln_session_set_check_numerics(m->s, false);
-    kiln_data_iter_free(it);
-    if (cbs) nn_callbacks_end(o, cbs);
-    kiln_free(cbs);
-    nn_dist_end(&df, m);
+    if (r.cbs) nn_callbacks_end(r.o, r.cbs);
+    kiln_free(r.cbs);
+    nn_stepper_end(&r.step, m);
     return st;
 }
 
@@ -277,7 +245,11 @@ kiln_status kiln_fit_data(kiln_model *m, kiln_data *train, const kiln_fit_opts *
         val = owned;
     }
     if (val && (st = nn_check_pipeline(m, val, "kiln_fit (validation)", false))) { kiln_data_free(owned); return st; }
-    st = nn_fit_loop(m, train, val, o);
+    /* data_on_device: the examples in the session's memory, the loop over their numbers (fit_resident.c) */
+    nn_resident_data res = { 0 };
+    if (!o->data_on_device || !(st = nn_resident_from_pipeline(m, train, o, &res)))
+        st = nn_fit_loop(m, res.index ? res.index : train, val, o);
+    if (o->data_on_device) nn_resident_data_free(m, &res);
     kiln_data_free(owned);
     return st;
 }
