@@ -79,6 +79,14 @@ struct kiln_session {
 };
 
 static inline size_t node_bytes(const kiln_node *n) { return (size_t)kiln_shape_numel(n->shape) * kiln_dtype_size(n->dtype); }
+/* Makes the device backend of `space` current for the kernels launched next (once per switch). */
+static inline kiln_status rt_activate(kiln_session *s, int space) {
+    const kiln_backend *be = s->be[space];
+    if (space == KILN_SPACE_HOST || s->active == be) return KILN_OK;
+    kiln_status st = be->activate ? be->activate(be) : KILN_OK;
+    if (st == KILN_OK) s->active = be;
+    return st;
+}
 /* A collective step's buffer in this run's binding. */
 static inline char *rt_step_buf(kiln_session *s, const kiln_plan_step *stp) { return (char *)s->data[stp->space][stp->buf_id] + stp->buf_off; }
 
@@ -86,8 +94,6 @@ static inline char *rt_step_buf(kiln_session *s, const kiln_plan_step *stp) { re
 kiln_status rt_grow_ids(kiln_session *s);
 kiln_status rt_place(kiln_session *s);
 kiln_status rt_var_store(kiln_session *s, kiln_node *v, int space);
-/* Makes the device backend of `space` current for the kernels launched next (once per switch). */
-kiln_status rt_activate(kiln_session *s, int space);
 /* plan_cache.c: the cached plan for this fetch set, built (placement, plan, variables moved,
  * arenas grown) on first use. */
 kiln_status rt_get_plan(kiln_session *s, const kiln_feed *feeds, int n_feeds, kiln_node *const *fetches,

@@ -40,14 +40,6 @@ kiln_status rt_place(kiln_session *s) {
     return kiln_place(s->g, &pl, s->place);
 }
 
-kiln_status rt_activate(kiln_session *s, int space) {
-    const kiln_backend *be = s->be[space];
-    if (space == KILN_SPACE_HOST || s->active == be) return KILN_OK;
-    kiln_status st = be->activate ? be->activate(be) : KILN_OK;
-    if (st == KILN_OK) s->active = be;
-    return st;
-}
-
 /* ---- variables: created on first use, initialised on the host, moved to their space ---- */
 static kiln_status var_to_host(kiln_session *s, kiln_node *v) {
     size_t bytes = node_bytes(v);
