@@ -169,30 +169,3 @@ void cli_split_name(const data_src *ds, char *buf, size_t n) {
     else if (ds->whole) snprintf(buf, n, "overall");
     else snprintf(buf, n, "test");
 }
-
-kiln_dataset *cli_materialize(kiln_data *src, int64_t n) {
-    kiln_shape es = kiln_data_example_shape(src);
-    int classes = kiln_data_num_classes(src);
-    kiln_shape xs = { es.rank + 1, { n } };
-    for (int i = 0; i < es.rank; i++) xs.dim[i + 1] = es.dim[i];
-    kiln_tensor *x = kiln_tensor_new(KILN_F32, xs), *y = kiln_tensor_new(KILN_I32, KILN_SHAPE(n));
-    kiln_data *d = kiln_data_batch(kiln_data_take(src, n), 512, false);
-    kiln_data_iter *it = NULL;
-    kiln_dataset *out = NULL;
-    int64_t row = 0, per = kiln_shape_numel(es);
-    if (x && y && d && kiln_data_iter_new(d, 0, &it) == KILN_OK) {
-        kiln_tensor *bx, *by;
-        while (kiln_data_iter_next(it, &bx, &by) == KILN_OK && bx) {
-            int64_t b = bx->shape.dim[0];
-            memcpy((float *)x->data + row * per, bx->data, (size_t)(b * per) * sizeof(float));
-            memcpy((int32_t *)y->data + row, by->data, (size_t)b * sizeof(int32_t));
-            row += b;
-        }
-        if (row == n) out = kiln_dataset_from_tensors(x, y, classes);
-    }
-    kiln_data_iter_free(it);
-    kiln_data_free(d);
-    kiln_tensor_free(x);
-    kiln_tensor_free(y);
-    return out;
-}

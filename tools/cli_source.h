@@ -37,6 +37,4 @@ bool cli_augmenting(const kiln_augment_opts *o);
 kiln_data *cli_train_pipeline(const args *a, kiln_data *src, bool images, const kiln_augment_opts *aug);
 /* source -> [cache] -> batch (the last partial batch kept) -> [prefetch]; takes src. */
 kiln_data *cli_eval_pipeline(const args *a, kiln_data *src, bool images);
-/* The first n examples of a bare source as an in-memory dataset (--data-on-device); takes src. */
-kiln_dataset *cli_materialize(kiln_data *src, int64_t n);
 #endif

@@ -154,7 +154,6 @@ typedef struct train_run {
     kiln_compile_opts co;
     int initial;                  /* the epoch training starts from (--load resumes) */
     kiln_data *tp, *vp;           /* the training and evaluation pipelines */
-    kiln_dataset *resident;       /* --data-on-device: the training set, in memory */
     kiln_callback cbs[4];
     int n_cb;
 } train_run;
@@ -163,7 +162,6 @@ static void train_run_free(train_run *t) {
     kiln_model_free(t->m);
     kiln_data_free(t->tp);
     kiln_data_free(t->vp);
-    kiln_dataset_free(t->resident);
     cli_data_src_free(&t->ds);
 }
 
@@ -219,23 +217,19 @@ static int build_model(train_run *t) {
     return a->batch_auto ? cli_auto_batch(a, t->m, t->n_train) : 0;
 }
 
-/* The training input (a pipeline, or with --data-on-device the set in memory) and the evaluation
- * pipeline; they take the data splits. 0, or the exit status. */
+/* The training and evaluation pipelines (with --data-on-device kiln_fit_data reads the training
+ * pipeline's examples into the session's memory); they take the data splits. 0, or the exit status. */
 static int make_pipelines(train_run *t) {
     const args *a = &t->c->a;
     if (a->data_on_device) {
         if (kiln_data_label_dtype(t->ds.train) == KILN_F32) { fprintf(stderr, "kiln train: --data-on-device takes class-id labels; these are values (mse)\n"); return 2; }
         if (t->aug.cutout_size > 0) { fprintf(stderr, "kiln train: --data-on-device does crop and flip on the device, not cutout\n"); return 2; }
-        t->resident = cli_materialize(t->ds.train, t->n_train);   /* takes ds.train */
-        t->ds.train = NULL;
-        if (!t->resident) return cli_fail("train", 1);
-    } else {
-        t->tp = cli_train_pipeline(a, t->ds.train, t->ds.images, &t->aug);
-        t->ds.train = NULL;                  /* owned by tp now */
     }
+    t->tp = cli_train_pipeline(a, t->ds.train, t->ds.images, &t->aug);
+    t->ds.train = NULL;                      /* owned by tp now */
     t->vp = cli_eval_pipeline(a, t->ds.test, t->ds.images);
     t->ds.test = NULL;
-    if ((!t->tp && !t->resident) || !t->vp) return cli_fail("train", 1);
+    if (!t->tp || !t->vp) return cli_fail("train", 1);
     return 0;
 }
 
@@ -274,7 +268,7 @@ static void print_header(const train_run *t) {
     char aug_desc[64] = "";
     if (cli_augmenting(aug))
         snprintf(aug_desc, sizeof aug_desc, ", augment%s%s%s", aug->flip ? " flip" : "", aug->crop_pad ? " crop" : "", aug->cutout_size ? " cutout" : "");
-    if (t->resident)
+    if (a->data_on_device)
         printf("Input: the whole training set in the session's memory (%s); shuffle%s; batches gathered there\n",
                kiln_gpu_available() ? "GPU" : "host", aug_desc);
     else if (a->prefetch > 0)
@@ -290,30 +284,15 @@ static void print_header(const train_run *t) {
 /* Trains from the initial epoch to --epochs; says so when there is nothing to train. */
 static kiln_status fit(train_run *t) {
     const args *a = &t->c->a;
-    kiln_model *m = t->m;
-    kiln_dataset *resident = t->resident;
-    kiln_data *tp = t->tp, *vp = t->vp;
-    const kiln_callback *cbs = t->cbs;
-    int n_cb = t->n_cb, initial = t->initial;
-    kiln_augment_opts aug = t->aug;
+    int initial = t->initial;
     kiln_status st = KILN_OK;
-    if (initial < a->epochs && resident)
-        st = kiln_fit(m, resident, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
-                                                     /* kiln_fit shuffles with shuffle_seed ^ the model's seed (a->seed):
-                                                      * this gives cli_train_pipeline's order, so without augmentation
-                                                      * --data-on-device trains on the same batches */
-                                                     .batch_size = a->batch, .shuffle_seed = 0, .verbose = a->verbose,
-                                                     .callbacks = cbs, .n_callbacks = n_cb, .data_on_device = true,
-                                                     .device_crop_pad = aug.crop_pad, .device_flip = aug.flip,
-                                                     .device_augment_seed = aug.seed, .accumulate_steps = a->accumulate,
-                                                     .debug_numerics = a->debug_numerics, .dist = a->dist, .devices = a->fit_devices,
-                                                    .bucket_bytes = (size_t)a->bucket_kb << 10 });
-    else if (initial < a->epochs)
-        st = kiln_fit_data(m, tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = vp,
-                                                    .verbose = a->verbose, .callbacks = cbs, .n_callbacks = n_cb,
-                                                    .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics,
-                                                    .dist = a->dist, .devices = a->fit_devices,
-                                                    .bucket_bytes = (size_t)a->bucket_kb << 10 });
+    if (initial < a->epochs)
+        st = kiln_fit_data(t->m, t->tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = t->vp,
+                                                          .verbose = a->verbose, .callbacks = t->cbs, .n_callbacks = t->n_cb,
+                                                          .data_on_device = a->data_on_device,
+                                                          .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics,
+                                                          .dist = a->dist, .devices = a->fit_devices,
+                                                          .bucket_bytes = (size_t)a->bucket_kb << 10 });
     else if (a->load) printf("The checkpoint has already trained %d of %d epochs: evaluating only\n", initial, a->epochs);
     else printf("--epochs 0: nothing to train; evaluating the initial weights\n");
     return st;
