@@ -346,9 +346,12 @@ typedef struct kiln_fit_opts {
     int verbose;                       /* 0 silent, 1 progress bar (one line per epoch when not a
                                           terminal), 2 one line per epoch */
     const kiln_callback *callbacks; int n_callbacks;
-    /* kiln_fit only: the whole training set lives in the session's memory (on the GPU when the
-     * model runs there) and each batch is gathered, and augmented, there: per step only the B
-     * example indices travel. Same batches, in the same order, as the host path. */
+    /* The whole training set lives in the session's memory (on the GPU when the model runs
+     * there) and each batch is gathered, and augmented, there: per step only the B example
+     * indices travel. Same batches, in the same order, as the host path. kiln_fit: its dataset;
+     * kiln_fit_data: a pipeline source [-> take/cache/normalize] [-> shuffle] [-> augment
+     * crop/flip] -> batch [-> prefetch], whose examples are read into memory and whose crop/flip
+     * come from its augment node (cutout and float labels are refused). */
     bool data_on_device;
     int device_crop_pad;               /* > 0: random crop after this much zero padding (CIFAR: 4) */
     bool device_flip;                  /* random left-right flips */
