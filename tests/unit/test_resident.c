@@ -6,38 +6,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "check.h"
+#include "resident_fixture.h"
 #include "kiln/nn.h"
 #include "kiln/io.h"
 #include "kiln/pipeline.h"
-
-enum { N = 240, H = 8, W = 8, C = 3 };
-
-static kiln_dataset *make_data(void) {
-    kiln_tensor *x = kiln_tensor_new(KILN_F32, KILN_SHAPE(N, H, W, 1)), *y = kiln_tensor_new(KILN_I32, KILN_SHAPE(N));
-    for (int i = 0; i < N; i++) {
-        int cls = i % C;
-        ((int32_t *)y->data)[i] = cls;
-        for (int p = 0; p < H * W; p++)   /* class = which third of the rows is bright, plus noise */
-            ((float *)x->data)[i * H * W + p] = (p / W) * C / H == cls ? 0.8f + 0.01f * (float)((i * 7 + p) % 13) : 0.1f * (float)((i + p) % 3);
-    }
-    kiln_dataset *d = kiln_dataset_from_tensors(x, y, C);
-    kiln_tensor_free(x);
-    kiln_tensor_free(y);
-    return d;
-}
-
-static kiln_model *make_model(void) {
-    /* KILN_TEST_DEVICE=auto (the *_cudasim ctest) runs the model, gather and crop/flip on the GPU */
-    const char *dev = getenv("KILN_TEST_DEVICE");
-    kiln_model *m = kiln_sequential("tiny", KILN_SHAPE(H, W, 1));
-    kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .filters = 4, .kernel = 3, .padding = KILN_SAME, .activation = KILN_RELU });
-    kiln_layer_flatten(m, NULL);
-    kiln_layer_dense(m, &(kiln_dense_opts){ .units = C });
-    kiln_model_set_seed(m, 5);
-    kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(0.01), .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY,
-                                          .from_logits = true, .metrics = KILN_METRIC_ACCURACY, .device = dev ? dev : "cpu" });
-    return m;
-}
 
 enum { AUG_SEED = 1234 };
 
