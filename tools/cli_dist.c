@@ -9,7 +9,6 @@
 #include "kiln/kiln.h"
 #include "tools/cli_ctx.h"
 #include "tools/cli_dist.h"
-#include "dist/dist_internal.h"     /* dist_agree */
 
 static int env_int(const char *name, int dflt) {
     const char *v = getenv(name);
@@ -69,10 +68,10 @@ int cli_dist_run(cli_ctx *c, int (*train)(cli_ctx *)) {
      * data set's size, steps and model: kiln_fit's own check) */
     char seed[24];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)a->seed);
-    const dist_fact facts[] = {
-        { "--model", dist_hash(a->model), a->model ? a->model : "", false },
-        { "--optimizer", dist_hash(a->optimizer), a->optimizer ? a->optimizer : "", false },
-        { "--precision", dist_hash(a->precision), a->precision ? a->precision : "", false },
+    const kiln_dist_fact facts[] = {
+        { "--model", kiln_dist_hash(a->model), a->model ? a->model : "", false },
+        { "--optimizer", kiln_dist_hash(a->optimizer), a->optimizer ? a->optimizer : "", false },
+        { "--precision", kiln_dist_hash(a->precision), a->precision ? a->precision : "", false },
         { "--batch-size", a->batch_auto ? -1 : a->batch, NULL, false },
         { "--epochs", a->epochs, NULL, false },
         { "--limit", a->limit, NULL, false },
@@ -81,9 +80,9 @@ int cli_dist_run(cli_ctx *c, int (*train)(cli_ctx *)) {
         { "--sync-batchnorm", a->sync_batchnorm, NULL, false },
         { "--seed", (int64_t)a->seed, seed, true },
     };
-    if (dist_agree(d, facts, (int)(sizeof facts / sizeof *facts))) {
+    if (kiln_dist_agree(d, facts, (int)(sizeof facts / sizeof *facts))) {
         fprintf(stderr, "kiln train: %s\n", kiln_last_error());
-        if (!d->disagreed) kiln_dist_abort(d, 2, kiln_last_error());    /* it failed alone: the others wait */
+        if (!kiln_dist_disagreed(d)) kiln_dist_abort(d, 2, kiln_last_error());    /* it failed alone: the others wait */
         kiln_dist_free(d);
         return 2;
     }
@@ -124,7 +123,7 @@ int cli_dist_run(cli_ctx *c, int (*train)(cli_ctx *)) {
     a->dist = d;
     int rc = train(c);
     a->dist = NULL;
-    if (rc != 0 && d->disagreed) {     /* every rank found the same difference and said so: none waits */
+    if (rc != 0 && kiln_dist_disagreed(d)) {     /* every rank found the same difference and said so: none waits */
         kiln_dist_free(d);
         return rc;
     }

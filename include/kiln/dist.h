@@ -53,6 +53,24 @@ const char *kiln_dist_host(const kiln_dist *d);
  * returns (the caller exits as usual). */
 void kiln_dist_abort(const kiln_dist *d, int code, const char *msg);
 
+/* One value every process must hold alike before training (an option, a data set's size), for
+ * kiln_dist_agree. value: the value (a string's: kiln_dist_hash of it); shown: the string for
+ * messages (NULL: the number); warn_only: a difference is a warning on rank 0, not an error. */
+typedef struct kiln_dist_fact {
+    const char *what;        /* "--batch-size", "training examples" */
+    int64_t value;
+    const char *shown;
+    bool warn_only;
+} kiln_dist_fact;
+int64_t kiln_dist_hash(const char *s);      /* FNV-1a; NULL and "" alike */
+/* Every rank exchanges facts[0..n) once (one small all-gather): a difference is
+ * KILN_INVALID_ARGUMENT on every rank naming each fact and the values ("rank 1 has --batch-size
+ * 32, rank 0 has 64"), and kiln_dist_disagreed turns true, so no rank need abort the others.
+ * Another error (out of memory) failed on this rank alone: end the job with kiln_dist_abort.
+ * No-op with one process. kiln_fit checks the data set's size and steps itself. */
+kiln_status kiln_dist_agree(kiln_dist *d, const kiln_dist_fact *facts, int n);
+bool kiln_dist_disagreed(const kiln_dist *d);
+
 /* Collectives, in place, over every rank (no-ops with one process). */
 kiln_status kiln_dist_allreduce_sum_f32(kiln_dist *d, float *x, int64_t n);
 kiln_status kiln_dist_allreduce_sum_f64(kiln_dist *d, double *x, int64_t n);

@@ -66,7 +66,9 @@ void kiln_dist_abort(const kiln_dist *d, int code, const char *msg) {
     dist_tp_abort(d, code ? code : 1);
 }
 
-int64_t dist_hash(const char *s) {
+bool kiln_dist_disagreed(const kiln_dist *d) { return d && d->disagreed; }
+
+int64_t kiln_dist_hash(const char *s) {
     uint64_t h = 0xcbf29ce484222325ull;       /* FNV-1a */
     for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
     return (int64_t)(h >> 1);
@@ -75,12 +77,12 @@ int64_t dist_hash(const char *s) {
 /* What each rank sends for one fact: the value and how to show it. */
 typedef struct fact_rec { int64_t v; char shown[56]; } fact_rec;
 
-static void show(const dist_fact *f, const fact_rec *r, char *buf, size_t n) {
+static void show(const kiln_dist_fact *f, const fact_rec *r, char *buf, size_t n) {
     if (f->shown) snprintf(buf, n, "%s%s", *r->shown ? r->shown : "(none)", strlen(r->shown) == sizeof r->shown - 1 ? "..." : "");
     else snprintf(buf, n, "%lld", (long long)r->v);
 }
 
-kiln_status dist_agree(kiln_dist *d, const dist_fact *facts, int n) {
+kiln_status kiln_dist_agree(kiln_dist *d, const kiln_dist_fact *facts, int n) {
     if (!d || d->size <= 1 || n <= 0) return KILN_OK;
     size_t bytes = (size_t)n * sizeof(fact_rec);
     fact_rec *mine = kiln_calloc((size_t)n, sizeof *mine), *all = kiln_calloc((size_t)n * (size_t)d->size, sizeof *all);
@@ -90,7 +92,7 @@ kiln_status dist_agree(kiln_dist *d, const dist_fact *facts, int n) {
         return kiln_set_error(KILN_OUT_OF_MEMORY, "rank %d: out of host memory", d->rank);
     }
     for (int i = 0; i < n; i++) {
-        mine[i].v = facts[i].v;
+        mine[i].v = facts[i].value;
         if (facts[i].shown) snprintf(mine[i].shown, sizeof mine[i].shown, "%s", facts[i].shown);
     }
     kiln_status st = dist_tp_allgather(d, mine, all, bytes);

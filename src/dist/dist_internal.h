@@ -19,20 +19,6 @@ struct kiln_dist {
     bool disagreed;          /* dist_agree found ranks that differ: every rank knows, none need abort the others */
 };
 
-/* One value every rank must hold alike before training (dist_agree): an option, a data set size.
- * v: the value (a string's: dist_hash of it); shown: the string for messages (NULL: v). */
-typedef struct dist_fact {
-    const char *what;        /* "--batch-size", "training examples" */
-    int64_t v;
-    const char *shown;
-    bool warn_only;          /* a difference is a warning on rank 0 (--seed: shards overlap), not an error */
-} dist_fact;
-int64_t dist_hash(const char *s);      /* NULL and "" alike */
-/* All ranks exchange facts[0..n) once (one all-gather of a small fixed record each); a difference
- * is an error on every rank naming each fact and the values ("rank 1 has --batch-size 32, rank 0
- * has 64") and sets d->disagreed; warn_only facts only warn. No-op with one process. */
-kiln_status dist_agree(kiln_dist *d, const dist_fact *facts, int n);
-
 /* transport (dist_mpi.c / dist_nompi.c) */
 bool dist_tp_built(void);
 kiln_status dist_tp_init(kiln_dist *d, int *argc, char ***argv);

@@ -13,13 +13,13 @@
 
 /* Ranks that differ in their data set's size, batch, epochs or model would wait for each other
  * in an all-reduce forever (or train apart): every rank checks they agree, once, before the first
- * step; a difference is an error on every rank naming it (dist_agree). */
+ * step; a difference is an error on every rank naming it (kiln_dist_agree). */
 static kiln_status agree(kiln_dist *d, kiln_model *m, const kiln_data *train, int batch, const kiln_fit_opts *o) {
     const kiln_data *b = train;
     while (b && b->kind != KILN_DN_BATCH) b = b->input;
     int64_t steps = kiln_data_cardinality(train);
     if (o->steps_per_epoch > 0 && o->steps_per_epoch < steps) steps = o->steps_per_epoch;
-    const dist_fact facts[] = {
+    const kiln_dist_fact facts[] = {
         { "training examples", b && b->input ? b->input->card : -1, NULL, false },
         { "global batch size", batch, NULL, false },
         { "steps per epoch", steps, NULL, false },
@@ -29,7 +29,7 @@ static kiln_status agree(kiln_dist *d, kiln_model *m, const kiln_data *train, in
         { "trainable parameters", kiln_model_param_count(m, true), NULL, false },
         { "gradient bucket bytes", (int64_t)d->bucket_bytes, NULL, false },
     };
-    return dist_agree(d, facts, (int)(sizeof facts / sizeof *facts));
+    return kiln_dist_agree(d, facts, (int)(sizeof facts / sizeof *facts));
 }
 
 kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int *batch, kiln_fit_opts *o) {
@@ -83,10 +83,8 @@ kiln_status nn_dist_session(nn_dist_fit *df, kiln_model *m, const kiln_fit_opts 
     if (st == KILN_OK) st = kiln_dist_broadcast(df->d, &step, sizeof step, 0);
     if (st == KILN_OK) kiln_session_set_step(m->s, step);
     size_t bucket = o->bucket_bytes ? o->bucket_bytes : df->d->bucket_bytes;
-    if (st == KILN_OK) st = kiln_session_set_grad_reduce(m->s, kiln_dist_grad_mean, df->d, bucket);
-    static const kiln_grad_reduce_async overlapped = { kiln_dist_grad_mean_start, kiln_dist_grad_mean_progress, kiln_dist_grad_mean_finish };
-    if (st == KILN_OK && kiln_grad_overlap_enabled()) st = kiln_session_set_grad_reduce_async(m->s, &overlapped, df->d);
-    if (st == KILN_OK && m->copts.sync_batchnorm) st = kiln_session_set_cross_replica_sum(m->s, kiln_dist_cross_replica_sum, df->d);
+    kiln_collectives mpi = kiln_dist_collectives(df->d);
+    if (st == KILN_OK) st = kiln_session_set_collectives(m->s, &mpi, bucket, kiln_grad_overlap_enabled(), m->copts.sync_batchnorm);
     return st;
 }
 
@@ -103,7 +101,7 @@ kiln_status nn_dist_step(nn_dist_fit *df, double *loss, double *correct, double 
 
 void nn_dist_end(nn_dist_fit *df, kiln_model *m) {
     if (!df->d) return;
-    if (m->s) kiln_session_set_grad_reduce(m->s, NULL, NULL, 0);
+    if (m->s) kiln_session_set_collectives(m->s, NULL, 0, false, false);
     kiln_data_free(df->shard);     /* borrows the caller's pipeline: frees only itself */
     kiln_free(df->cbs);
     df->d = NULL;

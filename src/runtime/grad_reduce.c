@@ -1,6 +1,5 @@
 /* Data parallelism's collective service for one session (MPI ranks, src/nn/fit_dist.c): its
- * setters (kiln_session_set_collectives, or the older hooks: blocking mean, its nonblocking form,
- * the cross-replica sum, wrapped as one service) and the collective and wait steps the collective pass (plan_reduce.c) inserts, run by the step loop.
+ * setter (kiln_session_set_collectives) and the collective and wait steps the collective pass (plan_reduce.c) inserts, run by the step loop.
  * Device buffers travel through one host staging buffer, sized by the pass. Mirrored replicas'
  * steps are NCCL groups issued by replicas.c instead. */
 #include <string.h>
@@ -13,36 +12,6 @@ static kiln_status need_reduce(kiln_session *s, const char *what) {
     if (!(s->reduce = kiln_calloc(1, sizeof *s->reduce))) return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of host memory", what);
     s->reduce->bucket = (size_t)4 << 20;
     return KILN_OK;
-}
-
-/* The hooks as a collective service (ctx: the session's rt_reduce; members 1). */
-static kiln_status hook_mean(void *ctx, float *const *bufs, const size_t *counts, int n) {
-    struct rt_reduce *r = ctx;
-    kiln_status st = KILN_OK;
-    for (int b = 0; b < n && st == KILN_OK; b++) st = r->fn(r->user, bufs[b], (int64_t)counts[b]);
-    return st;
-}
-static kiln_status hook_start(void *ctx, float *const *bufs, const size_t *counts, int n) {
-    struct rt_reduce *r = ctx;
-    kiln_status st = KILN_OK;
-    for (int b = 0; b < n && st == KILN_OK; b++) st = r->async.start(r->async_user, bufs[b], (int64_t)counts[b]);
-    return st;
-}
-static kiln_status hook_progress(void *ctx) { struct rt_reduce *r = ctx; return r->async.progress(r->async_user); }
-static kiln_status hook_finish(void *ctx) { struct rt_reduce *r = ctx; return r->async.finish(r->async_user); }
-static kiln_status hook_sum(void *ctx, void *const *bufs, const size_t *counts, int n, kiln_dtype dtype) {
-    struct rt_reduce *r = ctx;
-    kiln_status st = KILN_OK;
-    for (int b = 0; b < n && st == KILN_OK; b++) st = r->xsum(r->xsum_user, bufs[b], (int64_t)counts[b], dtype);
-    return st;
-}
-
-static void hooks_installed(kiln_session *s) {
-    struct rt_reduce *r = s->reduce;
-    r->svc = (kiln_collectives){ "hooks", r, 1, false, r->fn ? hook_mean : NULL, r->async.start ? hook_start : NULL,
-                                 r->async.progress ? hook_progress : NULL, r->async.finish ? hook_finish : NULL,
-                                 r->xsum ? hook_sum : NULL, NULL, NULL };
-    s->coll_gen++;
 }
 
 kiln_status kiln_session_set_collectives(kiln_session *s, const kiln_collectives *c, size_t bucket_bytes, bool overlap, bool cross_replica) {
@@ -59,43 +28,6 @@ kiln_status kiln_session_set_collectives(kiln_session *s, const kiln_collectives
     if (!cross_replica) s->reduce->svc.sum = NULL;
     s->reduce->bucket = bucket_bytes >= 64 ? bucket_bytes : (size_t)4 << 20;
     s->coll_gen++;
-    return KILN_OK;
-}
-
-kiln_status kiln_session_set_grad_reduce(kiln_session *s, kiln_grad_reduce_fn fn, void *user, size_t bucket_bytes) {
-    if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce: NULL session");
-    if (!fn) { rt_reduce_free(s); return KILN_OK; }   /* the cross-replica sum hook goes with it */
-    if (s->reduce && s->reduce->replica) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce: the session is a replica (deferred)");
-    kiln_status st = need_reduce(s, "gradient all-reduce");
-    if (st != KILN_OK) return st;
-    s->reduce->fn = fn;
-    s->reduce->user = user;
-    s->reduce->bucket = bucket_bytes >= 64 ? bucket_bytes : (size_t)4 << 20;
-    hooks_installed(s);
-    return KILN_OK;
-}
-
-kiln_status kiln_session_set_grad_reduce_async(kiln_session *s, const kiln_grad_reduce_async *a, void *user) {
-    if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce_async: NULL session");
-    if (!s->reduce || s->reduce->replica)
-        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce_async: set the blocking reduction first "
-                              "(kiln_session_set_grad_reduce, the fallback for device gradients)");
-    if (a && (!a->start || !a->finish))
-        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_grad_reduce_async: start and finish are required");
-    s->reduce->async = a ? *a : (kiln_grad_reduce_async){ 0 };
-    s->reduce->async_user = user;
-    hooks_installed(s);
-    return KILN_OK;
-}
-
-kiln_status kiln_session_set_cross_replica_sum(kiln_session *s, kiln_cross_replica_fn fn, void *user) {
-    if (!s) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_session_set_cross_replica_sum: NULL session");
-    if (!s->reduce && !fn) return KILN_OK;
-    kiln_status st = need_reduce(s, "cross-replica sum");
-    if (st != KILN_OK) return st;
-    s->reduce->xsum = fn;
-    s->reduce->xsum_user = user;
-    hooks_installed(s);
     return KILN_OK;
 }
 

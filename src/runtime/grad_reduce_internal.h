@@ -20,12 +20,6 @@ struct rt_reduce {
      * gradient reduction; start NULL: blocking only; sum NULL: CrossReplicaSum is the identity */
     kiln_collectives svc;
     size_t bucket;
-    kiln_grad_reduce_fn fn;         /* the hooks behind svc when set through them (grad_reduce.h) */
-    void *user;
-    kiln_grad_reduce_async async;
-    void *async_user;
-    kiln_cross_replica_fn xsum;
-    void *xsum_user;
     bool replica;            /* replicas.c runs this session's collective steps, as NCCL groups */
     bool overlap;            /* replica: buckets start during the backward pass */
     uint64_t gen;            /* bumped by every change: step lists are derived again */

@@ -57,7 +57,7 @@ void kiln_replicas_free(kiln_replicas *r) {
     if (r->coll.ctx) r->coll.free(r->coll.ctx);
     for (int k = 1; k < r->n; k++) kiln_session_free(r->s[k]);
     if (r->s[0]) {
-        kiln_session_set_grad_reduce(r->s[0], NULL, NULL, 0);   /* s0 runs alone again */
+        kiln_session_set_collectives(r->s[0], NULL, 0, false, false);   /* s0 runs alone again */
         r->s[0]->active = NULL;
         r->s[0]->replica_groups += r->early_groups;
         r->s[0]->replica_broadcasts += r->broadcast_vars;
