@@ -26,6 +26,9 @@ typedef struct kiln_device_info {
 kiln_status kiln_device_list(kiln_device_info *out, int max, int *n);
 /* True when the CUDA backend loaded and at least one GPU answers. */
 bool kiln_gpu_available(void);
+/* This build made the CUDA backend (libkiln_cuda.so, loaded at run time): TensorFlow's
+ * tf.test.is_built_with_cuda(). Says nothing about a GPU being present (kiln_gpu_available). */
+bool kiln_built_with_cuda(void);
 /* The CPU runs bf16 arithmetic natively (AVX512-BF16 or AMX-BF16): the mixed_bfloat16 policy's
  * convolutions and matmuls then run in bf16 through oneDNN. KILN_CPU_BF16=0 answers false. */
 bool kiln_cpu_has_bf16(void);

@@ -165,6 +165,35 @@ kiln_layer *kiln_layer_activation(kiln_model *m, const kiln_activation_opts *o);
 kiln_layer *kiln_layer_concatenate(kiln_model *m, const kiln_merge_opts *o);
 kiln_layer *kiln_layer_add(kiln_model *m, const kiln_merge_opts *o);
 
+/* Any layer type by its Keras class name and Keras config, e.g. ("Conv2D", "{\"filters\": 32,
+ * \"kernel_size\": 3, \"activation\": \"relu\"}"): what a front end builds on. The config
+ * (a JSON object; NULL or "" = {}) is read with the rules of kiln_model_from_json: options Kiln
+ * honours, keys accepted when their value does not change the math, anything else an error
+ * naming the layer and the key. inputs: n_inputs layers of m (0: the previous layer of a
+ * sequential model). The input shape is the model's (kiln_sequential, kiln_input), not a
+ * layer's. Returns the layer's output; NULL on error (sticky on m). */
+kiln_layer *kiln_layer_from_config(kiln_model *m, const char *class_name, const char *config_json, kiln_layer *const *inputs, int n_inputs);
+/* The layer classes kiln_layer_from_config takes, as JSON: [{"class_name": "Dense", "base":
+ * "dense" (automatic names), "min_inputs": 1, "max_inputs": 1, "options": [{"name": "units",
+ * "type": "int", "required": true}, {"name": "activation", "type": "activation", "required":
+ * false, "default": "linear"}, ...]}, ...], options in Keras's argument order. Types: int, int2
+ * (an int or a pair), float, bool, seed, shape, activation, padding, initializer. *out: release
+ * with free(). */
+kiln_status kiln_layer_classes_json(char **out);
+
+/* ---- weights, as Keras' model.weights / get_weights / set_weights: per layer in order, each
+ * layer's in the order it made them (Dense kernel, bias; BatchNormalization gamma, beta,
+ * moving_mean, moving_variance). Names "<layer>/<weight>"; i out of range: NULL / rank 0. ---- */
+int kiln_layer_weight_count(const kiln_layer *l);
+const char *kiln_layer_weight_name(const kiln_layer *l, int i);
+kiln_shape kiln_layer_weight_shape(const kiln_layer *l, int i);
+bool kiln_layer_weight_trainable(const kiln_layer *l, int i);
+/* Reads a weight into a new f32 tensor (caller frees) / assigns one (f32, the weight's shape).
+ * The model's session is built on first use, weights initialised. KILN_NOT_FOUND for a name the
+ * model does not have. */
+kiln_status kiln_model_get_weight(kiln_model *m, const char *name, kiln_tensor **out);
+kiln_status kiln_model_set_weight(kiln_model *m, const char *name, const kiln_tensor *value);
+
 /* ---- optimizers (values; no allocation) ---- */
 typedef enum kiln_optimizer_kind {
     KILN_OPT_SGD = 0, KILN_OPT_ADAM, KILN_OPT_ADAMW, KILN_OPT_RMSPROP, KILN_OPT_ADAGRAD, KILN_OPT_COUNT

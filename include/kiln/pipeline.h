@@ -49,6 +49,15 @@ typedef struct kiln_data_iter kiln_data_iter;  /* one pass over a pipeline */
 /* From an in-memory dataset: copy true copies it (the pipeline owns the copy), copy false
  * borrows it (the caller keeps d alive and unchanged while the pipeline exists). */
 kiln_data *kiln_data_from_dataset(const kiln_dataset *d, bool copy);
+/* From arrays the caller owns and keeps alive and unchanged while the pipeline exists (borrowed,
+ * no copy): x f32 [N, <example shape>] C-contiguous; y NULL (unlabelled), [N] i32 class ids
+ * (checked: 0..num_classes-1; num_classes <= 0: max id + 1) or [N] f32 values (regression, soft
+ * targets: kiln_data_label_dtype says F32). */
+kiln_data *kiln_data_from_arrays(const kiln_tensor *x, const kiln_tensor *y, int num_classes);
+/* One CIFAR-10 binary batch file (data_batch_1.bin ... test_batch.bin) as Keras's load_data gives
+ * it: *x u8 [N, 32, 32, 3] (HWC, not scaled), *y u8 [N] labels 0..9 (new tensors, caller frees).
+ * Corrupt or truncated files are KILN_IO_ERROR naming the record. */
+kiln_status kiln_cifar10_read_u8(const char *path, kiln_tensor **x, kiln_tensor **y);
 /* MNIST-layout IDX files in dir (see kiln_mnist_load): train or t10k split. [28, 28, 1], 10 classes. */
 kiln_status kiln_data_from_mnist(const char *dir, bool train, kiln_data **out);
 /* CIFAR-10 binary batches in dir or dir/cifar-10-batches-bin: train = data_batch_1..5.bin (all

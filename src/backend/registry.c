@@ -23,6 +23,8 @@ static const kiln_cuda_host host_api = { KILN_CUDA_MODULE_ABI, kiln_set_error, k
 #ifndef KILN_CUDA_MODULE_BUILT
 #define KILN_CUDA_MODULE_BUILT 0      /* set by CMake when this build made libkiln_cuda.so */
 #endif
+
+bool kiln_built_with_cuda(void) { return KILN_CUDA_MODULE_BUILT; }
 #ifndef KILN_INSTALL_LIBDIR_REL
 #define KILN_INSTALL_LIBDIR_REL "lib"  /* CMAKE_INSTALL_LIBDIR: the libdir below an install prefix */
 #endif

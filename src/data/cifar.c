@@ -174,3 +174,32 @@ kiln_status kiln_data_from_cifar10(const char *dir, bool train, kiln_data **out)
 kiln_status kiln_data_from_cifar100(const char *dir, bool train, bool coarse, kiln_data **out) {
     return cifar_load(dir, 100, train, coarse, out);
 }
+
+kiln_status kiln_cifar10_read_u8(const char *path, kiln_tensor **x, kiln_tensor **y) {
+    if (!x || !y) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_cifar10_read_u8: x and y must not be NULL");
+    *x = *y = NULL;
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    int64_t count = 0;
+    kiln_status st = kiln_read_whole_file(path, &buf, &n);
+    if (!st) st = kiln_cifar_parse(path, buf, n, 10, false, NULL, NULL, &count);
+    uint8_t *chw = NULL;
+    int32_t *lab = NULL;
+    if (!st && (!(chw = kiln_malloc((size_t)count * KILN_CIFAR_PIXELS)) || !(lab = kiln_malloc((size_t)count * sizeof *lab))))
+        st = kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of host memory", path);
+    if (!st) st = kiln_cifar_parse(path, buf, n, 10, false, chw, lab, &count);
+    if (!st && (!(*x = kiln_tensor_new(KILN_U8, KILN_SHAPE(count, 32, 32, 3))) || !(*y = kiln_tensor_new(KILN_U8, KILN_SHAPE(count)))))
+        st = KILN_OUT_OF_MEMORY;
+    for (int64_t i = 0; !st && i < count; i++) {          /* CHW planes -> HWC, as Keras's load_data */
+        uint8_t *o = (uint8_t *)(*x)->data + (size_t)i * KILN_CIFAR_PIXELS;
+        const uint8_t *p = chw + (size_t)i * KILN_CIFAR_PIXELS;
+        for (int k = 0; k < 1024; k++)
+            for (int c = 0; c < 3; c++) o[k * 3 + c] = p[c * 1024 + k];
+        ((uint8_t *)(*y)->data)[i] = (uint8_t)lab[i];
+    }
+    kiln_free(buf);
+    kiln_free(chw);
+    kiln_free(lab);
+    if (st) { kiln_tensor_free(*x); kiln_tensor_free(*y); *x = *y = NULL; }
+    return st;
+}
