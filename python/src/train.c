@@ -59,6 +59,7 @@ static kiln_data *pipeline(const kpy_view *xv, const kpy_view *yv, bool has_y, i
 /* What the C callbacks need to reach Python. */
 typedef struct fit_ctx {
     PyObject *on_batch, *on_epoch;     /* callables or NULL */
+    PyObject *lr_fn;                   /* an "lr_scheduler" callback's callable, or NULL */
     bool failed;                       /* a Python exception (or Ctrl-C) stopped training: kept in exc */
     PyObject *exc_type, *exc_value, *exc_tb;
 } fit_ctx;
@@ -82,6 +83,22 @@ static bool call_py(fit_ctx *c, PyObject *fn, long n, const kiln_logs *logs) {
     return stop;
 }
 
+/* The learning rate an "lr_scheduler" callback's fn(epoch, lr) gives at an epoch's start; on an
+ * exception, lr unchanged and training stops at the next batch. */
+static double lr_schedule(int epoch, double lr, void *user) {
+    fit_ctx *c = user;
+    if (c->failed) return lr;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *r = PyObject_CallFunction(c->lr_fn, "id", epoch, lr);
+    double v = r ? PyFloat_AsDouble(r) : -1;
+    if (r && v == -1 && PyErr_Occurred()) { Py_CLEAR(r); }
+    else if (r && !(v >= 0)) { Py_CLEAR(r); PyErr_Format(PyExc_ValueError, "LearningRateScheduler: the schedule gave %g at epoch %d", v, epoch); }
+    if (!r) { c->failed = true; PyErr_Fetch(&c->exc_type, &c->exc_value, &c->exc_tb); v = lr; }
+    Py_XDECREF(r);
+    PyGILState_Release(g);
+    return v;
+}
+
 static bool on_batch_end(kiln_model *m, const kiln_logs *l, void *user) { fit_ctx *c = user; return call_py(c, c->on_batch, (long)l->batch, l); }
 static bool on_epoch_end(kiln_model *m, const kiln_logs *l, void *user) { fit_ctx *c = user; return call_py(c, c->on_epoch, l->epoch, l); }
 
@@ -99,7 +116,7 @@ static bool d_flag(PyObject *d, const char *key) {
 }
 
 /* A callback dict {"kind": ..., ...} -> Kiln's C callback (strings borrowed from the dict). */
-static int c_callback(PyObject *d, kiln_callback *cb) {
+static int c_callback(PyObject *d, kiln_callback *cb, fit_ctx *ctx) {
     if (!PyDict_Check(d)) { PyErr_SetString(PyExc_TypeError, "callbacks: each must be a dict"); return -1; }
     const char *kind = d_str(d, "kind");
     if (!kind) { PyErr_SetString(PyExc_ValueError, "callbacks: a dict without 'kind'"); return -1; }
@@ -108,7 +125,12 @@ static int c_callback(PyObject *d, kiln_callback *cb) {
         cb->include_optimizer = d_flag(d, "include_optimizer");
     } else if (!strcmp(kind, "early_stopping")) *cb = kiln_callback_early_stopping(d_str(d, "monitor"), (int)d_num(d, "patience", 0), d_num(d, "min_delta", 0));
     else if (!strcmp(kind, "csv_logger")) *cb = kiln_callback_csv_logger(d_str(d, "path"));
-    else if (!strcmp(kind, "tensorboard")) *cb = kiln_callback_tensorboard(d_str(d, "log_dir"), (int)d_num(d, "update_freq", 0));
+    else if (!strcmp(kind, "lr_scheduler")) {
+        PyObject *fn = PyDict_GetItemString(d, "fn");
+        if (!fn || !PyCallable_Check(fn) || ctx->lr_fn) { PyErr_SetString(PyExc_ValueError, "callbacks: one lr_scheduler with a callable 'fn'"); return -1; }
+        ctx->lr_fn = fn;         /* borrowed from the caller's dict */
+        *cb = kiln_callback_lr_scheduler(lr_schedule, ctx);
+    } else if (!strcmp(kind, "tensorboard")) *cb = kiln_callback_tensorboard(d_str(d, "log_dir"), (int)d_num(d, "update_freq", 0));
     else { PyErr_Format(PyExc_ValueError, "callbacks: Kiln has no C callback '%s'", kind); return -1; }
     return PyErr_Occurred() ? -1 : 0;
 }
@@ -165,7 +187,7 @@ PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
         Py_ssize_t k = PySequence_Size(seq);
         for (Py_ssize_t i = 0; i < k; i++) {
             PyObject *it = PySequence_GetItem(seq, i);
-            int bad = n_cb == 17 || !it || c_callback(it, &cbs[n_cb++]);
+            int bad = n_cb == 17 || !it || c_callback(it, &cbs[n_cb++], &ctx);
             Py_XDECREF(it);
             if (bad) { Py_DECREF(seq); if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "at most 16 callbacks"); return NULL; }
         }
