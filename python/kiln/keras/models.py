@@ -42,7 +42,7 @@ class Variable:
         v = f32(value, self.path)
         if v.shape != self.shape:
             raise ValueError(f"weight '{self.path}' has shape {self.shape}; the value given has shape {v.shape}")
-        self._model._c.set_weight(self.path, v, self.shape)
+        self._model._c.set_weight(self.path, v)
 
     def __repr__(self):
         return f"<Variable path={self.path}, shape={self.shape}, dtype=float32>"
@@ -91,7 +91,8 @@ class Model(Training):
         info = cm.layers()
         self._c, self._layers = cm, list(layers)
         for l, i in zip(layers, indices):
-            l._model, l._index, l._c_name = self, i, info[i][0]
+            l._model, l._index = self, i
+            l._c_name = l._config.get("name", info[i][0]) if isinstance(l, L.InputLayer) else info[i][0]
         for l, w in carried:
             if w:
                 l.set_weights(w)

@@ -1,0 +1,154 @@
+"""Errors as Keras raises them, the TensorFlow namespace and devices, weights and files."""
+import numpy as np
+import pytest
+
+import kiln as tf
+from kiln import keras
+from kiln.keras import layers
+
+tf.config.threading.set_intra_op_parallelism_threads(1)
+
+
+def mlp(n_in=4, name=None):
+    m = keras.Sequential([keras.Input(shape=(n_in,)), layers.Dense(6, activation="relu"), layers.Dense(3)], name=name)
+    m.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return m
+
+
+def test_unknown_tf_names_raise_attribute_error():
+    for expr, name in [(lambda: tf.Variable, "tf.Variable"), (lambda: tf.keras.layers.LSTM, "keras.layers.LSTM"),
+                       (lambda: tf.config.experimental.enable_op_determinism, "tf.config.experimental.enable_op_determinism"),
+                       (lambda: tf.keras.optimizers.Nadam, "keras.optimizers.Nadam"),
+                       (lambda: tf.distribute.TPUStrategy, "tf.distribute.TPUStrategy")]:
+        with pytest.raises(AttributeError, match=name.replace(".", r"\.") + ".*Kiln does not have"):
+            expr()
+    assert tf.__version__ and tf.keras is keras
+
+
+def test_bad_shapes_are_value_errors_naming_the_layer():
+    with pytest.raises(ValueError, match="conv"):
+        keras.Sequential([keras.Input(shape=(8,)), layers.Conv2D(4, 3, name="conv")])
+    inp = keras.Input(shape=(4, 4, 2))
+    with pytest.raises(ValueError, match="merge"):
+        layers.Concatenate(axis=1, name="merge")([layers.Conv2D(3, 1)(inp), layers.Conv2D(3, 3)(inp)])
+    m = mlp()
+    with pytest.raises(ValueError, match=r"\(None, 4\)"):
+        m.predict(np.zeros((2, 5), np.float32))
+    with pytest.raises(ValueError, match="cardinality"):
+        m.fit(np.zeros((8, 4)), np.zeros(7), verbose=0)
+    with pytest.raises(ValueError, match="class ids"):
+        m.fit(np.zeros((8, 4)), np.full(8, 3), verbose=0)
+
+
+def test_type_errors_and_unsupported_arguments():
+    with pytest.raises(TypeError, match="unitz"):
+        layers.Dense(unitz=3)
+    with pytest.raises(TypeError, match="units"):
+        layers.Dense()
+    with pytest.raises(TypeError, match="KerasTensor|keras.Input"):
+        layers.Dense(3)(np.zeros((2, 2)))
+    m = mlp()
+    x, y = np.zeros((8, 4), np.float32), np.zeros(8, np.int32)
+    with pytest.raises(NotImplementedError, match="sample_weight"):
+        m.fit(x, y, sample_weight=np.ones(8), verbose=0)
+    with pytest.raises(NotImplementedError, match="class_weight"):
+        m.fit(x, y, class_weight={0: 1.0, 1: 2.0}, verbose=0)
+    with pytest.raises(NotImplementedError, match="clipnorm"):
+        keras.optimizers.Adam(clipnorm=1.0)
+    with pytest.raises(NotImplementedError, match="metric 'mae'"):
+        m.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    with pytest.raises(ValueError, match="loss 'huber'"):
+        m.compile(optimizer="adam", loss="huber")
+    with pytest.raises(NotImplementedError, match="kernel_constraint"):
+        keras.Sequential([keras.Input(shape=(3,)), layers.Dense(2, kernel_constraint={"class_name": "MaxNorm", "config": {}})])
+    with pytest.raises(NotImplementedError, match="trainable"):
+        m.layers[0].trainable = False
+    with pytest.raises(NotImplementedError, match="subclassed"):
+        class My(keras.Model):
+            def __init__(self):
+                super().__init__()
+        My()
+    with pytest.raises(RuntimeError, match="compile"):
+        keras.Sequential([keras.Input(shape=(4,)), layers.Dense(2)]).fit(x, y, verbose=0)
+
+
+def test_weights_round_trip_and_files(tmp_path):
+    x = np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32)
+    y = np.arange(32) % 3
+    a, b = mlp(), mlp()
+    a.fit(x, y, epochs=2, verbose=0)
+    w = a.get_weights()
+    assert [v.shape for v in w] == [(4, 6), (6,), (6, 3), (3,)] and all(v.dtype == np.float32 for v in w)
+    assert len(a.weights) == 4 and a.weights[0].path == "dense/kernel" and a.weights[0].name == "kernel"
+    b.set_weights(w)
+    np.testing.assert_array_equal(b.predict(x), a.predict(x))
+    for lb, la in zip(b.layers, a.layers):
+        lb.set_weights(la.get_weights())
+    with pytest.raises(ValueError, match="shape"):
+        b.layers[0].set_weights([np.zeros((5, 6)), np.zeros(6)])
+    path = str(tmp_path / "model.safetensors")
+    a.save(path)
+    c = keras.models.load_model(path)
+    np.testing.assert_allclose(c.predict(x), a.predict(x), rtol=1e-6)
+    assert [l.name for l in c.layers] == [l.name for l in a.layers]
+    wpath = str(tmp_path / "w.safetensors")
+    a.save_weights(wpath)
+    d = mlp()
+    d.load_weights(wpath)
+    np.testing.assert_allclose(d.predict(x), a.predict(x), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="safetensors"):
+        a.save(str(tmp_path / "model.keras"))
+    with pytest.raises(NotImplementedError, match="safetensors"):
+        a.save_weights(str(tmp_path / "model.weights.h5"))
+    e = keras.models.model_from_json(a.to_json())
+    assert e.count_params() == a.count_params() and isinstance(e, keras.Sequential)
+
+
+def test_devices_threads_precision():
+    cpus = tf.config.list_physical_devices("CPU")
+    assert cpus[0].device_type == "CPU" and cpus[0].name == "/physical_device:CPU:0"
+    gpus = tf.config.list_physical_devices("GPU")
+    assert len(gpus) == (tf.keras and _n_gpus())
+    assert tf.test.is_gpu_available() == bool(gpus)
+    assert isinstance(tf.test.is_built_with_cuda(), bool)
+    for g in gpus:
+        tf.config.experimental.set_memory_growth(g, True)
+    tf.debugging.set_log_device_placement(False)
+    strategy = tf.distribute.MirroredStrategy()
+    assert strategy.num_replicas_in_sync == max(1, len(gpus))
+    with tf.device("/gpu:0"):
+        m = mlp()
+    with tf.device("/cpu:0"):
+        m2 = mlp()
+    x, y = np.zeros((8, 4), np.float32), np.zeros(8, np.int32)
+    m.fit(x, y, verbose=0)
+    m2.fit(x, y, verbose=0)
+    with pytest.raises(ValueError):
+        with tf.device("/tpu:0"):
+            pass
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
+        mlp().fit(x, y, verbose=0)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    tf.random.set_seed(7)
+    keras.utils.set_random_seed(7)
+    p1 = mlp().predict(x)
+    keras.utils.set_random_seed(7)
+    np.testing.assert_array_equal(mlp().predict(x), p1)
+    tf.random.set_seed(None)
+
+
+def _n_gpus():
+    from kiln import _kiln
+    return _kiln.gpu_count() if _kiln.gpu_available() else 0
+
+
+def test_to_categorical_and_labels():
+    assert keras.utils.to_categorical([0, 2, 1]).tolist() == [[1, 0, 0], [0, 0, 1], [0, 1, 0]]
+    assert keras.utils.to_categorical(np.array([[1], [0]]), num_classes=3).shape == (2, 3)
+    m = keras.Sequential([keras.Input(shape=(2,)), layers.Dense(3, activation="softmax")])
+    m.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    with pytest.raises(ValueError, match="one-hot"):
+        m.fit(np.zeros((4, 2)), np.full((4, 3), 1 / 3), verbose=0)

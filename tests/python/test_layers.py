@@ -1,0 +1,117 @@
+"""Every layer class generated from Kiln's layer table, constructed with Keras's arguments and run
+in a tiny model; functional models (multi-branch, Concatenate, Add); the layer-table contract."""
+import json
+import inspect
+
+import numpy as np
+import pytest
+
+import kiln as tf
+from kiln import keras
+from kiln.keras import layers
+from kiln import _kiln
+
+tf.config.threading.set_intra_op_parallelism_threads(1)
+TABLE = json.loads(_kiln.layer_classes())
+SAMPLE = {"int": 4, "int2": 2, "float": 0.25, "bool": True, "seed": 3, "shape": [-1], "activation": "relu",
+          "padding": "same", "initializer": "he_normal"}
+
+
+def required_args(c):
+    return [SAMPLE[o["type"]] for o in c["options"] if o["required"]]
+
+
+def run_tiny(model, in_shape):
+    x = np.random.default_rng(0).normal(size=(16,) + in_shape).astype(np.float32)
+    y = np.arange(16) % 2
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    h = model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    assert np.isfinite(h.history["loss"][0])
+    p = model.predict(x)
+    assert p.shape == (16, 2) and p.dtype == np.float32
+
+
+@pytest.mark.parametrize("c", TABLE, ids=[c["class_name"] for c in TABLE])
+def test_every_generated_layer_runs(c):
+    cls = getattr(layers, c["class_name"])
+    assert cls.__name__ == c["class_name"] and issubclass(cls, layers.Layer)
+    sig = inspect.signature(cls)
+    assert [p for p in sig.parameters][: len(c["options"])] == [o["name"] for o in c["options"]]
+    if c["max_inputs"] != 1:
+        # merge layer: two branches of one input
+        inp = keras.Input(shape=(6, 6, 3))
+        a = layers.Conv2D(4, 3, padding="same")(inp)
+        b = layers.Conv2D(4, 1)(inp)
+        merged = cls(*required_args(c))([a, b])
+        out = layers.Dense(2)(layers.Flatten()(merged))
+        run_tiny(keras.Model(inp, out), (6, 6, 3))
+        return
+    last = None
+    for in_shape in ((6, 6, 3), (6,)):     # images first; Dense-like layers on vectors
+        try:
+            model = keras.Sequential([keras.Input(shape=in_shape), cls(*required_args(c)), layers.Flatten(), layers.Dense(2)])
+        except ValueError as e:
+            last = e
+            continue
+        run_tiny(model, in_shape)
+        return
+    raise last
+
+
+def test_keras_arguments_and_defaults():
+    d = layers.Dense(8, activation="relu", use_bias=False, kernel_initializer=keras.initializers.HeNormal(seed=1),
+                     kernel_regularizer=keras.regularizers.l2(1e-4), name="hidden")
+    assert d.units == 8 and d.activation == "relu" and d.name == "hidden"
+    cfg = d.get_config()
+    assert cfg["units"] == 8 and cfg["use_bias"] is False and cfg["kernel_initializer"]["class_name"] == "HeNormal"
+    assert layers.Dense(3).activation == "linear"
+    c = layers.Conv2D(16, (3, 3), strides=(2, 2), padding="same", input_shape=(8, 8, 1))
+    assert c.kernel_size == [3, 3] and c.strides == [2, 2]
+    m = keras.Sequential([c, layers.MaxPooling2D(), layers.Flatten(), d, layers.Dense(2)])
+    assert m.built and m.input_shape == (None, 8, 8, 1)
+    assert [l.name for l in m.layers] == ["conv2d", "max_pooling2d", "flatten", "hidden", "dense"]
+    assert m.layers[0].output_shape == (None, 4, 4, 16)
+    assert m.count_params() == sum(l.count_params() for l in m.layers)
+    assert [w.path for w in m.layers[3].weights] == ["hidden/kernel"]
+    assert layers.Convolution2D is layers.Conv2D and layers.MaxPool2D is layers.MaxPooling2D
+
+
+def test_functional_multi_branch_concatenate_add():
+    inp = keras.Input(shape=(8,), name="features")
+    a = layers.Dense(16, activation="relu")(inp)
+    b = layers.Dense(16, activation="tanh")(inp)
+    s = layers.Add()([a, b])
+    c = layers.concatenate([s, layers.Dense(4)(inp)])
+    assert c.shape == (None, 20)
+    out = layers.Dense(3, activation="softmax")(layers.Dropout(0.1)(c))
+    model = keras.Model(inputs=inp, outputs=out, name="branchy")
+    assert model.name == "branchy" and model.output_shape == (None, 3)
+    assert [type(l).__name__ for l in model.layers][0] == "InputLayer"
+    x = np.random.default_rng(1).normal(size=(96, 8)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int32) + (x[:, 1] > 0).astype(np.int32)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    h = model.fit(x, y, epochs=3, batch_size=16, verbose=0)
+    assert len(h.history["accuracy"]) == 3
+    assert model.predict(x[:4]).shape == (4, 3)
+    # a sub-model over the trained layers: Kiln copies their weights into it (no shared layers)
+    text = model.to_json()
+    again = keras.models.model_from_json(text)
+    assert again.count_params() == model.count_params()
+    assert json.loads(text)["class_name"] == "Functional"
+
+
+def test_build_deferred_until_data():
+    m = keras.Sequential([layers.Dense(4, activation="relu"), layers.Dense(2)])
+    assert not m.built and m.get_weights() == []
+    with pytest.raises(ValueError, match="not built"):
+        m.summary()
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    m.fit(np.zeros((8, 5), np.float32), np.zeros(8, np.int64), verbose=0)
+    assert m.built and m.input_shape == (None, 5)
+    assert [w.shape for w in m.weights] == [(5, 4), (4,), (4, 2), (2,)]
+    lines = []
+    m.summary(print_fn=lines.append)
+    assert "dense" in lines[0] or "dense" in "\n".join(lines)
+    m2 = keras.Sequential([layers.Dense(3)])
+    m2.build((None, 7))
+    assert m2.output_shape == (None, 3)
