@@ -94,6 +94,14 @@ def test_functional_multi_branch_concatenate_add():
     assert len(h.history["accuracy"]) == 3
     assert model.predict(x[:4]).shape == (4, 3)
     # a sub-model over the trained layers: Kiln copies their weights into it (no shared layers)
+    feat = keras.Model(inp, s)
+    (w1, b1), (w2, b2) = model.layers[1].get_weights(), model.layers[2].get_weights()
+    want = np.maximum(x @ w1 + b1, 0) + np.tanh(x @ w2 + b2)
+    np.testing.assert_allclose(feat.predict(x), want, rtol=1e-4, atol=1e-5)
+    assert len(feat.get_weights()) == 4
+    model.fit(x, y, epochs=1, verbose=0)          # the original trains on; its layers stay its own
+    assert not np.allclose(model.layers[1].get_weights()[0], w1)
+    np.testing.assert_allclose(feat.get_weights()[0], w1)
     text = model.to_json()
     again = keras.models.model_from_json(text)
     assert again.count_params() == model.count_params()

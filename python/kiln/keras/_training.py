@@ -103,8 +103,10 @@ class Training:
             return np.ascontiguousarray(y, dtype=np.float32)
         if not np.issubdtype(y.dtype, np.integer):
             if not (np.isfinite(y).all() and (y == np.round(y)).all()):
-                raise ValueError(f"{what}: Kiln's {loss} takes class ids (whole numbers)" +
-                                 (" 0 or 1; soft labels are not supported" if loss == "binary_crossentropy" else ""))
+                why = {"binary_crossentropy": " 0 or 1; soft labels are not supported",
+                       "mse": f" with {units} output units (one-hot encoded inside); mse fits one value per example "
+                              "only with one output unit"}.get(loss, "")
+                raise ValueError(f"{what}: Kiln's {loss} takes class ids (whole numbers){why}")
         if y.size and (y.min() < 0 or y.max() >= max(units, 2)):
             raise ValueError(f"{what}: class ids must be in [0, {max(units, 2)}) for the model's {units} output "
                              f"unit(s); got {y.min()}..{y.max()}")
@@ -119,7 +121,7 @@ class Training:
             out["val_loss"] = d["val_loss"]
             for name, kind in self._metrics:
                 out["val_" + name] = d["val_" + kind]
-        return out
+        return dict(sorted(out.items()))         # Keras's logs and History are sorted by key
 
     def _kiln_monitor(self, monitor, mode, who):
         val = monitor.startswith("val_")
@@ -146,7 +148,7 @@ class Training:
             raise NotImplementedError(f"fit: shuffle={shuffle!r}: Kiln shuffles examples (True) or not (False)")
         x = f32(x)
         n = x.shape[0]
-        n_train = n - int(n * validation_split) if validation_split else n
+        n_train = int(n * (1.0 - validation_split)) if validation_split else n   # as Kiln splits
         batch = int(batch_size or 32)
         batch = max(1, min(batch, n_train))
         spe = n_train // batch
@@ -239,7 +241,7 @@ class Training:
         for name, kind in self._metrics:
             out[name] = r[kind]
         if return_dict:
-            return out
+            return dict(sorted(out.items()))
         return out["loss"] if len(out) == 1 else list(out.values())
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
@@ -247,8 +249,7 @@ class Training:
         _refuse("predict", steps=(steps, None), callbacks=(callbacks or None, None), **{k: (v, None) for k, v in kwargs.items()})
         x = f32(x)
         self._ready(x, need_loss=False)
-        out = array_out(self._c.predict(x, batch_size=int(batch_size or 32)))
-        return [out] if getattr(self, "_out_list", False) else out
+        return array_out(self._c.predict(x, batch_size=int(batch_size or 32)))
 
     def predict_on_batch(self, x):
         return self.predict(x, batch_size=max(1, len(x)), verbose=0)

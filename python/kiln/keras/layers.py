@@ -195,7 +195,7 @@ class Layer:
     def output_shape(self):
         l = self._c_layer()
         if l is None:
-            raise AttributeError(f"layer '{self.name}' is not built yet: its output shape is known once its model is")
+            raise ValueError(f"layer '{self.name}' is not built yet: its output shape is known once its model is")
         return (None,) + tuple(l[2])
 
     @property
@@ -245,7 +245,7 @@ class Layer:
     @property
     def output(self):
         if getattr(self, "_output", None) is None:
-            raise AttributeError(f"layer '{self.name}' has no output: it was not called on a KerasTensor")
+            raise ValueError(f"layer '{self.name}' has no output: it was not called on a KerasTensor")
         return self._output
 
     def __repr__(self):

@@ -79,23 +79,30 @@ class Model(Training):
         for k, v in kwargs.items():
             if not (k == "trainable" and v) and not (k == "dtype" and v in (None, "float32")):
                 raise NotImplementedError(f"keras.Model: argument '{k}' = {v!r} is not supported by Kiln")
-        self._name, self._c, self._layers = name, None, []
+        self._name, self._c, self._layers, self._idx = name, None, [], []
         self._strategy = _state.current_strategy()
         self._device = _state.current_device()
         self._init_training()
 
     def _attach(self, cm, layers, indices):
-        """Takes the new C model cm; its layer i is layers[k] for indices[k]. Layers that already
-        belonged to a built model bring their weights along (copied, not shared)."""
-        carried = [(l, l.get_weights()) for l in layers if l.built]
+        """Takes the new C model cm; its layer indices[k] is layers[k]. A layer that already
+        belongs to another built model (a sub-model over a trained model's layers) stays that
+        model's; this model gets a copy of its weights (Kiln has no shared weights)."""
+        carried = [(i, l.get_weights()) for l, i in zip(layers, indices) if l.built and l._model is not self]
         info = cm.layers()
-        self._c, self._layers = cm, list(layers)
+        self._c, self._layers, self._idx = cm, list(layers), list(indices)
+        if _state.seed is not None:
+            cm.set_seed(_state.seed)
         for l, i in zip(layers, indices):
-            l._model, l._index = self, i
-            l._c_name = l._config.get("name", info[i][0]) if isinstance(l, L.InputLayer) else info[i][0]
-        for l, w in carried:
-            if w:
-                l.set_weights(w)
+            if not l.built or l._model is self:
+                l._model, l._index = self, i
+                l._c_name = l._config.get("name", info[i][0]) if isinstance(l, L.InputLayer) else info[i][0]
+        for i, ws in carried:
+            for v, w in zip(self._vars(i), ws):
+                v.assign(w)
+
+    def _vars(self, i):
+        return [Variable(self, w[0], tuple(w[1]), w[2]) for w in self._c.layers()[i][4]]
 
     # ---- Keras attributes ----
     name = property(lambda self: self._name)
@@ -130,7 +137,10 @@ class Model(Training):
 
     @property
     def weights(self):
-        return [w for l in self._layers for w in l.weights]
+        if self._c is None:
+            return []
+        info = self._c.layers()
+        return [Variable(self, w[0], tuple(w[1]), w[2]) for i in self._idx for w in info[i][4]]
 
     trainable_weights = trainable_variables = property(lambda self: [w for w in self.weights if w.trainable])
     non_trainable_weights = property(lambda self: [w for w in self.weights if not w.trainable])
@@ -243,6 +253,7 @@ class Sequential(Model):
                 self._build()
                 raise
             layer._model, layer._index, layer._c_name = self, i, self._c.layers()[i][0]
+            self._idx.append(i)
         elif self._input_shape is not None:
             self._build()
 
