@@ -82,6 +82,7 @@ def test_weights_round_trip_and_files(tmp_path):
     assert len(a.weights) == 4 and a.weights[0].path == "dense/kernel" and a.weights[0].name == "kernel"
     b.set_weights(w)
     np.testing.assert_array_equal(b.predict(x), a.predict(x))
+    np.testing.assert_array_equal(b(x[:2]).numpy(), a.predict(x[:2]))      # model(x).numpy(), as TensorFlow
     for lb, la in zip(b.layers, a.layers):
         lb.set_weights(la.get_weights())
     with pytest.raises(ValueError, match="shape"):

@@ -111,8 +111,14 @@ def test_early_stopping():
     es = keras.callbacks.EarlyStopping(monitor="loss", patience=0, min_delta=10.0)
     h = m.fit(x, y, epochs=20, callbacks=[es], verbose=0)
     assert len(h.history["loss"]) == 2
-    with pytest.raises(NotImplementedError, match="restore_best_weights"):
-        keras.callbacks.EarlyStopping(restore_best_weights=True)
+    # restore_best_weights runs in Python (Keras's rules): back to epoch 0's weights when it stops
+    snaps = []
+    rec = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: snaps.append(m.get_weights()))
+    es = keras.callbacks.EarlyStopping(monitor="loss", patience=1, min_delta=10.0, restore_best_weights=True)
+    h = m.fit(x, y, epochs=20, callbacks=[rec, es], verbose=0)
+    assert len(h.history["loss"]) == 2 and es.stopped_epoch == 1 and es.best_epoch == 0
+    for a, b in zip(m.get_weights(), snaps[0]):
+        np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="monitor 'val_auc'"):
         m.fit(x, y, epochs=1, callbacks=[keras.callbacks.EarlyStopping(monitor="val_auc")], verbose=0)
 

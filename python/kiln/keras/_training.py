@@ -167,8 +167,9 @@ class Training:
         for c in cbs:
             if not isinstance(c, C.Callback):
                 raise TypeError(f"fit: callbacks: {c!r} is not a keras.callbacks.Callback")
-        c_dicts = [c._kiln_dict(self) for c in cbs if isinstance(c, C._CCallback)]
-        py = [c for c in cbs if not isinstance(c, C._CCallback)]
+        in_c = [isinstance(c, C._CCallback) and c._in_c() for c in cbs]
+        c_dicts = [c._kiln_dict(self) for c, k in zip(cbs, in_c) if k]
+        py = [c for c, k in zip(cbs, in_c) if not k]
         history = C.History()
         params = {"verbose": verbose, "epochs": int(epochs), "steps": spe}
         for c in py + [history]:

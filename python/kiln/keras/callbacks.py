@@ -55,6 +55,9 @@ class History(Callback):
 class _CCallback(Callback):
     """A callback Kiln runs in C: _kiln_dict(model) gives its description."""
 
+    def _in_c(self):
+        return True
+
     def _kiln_dict(self, model):
         raise NotImplementedError
 
@@ -73,20 +76,53 @@ def _path(cls, p):
 
 
 class EarlyStopping(_CCallback):
-    """Kiln's early stopping: the last epoch's weights are kept (restore_best_weights is refused)."""
+    """Kiln's C early stopping (the last epoch's weights kept). With restore_best_weights, a
+    baseline or start_from_epoch it runs in Python at each epoch end instead, as Keras's does
+    (restoring copies the best epoch's weights back when it stops)."""
 
     def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0, mode="auto", baseline=None,
                  restore_best_weights=False, start_from_epoch=0):
         super().__init__()
-        _check("EarlyStopping", "baseline", baseline, (None,), "Kiln has no baseline")
-        _check("EarlyStopping", "restore_best_weights", restore_best_weights, (False,),
-               "Kiln keeps the last epoch's weights (save the best with ModelCheckpoint(save_best_only=True))")
-        _check("EarlyStopping", "start_from_epoch", start_from_epoch, (0,), "Kiln watches from the first epoch")
         self.monitor, self.min_delta, self.patience, self.mode = monitor, abs(min_delta), int(patience), mode
+        self.verbose, self.baseline, self.restore_best_weights = verbose, baseline, bool(restore_best_weights)
+        self.start_from_epoch = int(start_from_epoch)
+
+    def _in_c(self):
+        return not self.restore_best_weights and self.baseline is None and self.start_from_epoch == 0
 
     def _kiln_dict(self, model):
         return {"kind": "early_stopping", "monitor": model._kiln_monitor(self.monitor, self.mode, "EarlyStopping"),
                 "patience": self.patience, "min_delta": float(self.min_delta)}
+
+    def on_train_begin(self, logs=None):
+        kind = self.model._kiln_monitor(self.monitor, self.mode, "EarlyStopping")
+        self._max = not kind.endswith("loss")
+        self.wait, self.stopped_epoch, self.best_weights, self.best_epoch = 0, 0, None, 0
+        self.best = self.baseline if self.baseline is not None else (-float("inf") if self._max else float("inf"))
+
+    def _better(self, v, ref):
+        return v - self.min_delta > ref if self._max else v + self.min_delta < ref
+
+    def on_epoch_end(self, epoch, logs=None):
+        v = (logs or {}).get(self.monitor)
+        if v is None or epoch < self.start_from_epoch:
+            return
+        if self.restore_best_weights and self.best_weights is None:
+            self.best_weights = self.model.get_weights()
+        self.wait += 1
+        if self._better(v, self.best):
+            self.best, self.best_epoch = v, epoch
+            if self.restore_best_weights:
+                self.best_weights = self.model.get_weights()
+            self.wait = 0
+            return
+        if self.wait >= self.patience and epoch > 0:
+            self.stopped_epoch = epoch
+            self.model.stop_training = True
+            if self.restore_best_weights and self.best_weights is not None:
+                if self.verbose:
+                    print(f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}.")
+                self.model.set_weights(self.best_weights)
 
 
 class ModelCheckpoint(_CCallback):

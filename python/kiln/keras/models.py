@@ -7,6 +7,8 @@ supported: Kiln builds models from its layers."""
 import json
 import os
 
+import numpy as np
+
 from .. import _state
 from .._ext import _kiln, array_out, f32
 from .._ns import missing
@@ -46,6 +48,16 @@ class Variable:
 
     def __repr__(self):
         return f"<Variable path={self.path}, shape={self.shape}, dtype=float32>"
+
+
+class _Outputs(np.ndarray):
+    """What model(x) returns: a NumPy array that also has TensorFlow's .numpy()."""
+
+    def __new__(cls, a):
+        return np.asarray(a).view(cls)
+
+    def numpy(self):
+        return np.asarray(self)
 
 
 class Model(Training):
@@ -206,7 +218,7 @@ class Model(Training):
             raise NotImplementedError("Kiln does not nest models: add the layers themselves")
         if training:
             raise NotImplementedError("model(x, training=True): Kiln trains through fit")
-        return self.predict(x, verbose=0)
+        return _Outputs(self.predict(x, verbose=0))
 
     def __getattr__(self, name):
         if name.startswith("_"):
