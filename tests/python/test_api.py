@@ -157,3 +157,22 @@ def test_to_categorical_and_labels():
     m.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
     with pytest.raises(ValueError, match="one-hot"):
         m.fit(np.zeros((4, 2)), np.full((4, 3), 1 / 3), verbose=0)
+
+
+def test_learning_rate_schedules_map_exactly():
+    x, y = np.random.default_rng(2).random((64, 4), dtype=np.float32), np.arange(64) % 2
+    cases = [(keras.optimizers.schedules.ExponentialDecay(1e-2, 4, 0.5), [1e-2 * 0.5 ** (s / 4) for s in (3, 7, 11)]),
+             (keras.optimizers.schedules.ExponentialDecay(1e-2, 4, 0.5, staircase=True), [1e-2, 5e-3, 2.5e-3]),
+             (keras.optimizers.schedules.CosineDecay(1e-2, 12, alpha=0.1),
+              [1e-2 * (0.9 * 0.5 * (1 + np.cos(np.pi * s / 12)) + 0.1) for s in (3, 7, 11)])]
+    for sched, want in cases:
+        m = keras.Sequential([keras.layers.Dense(2)])
+        m.compile(optimizer=keras.optimizers.Adam(sched), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        m.fit(x, y, batch_size=16, epochs=3, verbose=0)      # 4 steps per epoch; Keras's lr at each epoch's last step
+        assert [d["lr"] for d in m._c.history()] == pytest.approx(want, rel=1e-5)
+    with pytest.raises(NotImplementedError, match="compile again"):
+        m.fit(x, y, batch_size=8, epochs=3, verbose=0)
+    with pytest.raises(NotImplementedError, match="decay_steps"):
+        m2 = keras.Sequential([keras.layers.Dense(2)])
+        m2.compile(optimizer=keras.optimizers.SGD(keras.optimizers.schedules.CosineDecay(1e-2, 5)), loss="mse")
+        m2.fit(x, y, batch_size=16, epochs=3, verbose=0)

@@ -7,7 +7,7 @@ import pytest
 import kiln as tf
 from kiln import keras
 
-tf.config.threading.set_intra_op_parallelism_threads(2)
+tf.config.threading.set_intra_op_parallelism_threads(1)
 
 
 def circle_data(n, seed=0):
@@ -67,6 +67,30 @@ def test_datasets_shapes_and_missing(tmp_path):
         keras.datasets.mnist.load_data(path=str(tmp_path))
     with pytest.raises(FileNotFoundError, match="cifar10"):
         keras.datasets.cifar10.load_data(path=str(tmp_path))
+
+
+def test_datasets_from_kiln_datasets_folder(tmp_path, monkeypatch):
+    import gzip
+    import struct
+    d = tmp_path / "mnist"
+    d.mkdir()
+    rng = np.random.default_rng(0)
+    imgs = {"train": rng.integers(0, 256, (5, 28, 28), dtype=np.uint8), "t10k": rng.integers(0, 256, (3, 28, 28), dtype=np.uint8)}
+    for split, im in imgs.items():
+        with gzip.open(d / f"{split}-images-idx3-ubyte.gz", "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, len(im), 28, 28) + im.tobytes())
+        (d / f"{split}-labels-idx1-ubyte").write_bytes(struct.pack(">II", 0x801, len(im)) + bytes(range(len(im))))
+    c = tmp_path / "cifar10"
+    c.mkdir()
+    for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
+        (c / name).write_bytes(b"".join(bytes([k]) + bytes([k * 10 % 256]) * 3072 for k in range(2)))
+    monkeypatch.setenv("KILN_DATASETS", str(tmp_path))
+    (xtr, ytr), (xte, yte) = keras.datasets.mnist.load_data()
+    assert xtr.shape == (5, 28, 28) and xtr.dtype == np.uint8 and (xtr == imgs["train"]).all()
+    assert ytr.tolist() == [0, 1, 2, 3, 4] and xte.shape == (3, 28, 28) and yte.shape == (3,)
+    (xtr, ytr), (xte, yte) = keras.datasets.cifar10.load_data()
+    assert xtr.shape == (10, 32, 32, 3) and ytr.shape == (10, 1) and xte.shape == (2, 32, 32, 3) and yte.shape == (2, 1)
+    assert xtr.dtype == np.uint8 and ytr[:2, 0].tolist() == [0, 1] and xtr[1].max() == 10
 
 
 def test_fashion_mnist_convnet():

@@ -11,6 +11,7 @@ import numpy as np
 from .._ext import _kiln
 from .._ns import missing
 
+_ALIASES = {"fashion-mnist": ("fashion_mnist",), "cifar10": ("cifar-10-batches-bin", "cifar-10")}
 _IDX = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
@@ -20,7 +21,7 @@ def _dirs(name, path):
     out = []
     env = os.environ.get("KILN_DATASETS")
     if env:
-        out += [os.path.join(env, name), env]
+        out += [os.path.join(env, n) for n in (name,) + _ALIASES.get(name, ())] + [env]
     out += [os.path.join("/usr/share/datasets", name), os.path.expanduser(os.path.join("~/.keras/datasets", name))]
     return out
 
@@ -58,8 +59,9 @@ def _load_cifar10(path):
         for d in (d0, os.path.join(d0, "cifar-10-batches-bin")):
             if all(os.path.isfile(os.path.join(d, f)) for f in names):
                 parts = [_kiln.cifar10_read(os.path.join(d, f)) for f in names]
-                xs = [_u8((p[0], p[1])) for p in parts]
-                ys = [_u8((p[2], p[3])).reshape(-1, 1) for p in parts]
+                parts = [p if len(p) == 2 else ((p[0], p[1]), (p[2], p[3])) for p in parts]
+                xs = [_u8(p[0]) for p in parts]
+                ys = [_u8(p[1]).reshape(-1, 1) for p in parts]
                 return (np.concatenate(xs[:5]), np.concatenate(ys[:5])), (xs[5], ys[5])
     raise FileNotFoundError(
         "keras.datasets.cifar10: no CIFAR-10 binary batches (data_batch_1.bin .. data_batch_5.bin, test_batch.bin) in "
