@@ -128,6 +128,10 @@ def test_devices_threads_precision():
     x, y = np.zeros((8, 4), np.float32), np.zeros(8, np.int32)
     m.fit(x, y, verbose=0)
     m2.fit(x, y, verbose=0)
+    m3 = mlp()
+    with tf.device("/cpu:0"):          # TensorFlow's `with tf.device(...): model.fit(...)`
+        m3.fit(x, y, verbose=0)
+    assert m3._compile_kw["device"] == "cpu"
     with pytest.raises(ValueError):
         with tf.device("/tpu:0"):
             pass
@@ -176,3 +180,14 @@ def test_learning_rate_schedules_map_exactly():
         m2 = keras.Sequential([keras.layers.Dense(2)])
         m2.compile(optimizer=keras.optimizers.SGD(keras.optimizers.schedules.CosineDecay(1e-2, 5)), loss="mse")
         m2.fit(x, y, batch_size=16, epochs=3, verbose=0)
+
+
+def test_initial_epoch_steps_per_epoch_and_small_data():
+    x, y = np.random.default_rng(4).random((100, 4), dtype=np.float32), np.arange(100) % 3
+    m = mlp()
+    h = m.fit(x, y, epochs=3, initial_epoch=1, verbose=0)
+    assert h.epoch == [1, 2] and len(h.history["loss"]) == 2
+    h = m.fit(x, y, epochs=2, steps_per_epoch=2, batch_size=10, verbose=0)
+    assert h.params["steps"] == 2 and [d["steps"] for d in m._c.history()[-2:]] == [2, 2]
+    h = m.fit(x[:5], y[:5], batch_size=32, epochs=1, verbose=0)      # fewer examples than a batch: one step of all
+    assert h.params["steps"] == 1 and np.isfinite(h.history["loss"][0])

@@ -8,7 +8,7 @@ class_weight, ...) raise an error naming them."""
 import numpy as np
 
 from .. import _state
-from .._ext import array_out, f32
+from .._ext import _kiln, array_out, f32
 from . import callbacks as C
 from . import losses, metrics as M, optimizers as O
 
@@ -70,6 +70,7 @@ class Training:
                 raise RuntimeError("You must compile your model before training/testing. "
                                    "Use `model.compile(optimizer, loss)`.")
             return
+        self._device_check()
         sched = isinstance(self.optimizer._lr, O.schedules.LearningRateSchedule)
         if not self._c_compiled or (sched and spe is not None and self._sched_key not in (None, (spe, epochs))):
             if sched and spe is None:
@@ -78,6 +79,17 @@ class Training:
                 raise NotImplementedError("fit: Kiln mapped the learning-rate schedule onto the first fit's steps "
                                           f"{self._sched_key}; this fit has {(spe, epochs)}: compile again")
             self._c_compile(spe, epochs)
+
+    def _device_check(self):
+        """fit / evaluate / predict inside tf.device(...): an untrained model is compiled again for
+        that device (weights kept); a trained one cannot move (its optimizer state lives there)."""
+        dev, have = _state.current_device(), self._compile_kw["device"]
+        if dev is None or dev == have or (have == "auto" and dev == ("cuda" if _kiln.gpu_available() else "auto")):
+            return
+        if self._fits:
+            raise NotImplementedError(f"tf.device: model '{self._name}' was compiled and trained on '{have}'; Kiln does "
+                                      "not move a trained model: compile it inside the tf.device(...) block")
+        self._compile_kw["device"], self._c_compiled = dev, False
 
     def _build_for(self, x):
         raise ValueError(f"model '{self._name}' is not built")
