@@ -142,12 +142,20 @@ def test_model_checkpoint_csv_logger_tensorboard(tmp_path):
         keras.callbacks.ModelCheckpoint(str(tmp_path / "best.keras"))
 
 
-@pytest.mark.skipif(not hasattr(_kiln.Model, "set_learning_rate"), reason="kiln._kiln has no Model.set_learning_rate yet")
 def test_learning_rate_scheduler():
     x, y = data(64)
-    m = small_model()
-    seen = []
-    sched = keras.callbacks.LearningRateScheduler(lambda epoch, lr: 0.01 * (0.5 ** epoch))
-    rec = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: seen.append(float(m.optimizer.learning_rate)))
-    m.fit(x, y, epochs=3, callbacks=[sched, rec], verbose=0)
-    assert seen == pytest.approx([0.01, 0.005, 0.0025])
+    m = small_model(metrics=())
+    seen, calls = [], []
+
+    def schedule(epoch, lr):
+        calls.append((epoch, lr))
+        return lr * 0.5
+    rec = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: seen.append(logs["learning_rate"]))
+    h = m.fit(x, y, epochs=3, callbacks=[keras.callbacks.LearningRateScheduler(schedule), rec], verbose=0)
+    assert [e for e, _ in calls] == [0, 1, 2] and [lr for _, lr in calls] == pytest.approx([1e-3, 5e-4, 2.5e-4])
+    assert seen == pytest.approx([5e-4, 2.5e-4, 1.25e-4]) and h.history["learning_rate"] == pytest.approx(seen)
+    assert list(h.history) == ["loss", "learning_rate"]
+    assert float(m.optimizer.learning_rate) == pytest.approx(1.25e-4)
+    one_arg = keras.callbacks.LearningRateScheduler(lambda epoch: 0.1 / (epoch + 1))
+    h = m.fit(x, y, epochs=2, callbacks=[one_arg], verbose=0)
+    assert h.history["learning_rate"] == pytest.approx([0.1, 0.05])

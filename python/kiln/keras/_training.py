@@ -27,7 +27,7 @@ class Training:
     def _init_training(self):
         self._compile_kw, self._c_compiled, self._sched_key = None, False, None
         self.optimizer, self.loss, self._metrics, self.stop_training, self.history = None, None, [], False, None
-        self._fits = 0
+        self._fits, self._last_lr, self._lr_logs = 0, None, False
 
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None,
                 run_eagerly=False, steps_per_execution=1, jit_compile="auto", auto_scale_loss=True, **kwargs):
@@ -126,6 +126,7 @@ class Training:
 
     # ---- logs: Kiln's keys -> the names given to compile ----
     def _keras_logs(self, d):
+        self._last_lr = d.get("lr")
         out = {"loss": d["loss"]}
         for name, kind in self._metrics:
             out[name] = d[kind]
@@ -133,7 +134,10 @@ class Training:
             out["val_loss"] = d["val_loss"]
             for name, kind in self._metrics:
                 out["val_" + name] = d["val_" + kind]
-        return dict(sorted(out.items()))         # Keras's logs and History are sorted by key
+        out = dict(sorted(out.items()))         # Keras's logs and History are sorted by key
+        if self._lr_logs:                       # Keras 3's LearningRateScheduler adds it
+            out["learning_rate"] = d["lr"]
+        return out
 
     def _kiln_monitor(self, monitor, mode, who):
         val = monitor.startswith("val_")
@@ -182,6 +186,7 @@ class Training:
         in_c = [isinstance(c, C._CCallback) and c._in_c() for c in cbs]
         c_dicts = [c._kiln_dict(self) for c, k in zip(cbs, in_c) if k]
         py = [c for c, k in zip(cbs, in_c) if not k]
+        self._lr_logs = any(isinstance(c, C.LearningRateScheduler) for c in cbs)
         history = C.History()
         params = {"verbose": verbose, "epochs": int(epochs), "steps": spe}
         for c in py + [history]:

@@ -206,24 +206,26 @@ class LambdaCallback(Callback):
         return self._batches
 
 
-class LearningRateScheduler(Callback):
-    """schedule(epoch, lr) -> lr at each epoch's start (epoch from 0, as Keras), set on Kiln's
-    optimizer."""
+class LearningRateScheduler(_CCallback):
+    """schedule(epoch, lr) -> lr at each epoch's start (epoch from 0, lr the current rate, as
+    Keras), called by Kiln's C scheduler callback; the logs and History get 'learning_rate'."""
 
     def __init__(self, schedule, verbose=0):
         super().__init__()
         self.schedule, self.verbose = schedule, verbose
 
-    def on_epoch_begin(self, epoch, logs=None):
-        opt = self.model.optimizer
-        lr = float(opt.learning_rate)
+    def _call(self, epoch1, lr):
         try:
-            new = self.schedule(epoch, lr)
+            new = self.schedule(epoch1 - 1, lr)
         except TypeError:
-            new = self.schedule(epoch)
-        opt.learning_rate = float(new)
+            new = self.schedule(epoch1 - 1)
+        new = float(new)
         if self.verbose:
-            print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to {float(new)}.")
+            print(f"\nEpoch {epoch1}: LearningRateScheduler setting learning rate to {new}.")
+        return new
+
+    def _kiln_dict(self, model):
+        return {"kind": "lr_scheduler", "fn": self._call}
 
 
 class ReduceLROnPlateau(Callback):
@@ -238,6 +240,11 @@ class ReduceLROnPlateau(Callback):
         self.min_delta, self.cooldown, self.min_lr = min_delta, cooldown, min_lr
         self.maximize = mode == "max" or (mode == "auto" and "acc" in monitor)
         self.best, self.wait, self.cooldown_counter = None, 0, 0
+
+    def on_train_begin(self, logs=None):
+        if not hasattr(self.model._c, "set_learning_rate"):
+            raise NotImplementedError("ReduceLROnPlateau: this build of kiln._kiln cannot change a compiled "
+                                      "model's learning rate between epochs (Model.set_learning_rate)")
 
     def on_epoch_end(self, epoch, logs=None):
         v = (logs or {}).get(self.monitor)

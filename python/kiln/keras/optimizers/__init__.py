@@ -39,8 +39,11 @@ class Optimizer:
     def learning_rate(self):
         """The base learning rate (the schedule object when one was given). After a fit, Kiln's
         current rate of the model it trains."""
-        if self._model is not None and self._model._c is not None and hasattr(self._model._c, "learning_rate"):
-            return self._model._c.learning_rate()
+        m = self._model
+        if m is not None and m._c is not None and hasattr(m._c, "learning_rate"):
+            return m._c.learning_rate()
+        if m is not None and m._last_lr is not None:
+            return m._last_lr          # Kiln's rate at the end of the last epoch trained
         return self._lr
 
     @learning_rate.setter
