@@ -191,3 +191,38 @@ def test_initial_epoch_steps_per_epoch_and_small_data():
     assert h.params["steps"] == 2 and [d["steps"] for d in m._c.history()[-2:]] == [2, 2]
     h = m.fit(x[:5], y[:5], batch_size=32, epochs=1, verbose=0)      # fewer examples than a batch: one step of all
     assert h.params["steps"] == 1 and np.isfinite(h.history["loss"][0])
+
+
+def test_mirrored_strategy_passes_devices_all(monkeypatch):
+    from kiln import _kiln
+    m = None
+    monkeypatch.setattr(_kiln, "gpu_available", lambda: True)
+    monkeypatch.setattr(_kiln, "gpu_count", lambda: 4)
+    strategy = tf.distribute.MirroredStrategy()
+    assert strategy.num_replicas_in_sync == 4
+    assert len(tf.config.list_physical_devices("GPU")) == 4
+    with strategy.scope():
+        m = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(2)])
+    m.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))   # outside the scope
+
+    class Spy:
+        def __init__(self, c):
+            self.c, self.kw = c, None
+
+        def __getattr__(self, name):
+            return getattr(self.c, name)
+
+        def fit(self, *args, **kw):
+            self.kw = dict(kw)
+            return self.c.fit(*args, **{**kw, "devices": None})     # this machine: one replica
+    m._c = spy = Spy(m._c)
+    m.fit(np.zeros((8, 4), np.float32), np.zeros(8, np.int32), verbose=0)
+    assert spy.kw["devices"] == "all"
+    assert tf.distribute.MirroredStrategy(["/gpu:0", "/gpu:1"])._fit_devices() == "gpu:0,gpu:1"
+
+
+def test_learning_rate_assignment_before_training():
+    m = mlp()
+    m.optimizer.learning_rate = 0.5
+    m.fit(np.zeros((8, 4), np.float32), np.zeros(8, np.int32), verbose=0)
+    assert m._c.history()[-1]["lr"] == pytest.approx(0.5)

@@ -50,10 +50,13 @@ class Optimizer:
     def learning_rate(self, value):
         m = self._model
         if m is not None and m._c is not None and m._c_compiled:
-            if not hasattr(m._c, "set_learning_rate"):
+            if hasattr(m._c, "set_learning_rate"):
+                m._c.set_learning_rate(float(value))
+            elif m._fits == 0:
+                m._c_compiled = False       # not trained yet: compiled again with this rate at the next fit
+            else:
                 raise NotImplementedError("optimizer.learning_rate = ...: this build of kiln._kiln cannot change "
-                                          "the learning rate of a compiled model")
-            m._c.set_learning_rate(float(value))
+                                          "the learning rate of a trained model (Model.set_learning_rate)")
         self._lr = value
 
     lr = learning_rate
