@@ -24,13 +24,16 @@ rc=$?
 set -e
 if [ $rc -eq 77 ]; then echo "python tests: skipped (see the pyenv line above)"; exit 0; fi
 [ $rc -eq 0 ] || exit $rc
+if ! "$py" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  echo "python tests: skipped (no Python.h to build the extension: apt-get install python3-dev)"; exit 0
+fi
 whl=$(ls build/python-wheel/kiln-*.whl 2>/dev/null | head -n1 || true)
 if [ -n "$whl" ] && [ "$whl" -nt "$stamp" ]; then
   # the wheel test_wheel just built and checked
   "$py" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$whl"
 else   # test_wheel did not leave one (skipped or excluded): build it here
   if ! "$py" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps . ; then
-    "$py" -m pip download -q --no-deps -d "$(mktemp -d)" "scikit-build-core>=0.10" >/dev/null 2>&1 ||
+    "$py" -m pip download -q --no-deps -d "$work/dl" "scikit-build-core>=0.10" >/dev/null 2>&1 ||
       { echo "python tests: skipped (pip cannot fetch scikit-build-core: is PyPI reachable?)"; exit 0; }
     echo "python tests: pip install . failed" >&2; exit 1
   fi
@@ -38,7 +41,7 @@ fi
 # from a folder outside the checkout, so that `import kiln` is the installed package
 cd "$work"
 set +e
-"$py" -m pytest -p no:cacheprovider -q "$root/tests/python"
+"$py" -m pytest -p no:cacheprovider "$root/tests/python"
 rc=$?
 set -e
 [ $rc -eq 5 ] && { echo "python tests: no tests collected in tests/python yet"; rc=0; }
