@@ -123,3 +123,16 @@ def test_build_deferred_until_data():
     m2 = keras.Sequential([layers.Dense(3)])
     m2.build((None, 7))
     assert m2.output_shape == (None, 3)
+
+
+def test_sub_model_of_a_sequential_model():
+    x = np.random.default_rng(5).normal(size=(40, 6)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int32)
+    seq = keras.Sequential([keras.Input(shape=(6,)), layers.Dense(5, activation="relu", name="hidden"), layers.Dense(2)])
+    seq.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    seq.fit(x, y, epochs=2, verbose=0)
+    feat = keras.Model(inputs=seq.inputs, outputs=seq.get_layer("hidden").output)
+    w, b = seq.get_layer("hidden").get_weights()
+    np.testing.assert_allclose(feat.predict(x), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-5)
+    assert seq.outputs[0].shape == (None, 2) and seq.layers[0].output.shape == (None, 5)
+    assert layers.Dense(3, name=None).name == "dense"

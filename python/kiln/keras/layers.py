@@ -128,6 +128,8 @@ class Layer:
             if k not in names and k not in _COMMON and k not in _KERAS_EXTRA:
                 raise TypeError(f"{cls}(): unexpected keyword argument '{k}' (Kiln's {cls} takes "
                                 f"{', '.join(o['name'] for o in opts) or 'no options'}, and name, input_shape)")
+            if k == "name" and v is None:
+                continue
             if k == "activation" and v is None:
                 v = "linear"
             if k == "dtype" and hasattr(v, "name"):

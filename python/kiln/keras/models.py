@@ -266,6 +266,7 @@ class Sequential(Model):
                 raise
             layer._model, layer._index, layer._c_name = self, i, self._c.layers()[i][0]
             self._idx.append(i)
+            self._chain([layer])
         elif self._input_shape is not None:
             self._build()
 
@@ -288,6 +289,17 @@ class Sequential(Model):
         cm = _kiln.sequential(self._name, tuple(self._input_shape))
         idx = [cm.add(l._class_name, l._config_json(), ()) for l in self._layers]
         self._attach(cm, self._layers, idx)
+        self._input_tensor = L.InputLayer(shape=self._input_shape)._output
+        self._chain(self._layers)
+
+    def _chain(self, layers):
+        """Gives each layer the KerasTensor it outputs, as Keras's Sequential does, so that
+        keras.Model(model.inputs, model.layers[k].output) makes a sub-model."""
+        info = self._c.layers()
+        for l in layers:
+            prev = self._layers[self._layers.index(l) - 1]._output if self._layers.index(l) else self._input_tensor
+            l._output = L.KerasTensor(l, [prev], (None,) + tuple(info[l._index][2]))
+            l._called = True
 
     def _build_for(self, x):
         if self._c is None:
@@ -300,12 +312,12 @@ class Sequential(Model):
     @property
     def inputs(self):
         self._need_built("inputs")
-        return [L.KerasTensor(None, [], (None,) + tuple(self._input_shape))]
+        return [self._input_tensor]
 
     @property
     def outputs(self):
         self._need_built("outputs")
-        return [L.KerasTensor(None, [], self.output_shape)]
+        return [self._layers[-1]._output if self._layers else self._input_tensor]
 
 
 def _wrap(cm):
@@ -334,6 +346,9 @@ def _wrap(cm):
     else:
         m.inputs = m.outputs = []
     m._attach(cm, layers, idx)
+    if seq:
+        m._input_tensor = L.InputLayer(shape=m._input_shape)._output
+        m._chain(layers)
     return m
 
 
