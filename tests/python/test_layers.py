@@ -136,3 +136,22 @@ def test_sub_model_of_a_sequential_model():
     np.testing.assert_allclose(feat.predict(x), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-5)
     assert seq.outputs[0].shape == (None, 2) and seq.layers[0].output.shape == (None, 5)
     assert layers.Dense(3, name=None).name == "dense"
+
+
+def test_functional_model_read_back_from_json_and_checkpoint(tmp_path):
+    inp = keras.Input(shape=(6,))
+    a = layers.Dense(4, activation="relu")(inp)
+    b = layers.Dense(4)(inp)
+    out = layers.Dense(2)(layers.Concatenate()([a, b]))
+    model = keras.Model(inp, out)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x = np.random.default_rng(6).normal(size=(20, 6)).astype(np.float32)
+    model.fit(x, np.arange(20) % 2, epochs=1, verbose=0)
+    model.save(str(tmp_path / "f.safetensors"))
+    for m in (keras.models.model_from_json(model.to_json()), keras.models.load_model(str(tmp_path / "f.safetensors"))):
+        assert [l.name for l in m.layers] == [l.name for l in model.layers]
+        assert m.input.shape == (None, 6) and m.output.shape == (None, 2)
+        sub = keras.Model(m.input, m.layers[-2].output)
+        assert sub.output_shape == (None, 8)
+    np.testing.assert_allclose(m.predict(x), model.predict(x), rtol=1e-6)
+    np.testing.assert_allclose(sub.predict(x)[:, :4], np.maximum(x @ model.layers[1].get_weights()[0] + model.layers[1].get_weights()[1], 0), rtol=1e-4, atol=1e-5)

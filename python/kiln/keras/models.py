@@ -14,6 +14,7 @@ from .._ext import _kiln, array_out, f32
 from .._ns import missing
 from . import layers as L
 from ._training import Training
+from . import _restore
 
 _names = {}
 
@@ -320,43 +321,11 @@ class Sequential(Model):
         return [self._layers[-1]._output if self._layers else self._input_tensor]
 
 
-def _wrap(cm):
-    """A Python model over a C model made from JSON or a checkpoint: layers rebuilt from the
-    model's Keras JSON."""
-    cfg = json.loads(cm.to_json())
-    seq = cfg.get("class_name") == "Sequential"
-    m = Sequential.__new__(Sequential) if seq else Model.__new__(Model)
-    m._init_common(cm.name(), {})
-    info = cm.layers()
-    layers, idx = [], []
-    for i, (lcfg, li) in enumerate(zip(cfg["config"]["layers"], info)):
-        if lcfg["class_name"] == "InputLayer":
-            if seq:
-                continue
-            l = L.InputLayer(shape=tuple(li[2]))
-        else:
-            l = L.CLASSES[lcfg["class_name"]].__new__(L.CLASSES[lcfg["class_name"]])
-            l._config = {k: v for k, v in lcfg["config"].items() if k not in ("trainable", "dtype")}
-            l._input_shape, l._called = None, True
-        l._model, l._index, l._c_name = None, None, None
-        layers.append(l)
-        idx.append(i)
-    if seq:
-        m._input_shape = tuple(cm.input_shape())
-    else:
-        m.inputs = m.outputs = []
-    m._attach(cm, layers, idx)
-    if seq:
-        m._input_tensor = L.InputLayer(shape=m._input_shape)._output
-        m._chain(layers)
-    return m
-
-
 def model_from_json(json_string, custom_objects=None):
     """Keras JSON (Keras 3 or tf.keras 2, what to_json writes) -> an uncompiled model, fresh weights."""
     if custom_objects:
         raise NotImplementedError("model_from_json: custom_objects: Kiln builds Keras's own layers only")
-    return _wrap(_kiln.model_from_json(json_string))
+    return _restore.wrap(_kiln.model_from_json(json_string))
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
@@ -366,7 +335,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     if custom_objects:
         raise NotImplementedError("load_model: custom_objects: Kiln builds Keras's own layers only")
     p = Model._check_path(filepath, "load_model")
-    return _wrap(_kiln.model_from_checkpoint(p))
+    return _restore.wrap(_kiln.model_from_checkpoint(p))
 
 
 def clone_model(model, input_tensors=None, clone_function=None):
