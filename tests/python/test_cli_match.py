@@ -1,11 +1,24 @@
 """Python's model.fit and `kiln train` on the same model (Keras JSON), data (npz), seed and
 settings give the same weights, bit for bit: Python adds nothing to training."""
+import os
+import shutil
 import subprocess
 
 import numpy as np
+import pytest
 
 import kiln as tf
 from kiln import keras
+
+
+@pytest.fixture
+def kiln_cli():
+    """The kiln executable: $KILN_CLI, the checkout's build/kiln, or `kiln` on PATH; else skip."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for exe in (os.environ.get("KILN_CLI"), os.path.join(repo, "build", "kiln"), shutil.which("kiln")):
+        if exe and os.path.isfile(exe) and os.access(exe, os.X_OK):
+            return exe
+    pytest.skip("no kiln executable (bash scripts/build.sh, or set KILN_CLI)")
 
 
 def test_fit_matches_kiln_train(tmp_path, kiln_cli):
