@@ -187,6 +187,7 @@ def test_initial_epoch_steps_per_epoch_and_small_data():
     m = mlp()
     h = m.fit(x, y, epochs=3, initial_epoch=1, verbose=0)
     assert h.epoch == [1, 2] and len(h.history["loss"]) == 2
+    assert m.fit(x, y, epochs=0, verbose=0).history == {} and len(m._c.history()) == 2
     h = m.fit(x, y, epochs=2, steps_per_epoch=2, batch_size=10, verbose=0)
     assert h.params["steps"] == 2 and [d["steps"] for d in m._c.history()[-2:]] == [2, 2]
     h = m.fit(x[:5], y[:5], batch_size=32, epochs=1, verbose=0)      # fewer examples than a batch: one step of all
