@@ -45,10 +45,13 @@ def get_memory_growth(device):
 
 
 def set_intra_op_parallelism_threads(num_threads):
-    """Kiln's CPU threads for models compiled afterwards (0: every core, the default)."""
+    """Kiln's CPU threads (0: every core, the default): the process's (kiln_set_num_threads, as
+    `kiln train --threads`) and those of models compiled afterwards."""
     n = int(num_threads)
     if n < 0:
         raise ValueError(f"set_intra_op_parallelism_threads: {num_threads} must be >= 0")
+    if n and hasattr(_kiln, "set_num_threads"):
+        _kiln.set_num_threads(n)
     _state.threads = n
 
 
