@@ -80,6 +80,10 @@ def test_weights_round_trip_and_files(tmp_path):
     w = a.get_weights()
     assert [v.shape for v in w] == [(4, 6), (6,), (6, 3), (3,)] and all(v.dtype == np.float32 for v in w)
     assert len(a.weights) == 4 and a.weights[0].path == "dense/kernel" and a.weights[0].name == "kernel"
+    np.testing.assert_array_equal(a.layers[0].kernel.numpy(), w[0])
+    np.testing.assert_array_equal(np.asarray(a.layers[1].bias), w[3])
+    with pytest.raises(NotImplementedError, match="trainable"):
+        a.trainable = False
     b.set_weights(w)
     np.testing.assert_array_equal(b.predict(x), a.predict(x))
     np.testing.assert_array_equal(b(x[:2]).numpy(), a.predict(x[:2]))      # model(x).numpy(), as TensorFlow

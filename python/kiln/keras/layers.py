@@ -186,6 +186,9 @@ class Layer:
         for o in type(self)._options:
             if o["name"] == name:
                 return self._config.get(name, o.get("default"))
+        for w in self.weights:             # Keras 3's layer.kernel, layer.bias, layer.gamma, ...
+            if w.name == name:
+                return w
         raise missing(f"keras.layers.{self._class_name}", name)
 
     def _c_layer(self):

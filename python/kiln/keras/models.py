@@ -119,6 +119,15 @@ class Model(Training):
 
     # ---- Keras attributes ----
     name = property(lambda self: self._name)
+
+    @property
+    def trainable(self):
+        return True
+
+    @trainable.setter
+    def trainable(self, value):
+        if not value:
+            raise NotImplementedError(f"{self._name}.trainable = False: Kiln trains every layer (no frozen models)")
     layers = property(lambda self: list(self._layers))
     built = property(lambda self: self._c is not None)
 
