@@ -125,3 +125,38 @@ def test_categorical_one_hot_and_mse():
     h = r.fit(x, target, epochs=5, verbose=0)
     assert h.history["loss"][-1] < h.history["loss"][0]
     assert isinstance(r.evaluate(x, target, verbose=0), float)
+
+
+def test_keras3_mnist_convnet_example():
+    """keras.io's "Simple MNIST convnet" as written (import line and data subset changed), on Fashion-MNIST."""
+    import kiln.keras as keras
+    from kiln.keras import layers
+    (x_train, y_train), (x_test, y_test) = _fashion()
+    x_train, y_train, x_test, y_test = x_train[:6000], y_train[:6000], x_test[:1000], y_test[:1000]
+    num_classes = 10
+    input_shape = (28, 28, 1)
+    x_train = x_train.astype("float32") / 255
+    x_test = x_test.astype("float32") / 255
+    x_train = np.expand_dims(x_train, -1)
+    x_test = np.expand_dims(x_test, -1)
+    y_train = keras.utils.to_categorical(y_train, num_classes)
+    y_test = keras.utils.to_categorical(y_test, num_classes)
+    model = keras.Sequential([
+        keras.Input(shape=input_shape),
+        layers.Conv2D(32, kernel_size=(3, 3), activation="relu"),
+        layers.MaxPooling2D(pool_size=(2, 2)),
+        layers.Conv2D(64, kernel_size=(3, 3), activation="relu"),
+        layers.MaxPooling2D(pool_size=(2, 2)),
+        layers.Flatten(),
+        layers.Dropout(0.5),
+        layers.Dense(num_classes, activation="softmax"),
+    ])
+    model.summary()
+    batch_size = 128
+    epochs = 2
+    model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])
+    model.fit(x_train, y_train, batch_size=batch_size, epochs=epochs, validation_split=0.1, verbose=0)
+    score = model.evaluate(x_test, y_test, verbose=0)
+    print("Test loss:", score[0])
+    print("Test accuracy:", score[1])
+    assert score[1] > 0.7
