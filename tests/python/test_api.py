@@ -122,7 +122,11 @@ def test_devices_threads_precision():
     assert isinstance(tf.test.is_built_with_cuda(), bool)
     for g in gpus:
         tf.config.experimental.set_memory_growth(g, True)
-    tf.debugging.set_log_device_placement(False)
+    tf.debugging.set_log_device_placement(True)
+    try:
+        mlp().fit(np.zeros((8, 4), np.float32), np.zeros(8, np.int32), verbose=0)
+    finally:
+        tf.debugging.set_log_device_placement(False)
     strategy = tf.distribute.MirroredStrategy()
     assert strategy.num_replicas_in_sync == max(1, len(gpus))
     with tf.device("/gpu:0"):
@@ -143,6 +147,10 @@ def test_devices_threads_precision():
     try:
         assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
         mlp().fit(x, y, verbose=0)
+        keras.mixed_precision.set_global_policy(keras.mixed_precision.Policy("mixed_float16"))
+        mlp().fit(x, y, verbose=0)
+        with pytest.raises(ValueError, match="Policy 'float16'"):
+            keras.mixed_precision.set_global_policy("float16")
     finally:
         keras.mixed_precision.set_global_policy("float32")
     tf.random.set_seed(7)
