@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kiln as tf
-from kiln import keras, _kiln
+from kiln import keras
 
 tf.config.threading.set_intra_op_parallelism_threads(1)
 

@@ -1,6 +1,4 @@
 """The seed programs with only the import changed, and a Keras-style convnet on Fashion-MNIST."""
-import os
-
 import numpy as np
 import pytest
 

@@ -7,6 +7,9 @@ from .layers import Input, InputLayer, Layer
 from .models import Model, Sequential
 
 __version__ = "3-kiln"
+__all__ = ["activations", "initializers", "regularizers", "layers", "losses", "metrics", "optimizers", "callbacks",
+           "utils", "mixed_precision", "datasets", "models", "backend", "Input", "InputLayer", "Layer", "Model",
+           "Sequential"]
 
 
 def __getattr__(name):

@@ -12,9 +12,7 @@ import inspect
 import json
 import re
 
-import numpy as np
-
-from .._ext import _kiln, layer_classes, array_out, f32
+from .._ext import _kiln, layer_classes
 from .._ns import missing
 from ._serial import to_json_value
 
