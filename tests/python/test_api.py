@@ -184,8 +184,8 @@ def test_learning_rate_schedules_map_exactly():
     for sched, want in cases:
         m = keras.Sequential([keras.layers.Dense(2)])
         m.compile(optimizer=keras.optimizers.Adam(sched), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        m.fit(x, y, batch_size=16, epochs=3, verbose=0)      # 4 steps per epoch; Keras's lr at each epoch's last step
-        assert [d["lr"] for d in m._c.history()] == pytest.approx(want, rel=1e-5)
+        h = m.fit(x, y, batch_size=16, epochs=3, verbose=0)      # 4 steps per epoch; Keras's lr at each epoch's last step
+        assert [d["lr"] for d in h.kiln_logs] == pytest.approx(want, rel=1e-5)
     with pytest.raises(NotImplementedError, match="compile again"):
         m.fit(x, y, batch_size=8, epochs=3, verbose=0)
     with pytest.raises(NotImplementedError, match="decay_steps"):
@@ -199,9 +199,11 @@ def test_initial_epoch_steps_per_epoch_and_small_data():
     m = mlp()
     h = m.fit(x, y, epochs=3, initial_epoch=1, verbose=0)
     assert h.epoch == [1, 2] and len(h.history["loss"]) == 2
-    assert m.fit(x, y, epochs=0, verbose=0).history == {} and len(m._c.history()) == 2
+    assert m.fit(x, y, epochs=0, verbose=0).history == {}
     h = m.fit(x, y, epochs=2, steps_per_epoch=2, batch_size=10, verbose=0)
-    assert h.params["steps"] == 2 and [d["steps"] for d in m._c.history()[-2:]] == [2, 2]
+    assert h.params["steps"] == 2 and [d["steps"] for d in h.kiln_logs] == [2, 2]
+    h = m.fit(x[:10], y[:10], epochs=1, batch_size=1, validation_split=0.25, verbose=0)
+    assert h.params["steps"] == 8 == h.kiln_logs[0]["steps"]            # Keras keeps ceil(10 * 0.75) = 8
     h = m.fit(x[:5], y[:5], batch_size=32, epochs=1, verbose=0)      # fewer examples than a batch: one step of all
     assert h.params["steps"] == 1 and np.isfinite(h.history["loss"][0])
 
@@ -237,5 +239,21 @@ def test_mirrored_strategy_passes_devices_all(monkeypatch):
 def test_learning_rate_assignment_before_training():
     m = mlp()
     m.optimizer.learning_rate = 0.5
-    m.fit(np.zeros((8, 4), np.float32), np.zeros(8, np.int32), verbose=0)
-    assert m._c.history()[-1]["lr"] == pytest.approx(0.5)
+    h = m.fit(np.zeros((8, 4), np.float32), np.zeros(8, np.int32), verbose=0)
+    assert h.kiln_logs[-1]["lr"] == pytest.approx(0.5)
+
+
+def test_array_conversions_as_keras():
+    m = keras.Sequential([keras.Input(shape=(3,)), layers.Dense(1, activation="sigmoid")])
+    m.compile(optimizer="sgd", loss="binary_crossentropy", metrics=["accuracy"])
+    xu8 = np.array([[0, 128, 255], [3, 2, 1]], dtype=np.uint8)
+    np.testing.assert_array_equal(m.predict(xu8), m.predict(xu8.astype(np.float32)))   # uint8 is not scaled
+    xf = np.asfortranarray(np.random.default_rng(0).random((16, 3)))                    # float64, Fortran order
+    yf = (xf[:, :1] > 0.5).astype(np.float64)                                            # (N, 1) float 0/1 labels
+    h = m.fit(xf, yf, epochs=1, verbose=0)
+    assert np.isfinite(h.history["loss"][0])
+    assert m.evaluate(xf.tolist(), yf.ravel().tolist(), verbose=0)[1] >= 0.0            # lists too
+    with pytest.raises(ValueError, match="0 or 1"):
+        m.fit(xf, np.full(16, 0.3), verbose=0)
+    with pytest.raises(TypeError, match="generators"):
+        m.fit((v for v in range(3)), None, verbose=0)

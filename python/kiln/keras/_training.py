@@ -2,9 +2,11 @@
 
 Differences from Keras, each stated where it matters: fit skips the partial last batch of an
 epoch (Kiln's fixed-shape step; a training set smaller than batch_size trains one batch of all of
-it); validation_split holds out floor(N * split) examples; Python callbacks see the running
+it); validation_split holds out the last N - ceil(N * (1 - split)) examples, as Keras; Python callbacks see the running
 epoch means in on_train_batch_end, as Keras 3. Arguments Kiln cannot honour (sample_weight,
 class_weight, ...) raise an error naming them."""
+import math
+
 import numpy as np
 
 from .. import _state
@@ -164,7 +166,7 @@ class Training:
             raise NotImplementedError(f"fit: shuffle={shuffle!r}: Kiln shuffles examples (True) or not (False)")
         x = f32(x)
         n = x.shape[0]
-        n_train = int(n * (1.0 - validation_split)) if validation_split else n   # as Kiln splits
+        n_train = math.ceil(n * (1.0 - validation_split)) if validation_split else n   # Keras's split, as Kiln's
         batch = int(batch_size or 32)
         batch = max(1, min(batch, n_train))
         spe = n_train // batch
@@ -244,6 +246,7 @@ class Training:
                                 on_batch_end=on_batch_end if batches else None,
                                 on_epoch_end=on_epoch_end if py else None,
                                 steps_per_epoch=int(steps_per_epoch or 0), devices=devices)
+        history.kiln_logs = logs_list      # Kiln's own per-epoch logs: lr, seconds, images_per_sec, ...
         for d in logs_list:
             history.on_epoch_end(d["epoch"] - 1, self._keras_logs(d))
         last = self._keras_logs(logs_list[-1]) if logs_list else {}

@@ -40,11 +40,12 @@ class Callback:
 
 
 class History(Callback):
-    """fit's return value: .history {key: [value per epoch]} with Keras's keys, .epoch, .params."""
+    """fit's return value: .history {key: [value per epoch]} with Keras's keys, .epoch, .params;
+    Kiln adds .kiln_logs, its own per-epoch logs (lr, seconds, images_per_sec, ...)."""
 
     def __init__(self):
         super().__init__()
-        self.history, self.epoch = {}, []
+        self.history, self.epoch, self.kiln_logs = {}, [], []
 
     def on_epoch_end(self, epoch, logs=None):
         self.epoch.append(epoch)
