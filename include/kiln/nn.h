@@ -181,6 +181,16 @@ kiln_layer *kiln_layer_from_config(kiln_model *m, const char *class_name, const 
  * with free(). */
 kiln_status kiln_layer_classes_json(char **out);
 
+/* Renames a layer without weights (Keras's Input(name=...)); an error when the model has a layer
+ * of that name already (the model's sticky error) or the layer has weights (name those when they
+ * are made: the config's "name"). */
+kiln_status kiln_layer_rename(kiln_layer *l, const char *name);
+/* The base learning rate (the optimizer's, as lr schedules and scheduler callbacks leave it) of a
+ * compiled model, and setting it between steps (Keras's optimizer.learning_rate = x,
+ * ReduceLROnPlateau): the next step's update uses it. */
+double kiln_model_learning_rate(const kiln_model *m);
+kiln_status kiln_model_set_learning_rate(kiln_model *m, double lr);
+
 /* ---- weights, as Keras' model.weights / get_weights / set_weights: per layer in order, each
  * layer's in the order it made them (Dense kernel, bias; BatchNormalization gamma, beta,
  * moving_mean, moving_variance). Names "<layer>/<weight>"; i out of range: NULL / rank 0. ---- */

@@ -101,6 +101,7 @@ PyObject *kpy_model_compile(PyObject *self, PyObject *args, PyObject *kw) {
     if ((st = kiln_loss_from_name(loss, &o.loss)) || (precision && (st = kiln_precision_parse(precision, &o.precision))))
         return kpy_raise(st, NULL);
     kiln_model *m = ((ModelObject *)self)->m;
+    if (threads > 0) kiln_set_num_threads(threads);    /* every CPU kernel's pool, as kiln train --threads */
     Py_BEGIN_ALLOW_THREADS
     st = kiln_compile(m, &o);
     Py_END_ALLOW_THREADS

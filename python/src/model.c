@@ -62,12 +62,13 @@ static PyObject *m_input(PyObject *self, PyObject *args, PyObject *kw) {
     const char *name = NULL;
     kiln_shape s;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|z", kws, &shape_o, &name) || kpy_shape_from(shape_o, &s, "shape")) return NULL;
-    if (name && *name) {       /* Keras's Input(name=...) */
-        PyErr_SetString(PyExc_NotImplementedError, "Input(name=...): Kiln names input layers itself (input, input_1, ...)");
-        return NULL;
-    }
     kiln_model *m = MODEL(self);
-    return index_of(m, kiln_input(m, s));
+    kiln_layer *l = kiln_input(m, s);
+    if (l && name && *name) {       /* Keras's Input(name=...) */
+        kiln_status st = kiln_layer_rename(l, name);
+        if (st) return kpy_raise(st, m);
+    }
+    return index_of(m, l);
 }
 
 static PyObject *m_add(PyObject *self, PyObject *args, PyObject *kw) {
@@ -218,6 +219,16 @@ static PyObject *m_set_weight(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *m_learning_rate(PyObject *self, PyObject *noargs) { return PyFloat_FromDouble(kiln_model_learning_rate(MODEL(self))); }
+
+static PyObject *m_set_learning_rate(PyObject *self, PyObject *args) {
+    double lr;
+    if (!PyArg_ParseTuple(args, "d", &lr)) return NULL;
+    kiln_status st = kiln_model_set_learning_rate(MODEL(self), lr);
+    if (st) return kpy_raise(st, NULL);
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_history(PyObject *self, PyObject *noargs) {
     int n = 0;
     const kiln_logs *h = kiln_model_history(MODEL(self), &n);
@@ -250,6 +261,8 @@ static PyMethodDef model_methods[] = {
     { "get_weight", m_get_weight, METH_VARARGS, "get_weight(name) -> (bytearray, shape)." },
     { "set_weight", m_set_weight, METH_VARARGS, "set_weight(name, float32 array)." },
     { "history", m_history, METH_NOARGS, "Per-epoch logs of every fit so far." },
+    { "learning_rate", m_learning_rate, METH_NOARGS, "The compiled model's base learning rate." },
+    { "set_learning_rate", m_set_learning_rate, METH_VARARGS, "set_learning_rate(lr): from the next step (also inside callbacks)." },
     { "compile", (PyCFunction)(void (*)(void))kpy_model_compile, METH_VARARGS | METH_KEYWORDS, "See python/src/README.md." },
     { "fit", (PyCFunction)(void (*)(void))kpy_model_fit, METH_VARARGS | METH_KEYWORDS, "See python/src/README.md." },
     { "evaluate", (PyCFunction)(void (*)(void))kpy_model_evaluate, METH_VARARGS | METH_KEYWORDS, "evaluate(x, y, batch_size=32, verbose=0) -> dict." },

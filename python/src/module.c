@@ -123,6 +123,15 @@ static PyObject *py_devices(PyObject *self, PyObject *noargs) {
     return l;
 }
 
+static PyObject *py_set_num_threads(PyObject *self, PyObject *args) {
+    int n;
+    if (!PyArg_ParseTuple(args, "i", &n)) return NULL;
+    if (n < 0) return PyErr_Format(PyExc_ValueError, "set_num_threads: %d must be >= 0 (0: every core)", n);
+    kiln_set_num_threads(n);
+    Py_RETURN_NONE;
+}
+static PyObject *py_get_num_threads(PyObject *self, PyObject *noargs) { return PyLong_FromLong(kiln_get_num_threads()); }
+
 static PyObject *py_layer_classes(PyObject *self, PyObject *noargs) {
     char *j = NULL;
     kiln_status st = kiln_layer_classes_json(&j);
@@ -224,6 +233,8 @@ static PyMethodDef methods[] = {
     { "devices", py_devices, METH_NOARGS, "[(kind, index, name, total_memory)]: the CPU, then visible GPUs." },
     { "built_with_cuda", py_built_with_cuda, METH_NOARGS, "This build has the CUDA backend." },
     { "cpu_has_bf16", py_cpu_has_bf16, METH_NOARGS, "The CPU has native bf16 arithmetic." },
+    { "set_num_threads", py_set_num_threads, METH_VARARGS, "set_num_threads(n): CPU threads of every kernel (0: every core)." },
+    { "get_num_threads", py_get_num_threads, METH_NOARGS, "CPU threads in use." },
     { "layer_classes", py_layer_classes, METH_NOARGS, "The layer table as JSON (kiln_layer_classes_json)." },
     { "idx_read", py_idx_read, METH_VARARGS, "idx_read(path) -> (bytearray, shape): an IDX file's u8 contents." },
     { "cifar10_read", py_cifar10_read, METH_VARARGS, "cifar10_read(path) -> ((x, shape), (y, shape)): one CIFAR-10 batch file, u8 NHWC." },

@@ -1,6 +1,7 @@
 /* Model.fit / evaluate / predict: NumPy buffers borrowed as pipelines (kiln_data_from_arrays, no
  * copy), the GIL released while C trains and taken back only to call Python callbacks, which are
  * also where Ctrl-C is noticed (between steps; the model stays usable). */
+#include <math.h>
 #include <string.h>
 #include "kiln_py.h"
 
@@ -197,7 +198,7 @@ PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
     bool has_y, has_vy = false, has_val = a.vx != Py_None;
     if (views(a.x, a.y, &xv, &yv, &has_y)) return NULL;
     if (has_val && views(a.vx, a.vy, &vxv, &vyv, &has_vy)) { kpy_view_release(&xv); kpy_view_release(&yv); return NULL; }
-    int64_t n = xv.t.shape.dim[0], split_at = a.split > 0 ? (int64_t)((double)n * (1.0 - a.split)) : n;
+    int64_t n = xv.t.shape.dim[0], split_at = a.split > 0 ? (int64_t)ceil((double)n * (1.0 - a.split)) : n;   /* Keras rounds up */
     PyObject *result = NULL;
     kiln_data *train = NULL, *val = NULL;
     if (a.split > 0 && has_val) PyErr_SetString(PyExc_ValueError, "give validation_split or validation_data, not both");

@@ -41,6 +41,15 @@ kiln_layer *kiln_layer_from_config(kiln_model *m, const char *class_name, const 
     return l;
 }
 
+kiln_status kiln_layer_rename(kiln_layer *l, const char *name) {
+    if (!l || !name || !*name) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_layer_rename: no layer or no name");
+    if (strlen(name) >= NN_NAME) return kiln_set_error(KILN_INVALID_ARGUMENT, "layer name '%.40s...' is longer than %d characters", name, NN_NAME - 1);
+    if (l->n_vars > 0)         /* its weights are named after it already */
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "layer '%s' has weights: name it when it is made (its config's \"name\")", l->name);
+    kiln_status st = nn_layer_rename(l, name);
+    return st ? kiln_set_error(st, "%s", kiln_model_error(l->model)) : KILN_OK;
+}
+
 static const char *const type_names[] = {
     [NN_T_INT] = "int", [NN_T_INT2] = "int2", [NN_T_FLOAT] = "float", [NN_T_BOOL] = "bool", [NN_T_SEED] = "seed",
     [NN_T_SHAPE] = "shape", [NN_T_ACTIVATION] = "activation", [NN_T_PADDING] = "padding", [NN_T_INIT] = "initializer",

@@ -46,7 +46,7 @@ static const nn_opt_spec dwconv_opts[] = {
 };
 
 static kiln_status conv_shape(kiln_layer *l, const nn_layer_cfg *c) {
-    kiln_status st = need_image(l, "; add kiln_layer_reshape() before it");
+    kiln_status st = need_image(l, "; add a Reshape layer (kiln_layer_reshape) before it");
     if (st) return st;
     kiln_shape s = l->in[0]->out;
     char b[96];

@@ -36,7 +36,7 @@ static kiln_status dense_shape(kiln_layer *l, const nn_layer_cfg *c) {
     kiln_shape s = l->in[0]->out;
     char b[96];
     if (s.rank != 1)
-        return nn_layer_fail(l, KILN_SHAPE_MISMATCH, "input %s has %d dims; Dense needs flat input (None, features): add kiln_layer_flatten() before it",
+        return nn_layer_fail(l, KILN_SHAPE_MISMATCH, "input %s has %d dims; Dense needs flat input (None, features): add a Flatten layer (kiln_layer_flatten) before it",
                              nn_batched_str(s, b, sizeof b), s.rank + 1);
     if (c->units <= 0) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "set .units to the number of outputs (got %d)", c->units);
     if ((unsigned)c->activation >= KILN_ACTIVATION_COUNT) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "unknown activation %d", (int)c->activation);

@@ -1,7 +1,9 @@
-/* A model's weights one by one, as Keras' model.weights / get_weights / set_weights see them:
+/* What a front end reads and sets between steps: the learning rate (Keras's
+ * optimizer.learning_rate), and a model's weights one by one, as Keras' model.weights / get_weights / set_weights see them:
  * per layer in order, each layer's variables in the order it made them (Dense kernel, bias;
  * BatchNormalization gamma, beta, moving_mean, moving_variance). Values are read from and written
  * to the session, which is built (weights initialised) on first use. */
+#include <math.h>
 #include "nn/nn_model.h"
 
 static const nn_var *var_at(const kiln_layer *l, int i) { return l && i >= 0 && i < l->n_vars ? &l->vars[i] : NULL; }
@@ -52,4 +54,14 @@ kiln_status kiln_model_set_weight(kiln_model *m, const char *name, const kiln_te
     kiln_node *n = kiln_graph_find(m->g, name);
     if (!n) return kiln_set_error(KILN_INTERNAL, "kiln_model_set_weight: '%s' is not in the model's graph", name);
     return kiln_session_assign_variable(m->s, n, value);
+}
+
+double kiln_model_learning_rate(const kiln_model *m) { return m && m->compiled ? m->base_lr : 0.0; }
+
+kiln_status kiln_model_set_learning_rate(kiln_model *m, double lr) {
+    if (!m) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_set_learning_rate: NULL model");
+    if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "model '%s' is not compiled: the learning rate is the optimizer's", m->name);
+    if (!(lr >= 0) || !isfinite(lr)) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_set_learning_rate: %g is not a learning rate (>= 0)", lr);
+    m->base_lr = lr;       /* the schedule runs from it; the next step's update reads it (nn_set_lr) */
+    return KILN_OK;
 }

@@ -85,6 +85,48 @@ static void config_errors(void) {
     kiln_model_free(m);
 }
 
+static void rename_and_lr(void) {
+    kiln_model *m = kiln_model_new("f");
+    kiln_layer *in = kiln_input(m, KILN_SHAPE(3));
+    CHECK_OK(kiln_layer_rename(in, "features"));
+    kiln_layer *d = kiln_layer_from_config(m, "Dense", "{\"units\": 2}", &in, 1);
+    CHECK(kiln_layer_rename(d, "other") == KILN_INVALID_ARGUMENT && strstr(kiln_last_error(), "weights"));
+    CHECK_OK(kiln_model_functional(m, &in, 1, &d, 1));
+    CHECK(kiln_model_find_layer(m, "features") == in && !strcmp(kiln_layer_name(in), "features"));
+    CHECK(kiln_model_set_learning_rate(m, 0.5) == KILN_INVALID_ARGUMENT);     /* not compiled */
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_sgd(0.1), .loss = KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, .from_logits = true }));
+    CHECK_NEAR(kiln_model_learning_rate(m), 0.1, 1e-12);
+    /* one SGD step at lr 0 changes nothing; at lr 0.5 the kernel moves */
+    float x[2 * 3] = { 1, 2, 3, -1, 0, 1 };
+    int32_t y[2] = { 0, 1 };
+    kiln_tensor *tx = kiln_tensor_wrap(KILN_F32, KILN_SHAPE(2, 3), x), *ty = kiln_tensor_wrap(KILN_I32, KILN_SHAPE(2), y);
+    kiln_tensor *w0 = NULL, *w1 = NULL;
+    CHECK_OK(kiln_model_get_weight(m, "dense/kernel", &w0));
+    CHECK_OK(kiln_model_set_learning_rate(m, 0.0));
+    kiln_data *d1 = kiln_data_batch(kiln_data_from_arrays(tx, ty, 2), 2, true);
+    CHECK_OK(kiln_fit_data(m, d1, &(kiln_fit_opts){ .epochs = 1 }));
+    CHECK_OK(kiln_model_get_weight(m, "dense/kernel", &w1));
+    CHECK(w0 && w1 && !memcmp(w0->data, w1->data, kiln_tensor_nbytes(w0)));
+    kiln_tensor_free(w1);
+    w1 = NULL;
+    CHECK_OK(kiln_model_set_learning_rate(m, 0.5));
+    CHECK(kiln_model_set_learning_rate(m, -1) == KILN_INVALID_ARGUMENT);
+    CHECK_OK(kiln_fit_data(m, d1, &(kiln_fit_opts){ .epochs = 1 }));
+    CHECK_OK(kiln_model_get_weight(m, "dense/kernel", &w1));
+    CHECK(w0 && w1 && memcmp(w0->data, w1->data, kiln_tensor_nbytes(w0)));
+    kiln_data_free(d1);
+    kiln_tensor_free(w0);
+    kiln_tensor_free(w1);
+    kiln_tensor_free(tx);
+    kiln_tensor_free(ty);
+    kiln_model_free(m);
+    m = kiln_model_new("g");
+    kiln_layer *a = kiln_input(m, KILN_SHAPE(3)), *b = kiln_input(m, KILN_SHAPE(3));
+    CHECK_OK(kiln_layer_rename(a, "x"));
+    CHECK(kiln_layer_rename(b, "x") == KILN_INVALID_ARGUMENT && strstr(kiln_last_error(), "twice"));
+    kiln_model_free(m);
+}
+
 static void classes_json(void) {
     char *j = NULL;
     CHECK_OK(kiln_layer_classes_json(&j));
@@ -170,6 +212,7 @@ static void agree_alone(void) {
 int main(void) {
     configs_match_builders();
     config_errors();
+    rename_and_lr();
     classes_json();
     arrays_pipeline();
     cifar_file();
