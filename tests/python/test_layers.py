@@ -155,3 +155,22 @@ def test_functional_model_read_back_from_json_and_checkpoint(tmp_path):
         assert sub.output_shape == (None, 8)
     np.testing.assert_allclose(m.predict(x), model.predict(x), rtol=1e-6)
     np.testing.assert_allclose(sub.predict(x)[:, :4], np.maximum(x @ model.layers[1].get_weights()[0] + model.layers[1].get_weights()[1], 0), rtol=1e-4, atol=1e-5)
+
+
+def test_add_a_layer_after_training_keeps_weights():
+    x = np.random.default_rng(7).normal(size=(32, 5)).astype(np.float32)
+    m = keras.Sequential([keras.Input(shape=(5,)), layers.Dense(4, activation="relu")])
+    m.compile(optimizer="adam", loss="mse")
+    m.get_weights()                                   # Kiln builds the model here
+    m.add(layers.Dense(1))
+    m.fit(x, x[:, 0], epochs=1, verbose=0)
+    before = m.layers[0].get_weights()
+    m.add(layers.Dense(2))                            # after training: rebuilt, weights copied over
+    for a, b in zip(m.layers[0].get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+    assert m.output_shape == (None, 2) and len(m.layers) == 3
+    m.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m.fit(x, np.arange(32) % 2, epochs=1, verbose=0)
+    with pytest.raises(ValueError):
+        m.add(layers.Conv2D(2, 3))                    # refused; the model stays as it was
+    assert m.predict(x).shape == (32, 2)

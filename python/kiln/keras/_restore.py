@@ -48,6 +48,7 @@ def wrap(cm):
     if seq:
         m._input_shape = tuple(cm.input_shape())
     m._attach(cm, layers, idx)
+    m._used = True                      # a checkpoint's weights are in it
     if seq:
         m._input_tensor = L.InputLayer(shape=m._input_shape)._output
         m._chain(layers)

@@ -64,6 +64,7 @@ class Training:
         """Builds the model for x (Sequential without an input shape) and compiles it in C."""
         if self._c is None:
             self._build_for(x)
+        self._used = True
         if tuple(x.shape[1:]) != tuple(self._c.input_shape()):
             raise ValueError(f"model '{self._name}' takes inputs of shape {(None,) + tuple(self._c.input_shape())}; "
                              f"x has shape {x.shape}")

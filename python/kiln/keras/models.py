@@ -35,6 +35,7 @@ class Variable:
         self.dtype = "float32"
 
     def numpy(self):
+        self._model._used = True            # Kiln builds the model's step on first use
         return array_out(self._model._c.get_weight(self.path))
 
     def __array__(self, dtype=None, copy=None):
@@ -45,6 +46,7 @@ class Variable:
         v = f32(value, self.path)
         if v.shape != self.shape:
             raise ValueError(f"weight '{self.path}' has shape {self.shape}; the value given has shape {v.shape}")
+        self._model._used = True
         self._model._c.set_weight(self.path, v)
 
     def __repr__(self):
@@ -92,7 +94,7 @@ class Model(Training):
         for k, v in kwargs.items():
             if not (k == "trainable" and v) and not (k == "dtype" and v in (None, "float32")):
                 raise NotImplementedError(f"keras.Model: argument '{k}' = {v!r} is not supported by Kiln")
-        self._name, self._c, self._layers, self._idx = name, None, [], []
+        self._name, self._c, self._layers, self._idx, self._used = name, None, [], [], False
         self._strategy = _state.current_strategy()
         self._device = _state.current_device()
         self._init_training()
@@ -103,7 +105,7 @@ class Model(Training):
         model's; this model gets a copy of its weights (Kiln has no shared weights)."""
         carried = [(i, l.get_weights()) for l, i in zip(layers, indices) if l.built and l._model is not self]
         info = cm.layers()
-        self._c, self._layers, self._idx = cm, list(layers), list(indices)
+        self._c, self._layers, self._idx, self._used = cm, list(layers), list(indices), False
         if _state.seed is not None:
             cm.set_seed(_state.seed)
         for l, i in zip(layers, indices):
@@ -209,16 +211,19 @@ class Model(Training):
         if kwargs.get("save_format") not in (None, "safetensors"):
             raise NotImplementedError(f"save: save_format={kwargs['save_format']!r}: Kiln writes safetensors")
         self._need_built("save")
+        self._used = True
         self._c.save(self._check_path(filepath, "save"), bool(include_optimizer))
 
     def save_weights(self, filepath, overwrite=True, **kwargs):
         self._need_built("save_weights")
+        self._used = True
         self._c.save(self._check_path(filepath, "save_weights"), False)
 
     def load_weights(self, filepath, skip_mismatch=False, by_name=False, **kwargs):
         if skip_mismatch or by_name:
             raise NotImplementedError("load_weights: skip_mismatch / by_name: Kiln loads every weight by name")
         self._need_built("load_weights")
+        self._used = True
         self._c.load(self._check_path(filepath, "load_weights"), False)
 
     def __call__(self, x, training=None, **kwargs):
@@ -266,7 +271,9 @@ class Sequential(Model):
         if not self._layers and self._input_shape is None and layer._input_shape is not None:
             self._input_shape = layer._input_shape
         self._layers.append(layer)
-        if self._c is not None:
+        if self._c is not None and self._used:
+            self._rebuild()
+        elif self._c is not None:
             try:
                 i = self._c.add(layer._class_name, layer._config_json(), ())
             except Exception:
@@ -279,6 +286,24 @@ class Sequential(Model):
             self._chain([layer])
         elif self._input_shape is not None:
             self._build()
+
+    def _rebuild(self):
+        """A layer added to a model that has run (Kiln builds its step then, and takes no more
+        layers): a new C model with every layer, the earlier layers' weights copied over; compiled
+        again at the next fit (the optimizer state starts fresh)."""
+        old = [(l, l.get_weights()) for l in self._layers[:-1]]
+        cm = _kiln.sequential(self._name, tuple(self._input_shape))
+        try:
+            idx = [cm.add(l._class_name, l._config_json(), ()) for l in self._layers]
+        except Exception:
+            self._layers.pop()
+            raise
+        self._attach(cm, self._layers, idx)
+        self._input_tensor = L.InputLayer(shape=self._input_shape)._output
+        self._chain(self._layers)
+        for l, w in old:
+            l.set_weights(w)
+        self._c_compiled = False
 
     def pop(self):
         raise NotImplementedError("Sequential.pop: Kiln cannot remove a layer from a built model; build a new one")
