@@ -63,3 +63,25 @@ def test_ctrl_c_stops_fit_and_model_stays_usable():
     assert p.shape == (10, 2) and np.isfinite(p).all()
     h = model.fit(x[:256], y[:256], epochs=1, verbose=0)
     assert np.isfinite(h.history["loss"][0])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+def test_memory_flat_over_many_models():
+    import gc
+    x = np.random.default_rng(1).random((32, 8), dtype=np.float32)
+    y = np.arange(32) % 2
+
+    def one():
+        m = keras.Sequential([keras.Input(shape=(8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(2)])
+        m.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        m.fit(x, y, verbose=0)
+        m.predict(x, verbose=0)
+    for _ in range(300):
+        one()
+    gc.collect()
+    before = rss_mb()
+    for _ in range(500):
+        one()
+    gc.collect()
+    grown = rss_mb() - before
+    assert grown < 2.0, f"RSS grew {grown:.2f} MiB over 500 models built, trained and freed"
