@@ -45,6 +45,9 @@ def test_type_errors_and_unsupported_arguments():
         layers.Dense(unitz=3)
     with pytest.raises(TypeError, match="units"):
         layers.Dense()
+    with pytest.raises(TypeError, match="by keyword"):
+        layers.BatchNormalization(-1)                 # Keras's first argument is axis, not in Kiln's table
+    assert layers.Conv2D(8, 3, 2, "same").padding == "same" and layers.MaxPooling2D((3, 3), 1).strides == 1
     with pytest.raises(TypeError, match="KerasTensor|keras.Input"):
         layers.Dense(3)(np.zeros((2, 2)))
     m = mlp()

@@ -27,6 +27,10 @@ _KERAS_EXTRA = {
     "virtual_batch_size", "adjustment", "groups",
 }
 _COMMON = ("name", "trainable", "dtype")
+# Keras's positional order leaves Kiln's table (which lacks keys such as data_format, axis,
+# noise_shape) after this many arguments: more positional arguments than this are refused rather
+# than bound to the wrong option (until the table lists Keras's full order)
+_KERAS_POSITIONAL = {"Conv2D": 4, "DepthwiseConv2D": 3, "Dropout": 1, "BatchNormalization": 0}
 
 
 class KerasTensor:
@@ -104,8 +108,10 @@ class Layer:
             raise NotImplementedError(f"{type(self).__name__}: custom layers are not supported; Kiln's "
                                       "layers are those of kiln.keras.layers (computed in C)")
         cls, opts = self._class_name, self._options
-        if len(args) > len(opts):
-            raise TypeError(f"{cls}() takes at most {len(opts)} positional arguments ({len(args)} given)")
+        most = min(len(opts), _KERAS_POSITIONAL.get(cls, len(opts)))
+        if len(args) > most:
+            raise TypeError(f"{cls}() takes at most {most} positional arguments ({len(args)} given); "
+                            "pass the others by keyword")
         self._config, self._input_shape = {}, None
         self._model, self._index, self._called, self._c_name = None, None, False, None
         given = dict(zip((o["name"] for o in opts), args))
