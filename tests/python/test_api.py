@@ -187,6 +187,7 @@ def test_learning_rate_schedules_map_exactly():
     for sched, want in cases:
         m = keras.Sequential([keras.layers.Dense(2)])
         m.compile(optimizer=keras.optimizers.Adam(sched), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        m.evaluate(x, y, verbose=0)                          # before the first fit: compiled at the initial rate
         h = m.fit(x, y, batch_size=16, epochs=3, verbose=0)      # 4 steps per epoch; Keras's lr at each epoch's last step
         assert [d["lr"] for d in h.kiln_logs] == pytest.approx(want, rel=1e-5)
     with pytest.raises(NotImplementedError, match="compile again"):

@@ -54,11 +54,12 @@ class Training:
         if self._c is not None and loss_name is not None and not isinstance(opt._lr, O.schedules.LearningRateSchedule):
             self._c_compile()
 
-    def _c_compile(self, spe=None, epochs=None):
-        opt, sched = self.optimizer._kiln(spe, epochs)
+    def _c_compile(self, spe=None, epochs=None, eval_only=False):
+        opt, sched = self.optimizer._kiln(spe, epochs, eval_only)
         self._c.compile(opt, self._compile_kw["loss"], schedule=sched,
                         **{k: v for k, v in self._compile_kw.items() if k != "loss"})
-        self._c_compiled, self._sched_key = True, (spe, epochs) if sched else None
+        self._c_compiled = True
+        self._sched_key = "eval" if eval_only else (spe, epochs) if sched else None
 
     def _ready(self, x, spe=None, epochs=None, need_loss=True):
         """Builds the model for x (Sequential without an input shape) and compiles it in C."""
@@ -75,10 +76,14 @@ class Training:
             return
         self._device_check()
         sched = isinstance(self.optimizer._lr, O.schedules.LearningRateSchedule)
-        if not self._c_compiled or (sched and spe is not None and self._sched_key not in (None, (spe, epochs))):
-            if sched and spe is None:
-                return          # evaluate / predict before the first fit: the schedule needs its steps
-            if self._c_compiled and sched:
+        if not sched:
+            if not self._c_compiled:
+                self._c_compile()
+        elif spe is None:               # evaluate / predict before any fit: the schedule needs fit's steps
+            if not self._c_compiled:
+                self._c_compile(eval_only=True)
+        elif self._sched_key != (spe, epochs):
+            if self._c_compiled and self._sched_key != "eval":
                 raise NotImplementedError("fit: Kiln mapped the learning-rate schedule onto the first fit's steps "
                                           f"{self._sched_key}; this fit has {(spe, epochs)}: compile again")
             self._c_compile(spe, epochs)

@@ -61,12 +61,15 @@ class Optimizer:
 
     lr = learning_rate
 
-    def _kiln(self, steps_per_epoch=None, epochs=None):
-        """(optimizer dict, schedule dict or None) for _kiln.Model.compile."""
+    def _kiln(self, steps_per_epoch=None, epochs=None, eval_only=False):
+        """(optimizer dict, schedule dict or None) for _kiln.Model.compile; eval_only: a
+        schedule's initial rate, for evaluate before the first fit."""
         d = {"kind": self._kind}
         d.update({k: v for k, v in self._extra().items() if v is not None})
         sched = None
-        if isinstance(self._lr, schedules.LearningRateSchedule):
+        if isinstance(self._lr, schedules.LearningRateSchedule) and eval_only:
+            d["lr"] = self._lr.initial_learning_rate
+        elif isinstance(self._lr, schedules.LearningRateSchedule):
             d["lr"], sched = self._lr._kiln(steps_per_epoch, epochs)
         else:
             d["lr"] = float(self._lr)
@@ -116,8 +119,8 @@ class AdamW(Adam):
     def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name="adamw", **kwargs):
         super().__init__(learning_rate, beta_1, beta_2, epsilon, name, weight_decay=weight_decay, **kwargs)
 
-    def _kiln(self, steps_per_epoch=None, epochs=None):
-        d, s = super()._kiln(steps_per_epoch, epochs)
+    def _kiln(self, steps_per_epoch=None, epochs=None, eval_only=False):
+        d, s = super()._kiln(steps_per_epoch, epochs, eval_only)
         if not self.weight_decay:     # Kiln's adamw reads 0 as its default 0.004: no decay is Adam
             d["kind"] = "adam"
         return d, s

@@ -10,6 +10,8 @@ from ..._ns import missing
 
 
 class LearningRateSchedule:
+    initial_learning_rate = 0.0
+
     def __call__(self, step):
         raise NotImplementedError(f"{type(self).__name__}: Kiln evaluates schedules in C")
 
