@@ -46,6 +46,7 @@ def test_keras3_style_program():
     assert set(hist.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
     assert hist.epoch == list(range(8)) and hist.params["epochs"] == 8
     loss, acc = model.evaluate(x, y, verbose=0)
+    assert model.metrics_names == ["loss", "accuracy"]
     assert acc > 0.8 and loss < 0.6
     assert set(model.evaluate(x, y, verbose=0, return_dict=True)) == {"loss", "accuracy"}
 

@@ -130,6 +130,12 @@ class Model(Training):
     def trainable(self, value):
         if not value:
             raise NotImplementedError(f"{self._name}.trainable = False: Kiln trains every layer (no frozen models)")
+
+    @property
+    def metrics_names(self):
+        """['loss', <the metrics given to compile>] (tf.keras 2's form: evaluate's order)."""
+        return ["loss"] + [n for n, _ in self._metrics]
+
     layers = property(lambda self: list(self._layers))
     built = property(lambda self: self._c is not None)
 
