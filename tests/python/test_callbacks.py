@@ -159,3 +159,14 @@ def test_learning_rate_scheduler():
     one_arg = keras.callbacks.LearningRateScheduler(lambda epoch: 0.1 / (epoch + 1))
     h = m.fit(x, y, epochs=2, callbacks=[one_arg], verbose=0)
     assert h.history["learning_rate"] == pytest.approx([0.1, 0.05])
+
+
+def test_reduce_lr_on_plateau():
+    x, y = data(64)
+    m = small_model(metrics=())
+    cb = keras.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5, patience=0, min_delta=10.0)
+    h = m.fit(x, y, epochs=3, callbacks=[cb], verbose=0)
+    assert h.history["learning_rate"] == pytest.approx([1e-3, 1e-3, 5e-4])     # the rate each epoch trained with
+    assert float(m.optimizer.learning_rate) == pytest.approx(2.5e-4)
+    m.optimizer.learning_rate = 0.01                                           # a trained model takes it too
+    assert [d["lr"] for d in m.fit(x, y, epochs=1, verbose=0).kiln_logs] == pytest.approx([0.01])

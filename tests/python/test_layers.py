@@ -86,7 +86,8 @@ def test_functional_multi_branch_concatenate_add():
     out = layers.Dense(3, activation="softmax")(layers.Dropout(0.1)(c))
     model = keras.Model(inputs=inp, outputs=out, name="branchy")
     assert model.name == "branchy" and model.output_shape == (None, 3)
-    assert [type(l).__name__ for l in model.layers][0] == "InputLayer"
+    assert [type(l).__name__ for l in model.layers][0] == "InputLayer" and model.layers[0].name == "features"
+    assert '"features"' in model.to_json()
     x = np.random.default_rng(1).normal(size=(96, 8)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int32) + (x[:, 1] > 0).astype(np.int32)
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])

@@ -194,7 +194,7 @@ class Training:
         in_c = [isinstance(c, C._CCallback) and c._in_c() for c in cbs]
         c_dicts = [c._kiln_dict(self) for c, k in zip(cbs, in_c) if k]
         py = [c for c, k in zip(cbs, in_c) if not k]
-        self._lr_logs = any(isinstance(c, C.LearningRateScheduler) for c in cbs)
+        self._lr_logs = any(isinstance(c, (C.LearningRateScheduler, C.ReduceLROnPlateau)) for c in cbs)
         history = C.History()
         params = {"verbose": verbose, "epochs": int(epochs), "steps": spe}
         for c in py + [history]:

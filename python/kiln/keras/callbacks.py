@@ -230,7 +230,8 @@ class LearningRateScheduler(_CCallback):
 
 
 class ReduceLROnPlateau(Callback):
-    """Keras's ReduceLROnPlateau, deciding in Python at each epoch end; Kiln's optimizer takes the rate."""
+    """Keras's ReduceLROnPlateau, deciding in Python at each epoch end; Kiln's optimizer takes the
+    rate from the next step (Model.set_learning_rate). Logs get 'learning_rate', as Keras 3."""
 
     def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0, mode="auto", min_delta=1e-4,
                  cooldown=0, min_lr=0.0, **kwargs):

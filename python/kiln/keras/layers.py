@@ -84,8 +84,7 @@ def _build_graph(cm, outputs):
     for t in _history(outputs):
         layer = t._layer
         if isinstance(layer, InputLayer):
-            # Kiln names its input layers itself (input, input_1, ...); a Keras name stays on the Python layer
-            index[id(t)] = cm.input(tuple(layer._shape))
+            index[id(t)] = cm.input(tuple(layer._shape), layer._config.get("name"))
         else:
             index[id(t)] = cm.add(layer._class_name, layer._config_json(),
                                   tuple(index[id(i)] for i in t._inputs))

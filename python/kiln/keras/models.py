@@ -111,7 +111,7 @@ class Model(Training):
         for l, i in zip(layers, indices):
             if not l.built or l._model is self:
                 l._model, l._index = self, i
-                l._c_name = l._config.get("name", info[i][0]) if isinstance(l, L.InputLayer) else info[i][0]
+                l._c_name = info[i][0]
         for i, ws in carried:
             for v, w in zip(self._vars(i), ws):
                 v.assign(w)

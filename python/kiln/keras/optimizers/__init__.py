@@ -40,7 +40,7 @@ class Optimizer:
         """The base learning rate (the schedule object when one was given). After a fit, Kiln's
         current rate of the model it trains."""
         m = self._model
-        if m is not None and m._c is not None and hasattr(m._c, "learning_rate"):
+        if m is not None and m._c is not None and m._c_compiled and hasattr(m._c, "learning_rate"):
             return m._c.learning_rate()
         if m is not None and m._last_lr is not None:
             return m._last_lr          # Kiln's rate at the end of the last epoch trained
