@@ -159,3 +159,23 @@ def test_keras3_mnist_convnet_example():
     print("Test loss:", score[0])
     print("Test accuracy:", score[1])
     assert score[1] > 0.7
+
+
+def test_tf_keras_2_style_program(capfd):
+    """tf.keras 2 idioms: input_dim, InputLayer(input_shape=), optimizer lr=, verbose=2, fit_generator gone."""
+    x, y = circle_data(300, seed=4)
+    model = tf.keras.models.Sequential()
+    model.add(tf.keras.layers.Dense(12, input_dim=4, activation="relu"))
+    model.add(tf.keras.layers.Dense(1, activation="sigmoid"))
+    model.compile(loss="binary_crossentropy", optimizer=tf.keras.optimizers.Adam(lr=0.01), metrics=["accuracy"])
+    model.fit(x, y, epochs=3, batch_size=10, verbose=2)
+    _, accuracy = model.evaluate(x, y, verbose=0)
+    assert accuracy > 0.8
+    assert "Epoch 3/3" in capfd.readouterr().out            # Kiln prints from C, on file descriptor 1
+    m2 = tf.keras.Sequential([tf.keras.layers.InputLayer(input_shape=(4,)), tf.keras.layers.Dense(2)])
+    m3 = tf.keras.Sequential([tf.keras.layers.Dense(2, batch_input_shape=(None, 4))])
+    assert m2.input_shape == m3.input_shape == (None, 4)
+    with pytest.raises(AttributeError, match="fit_generator"):
+        model.fit_generator
+    predictions = (model.predict(x[:10]) > 0.5).astype("int32")
+    assert predictions.shape == (10, 1)
