@@ -3,7 +3,7 @@
  *
  *   build/example_quickstart [DATA_DIR]
  *
- * or, against an installed Kiln (README, "Using the installed library"):
+ * or, against an installed Kiln (docs/c-api.md, "Using the installed library"):
  *   cc examples/quickstart.c $(pkg-config --cflags --libs kiln) -o quickstart && ./quickstart
  * (for a prefix the loader does not search, add -Wl,-rpath,PREFIX/lib)
  *

@@ -5,8 +5,8 @@
 
 #define MODEL_FILE_HELP \
     "  --model-file FILE   the model as Keras model JSON (what Keras' model.to_json() writes, Keras 3\n" \
-    "                      or tf.keras 2; README \"Keras model files\" lists the layers and options)\n" \
-    "                      or an ONNX file (FILE.onnx: its network and weights; README \"ONNX\")\n" \
+    "                      or tf.keras 2; docs/models.md, \"Keras model files\", lists its layers)\n" \
+    "                      or an ONNX file (FILE.onnx: its network and weights; docs/models.md \"ONNX\")\n" \
     "                      instead of a built-in --model\n"
 
 #define DATA_HELP \

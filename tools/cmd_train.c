@@ -138,8 +138,7 @@ static void train_usage(FILE *f) {
         "global batch, each of the N processes trains on its 1/N of it and the gradients are\n"
         "all-reduced, so N processes train as one with that batch; rank 0 prints and writes files;\n"
         "each process takes cores / processes-per-machine threads and, with several GPUs, the GPU of\n"
-        "its local rank; a failing process ends the whole job. Details: README, 'Training on several\n"
-        "GPUs or machines'\n");
+        "its local rank; a failing process ends the whole job. Details: docs/distributed.md\n");
 }
 
 /* What one run of kiln train holds between its steps. */

@@ -514,7 +514,7 @@ kiln_status kiln_model_build_from_checkpoint(const kiln_safetensors *f, const ch
  * 0.01}} or null. *out: a new string, release with free(). */
 kiln_status kiln_model_to_json(const kiln_model *m, char **out);
 /* Builds the model Keras model JSON describes, weights fresh: what Keras 3's or tf.keras 2's
- * model.to_json() writes (Sequential or Functional; the layer types and options README's "Keras
+ * model.to_json() writes (Sequential or Functional; the layer types and options docs/models.md's "Keras
  * model files" lists) and kiln_model_to_json's output. A layer class or option value Kiln cannot
  * honour is an error naming the layer and the key (KILN_UNSUPPORTED or KILN_INVALID_ARGUMENT). */
 kiln_status kiln_model_from_json(const char *json, kiln_model **out);

@@ -5,7 +5,7 @@ def missing(path, name):
     return AttributeError(
         f"{path}.{name}: Kiln does not have {path}.{name} (Kiln runs the Keras-style programs of its scope: "
         "Sequential and functional models, the layers in kiln.keras.layers, compile/fit/evaluate/predict, "
-        "callbacks, devices; see README's Python section)")
+        "callbacks, devices; see docs/python.md)")
 
 
 class Namespace:

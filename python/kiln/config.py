@@ -34,7 +34,7 @@ def get_visible_devices(device_type=None):
 def set_memory_growth(device, enable):
     """Accepted for every GPU, with no effect to ask for: Kiln never reserves a GPU's memory up
     front as TensorFlow does. It allocates what the training step's memory plan needs when the
-    model is first run (README "Memory"), so memory grows with the model either way."""
+    model is first run (docs/devices.md, "Memory"), so memory grows with the model either way."""
     if not isinstance(device, PhysicalDevice) or device.device_type != "GPU":
         raise ValueError(f"set_memory_growth: {device!r} is not a GPU of list_physical_devices('GPU')")
     return None

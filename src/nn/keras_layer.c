@@ -4,7 +4,7 @@
  *   - a key of `rules` below: accepted when its value does not change the math (R_ANY) or is the
  *     one Kiln implements (R_NULL, R_TRUE, ...), refused otherwise, saying why;
  *   - any other key: refused (a key Kiln does not know may change the math).
- * README's "Keras model files" lists the same. Errors name the layer, its class and the key. */
+ * docs/models.md's "Keras model files" lists the same. Errors name the layer, its class and the key. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -393,7 +393,7 @@ kiln_status nn_keras_layer_read(const char *cls, const char *name, const cJSON *
             if ((st = schema_value(&c, s, e, &o.val)) || (st = add_opt(&c, out, o))) return st;
         } else {
             char b[80];
-            return bad(&c, KILN_UNSUPPORTED, key, "= %s is a config key Kiln does not know (it might change the math); see README, \"Keras model files\"",
+            return bad(&c, KILN_UNSUPPORTED, key, "= %s is a config key Kiln does not know (it might change the math); see docs/models.md, \"Keras model files\"",
                        shown(e, b, sizeof b));
         }
     }

@@ -1,5 +1,5 @@
 """keras.mixed_precision: the precision policy models compiled afterwards train with:
-'float32', 'mixed_bfloat16', 'mixed_float16' (README "Mixed precision": on a CPU without bf16
+'float32', 'mixed_bfloat16', 'mixed_float16' (docs/precision.md: on a CPU without bf16
 instructions Kiln says so once and trains in float32)."""
 from .. import _state
 from .._ns import missing
