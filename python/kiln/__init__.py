@@ -8,11 +8,11 @@ import contextlib
 from . import _state
 from ._ext import _kiln
 from ._ns import missing
-from . import config, test, debugging, random, distribute
+from . import config, test, debugging, random, distribute, data
 from . import keras
 
 __version__ = _kiln.version()
-__all__ = ["keras", "config", "test", "distribute", "debugging", "random", "device", "__version__"]
+__all__ = ["keras", "config", "test", "distribute", "debugging", "random", "data", "device", "__version__"]
 
 
 def _parse_device(name):

@@ -45,6 +45,17 @@ PyObject *kpy_model_predict(PyObject *self, PyObject *args, PyObject *kw);
 /* A Kiln logs struct as the dict Python callbacks and History see. */
 PyObject *kpy_logs_dict(const kiln_logs *l);
 
+PyObject *kpy_model_fit_data(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *kpy_model_evaluate_data(PyObject *self, PyObject *args, PyObject *kw);
+
+/* data.c: the Data type (a kiln_data pipeline) and its sources */
+extern PyType_Spec kpy_data_spec;
+extern PyObject *kpy_data_type;
+/* The pipeline of a Data object; NULL with TypeError / ValueError (consumed) set. */
+kiln_data *kpy_data_of(PyObject *o, const char *what);
+PyObject *kpy_data_open(PyObject *mod, PyObject *args);
+PyObject *kpy_data_images(PyObject *mod, PyObject *args);
+
 /* compile.c: Model.compile */
 PyObject *kpy_model_compile(PyObject *self, PyObject *args, PyObject *kw);
 

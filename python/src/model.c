@@ -266,6 +266,8 @@ static PyMethodDef model_methods[] = {
     { "compile", (PyCFunction)(void (*)(void))kpy_model_compile, METH_VARARGS | METH_KEYWORDS, "See python/src/README.md." },
     { "fit", (PyCFunction)(void (*)(void))kpy_model_fit, METH_VARARGS | METH_KEYWORDS, "See python/src/README.md." },
     { "evaluate", (PyCFunction)(void (*)(void))kpy_model_evaluate, METH_VARARGS | METH_KEYWORDS, "evaluate(x, y, batch_size=32, verbose=0) -> dict." },
+    { "fit_data", (PyCFunction)(void (*)(void))kpy_model_fit_data, METH_VARARGS | METH_KEYWORDS, "fit_data(data, epochs=1, ...): train on a Data pipeline." },
+    { "evaluate_data", (PyCFunction)(void (*)(void))kpy_model_evaluate_data, METH_VARARGS | METH_KEYWORDS, "evaluate_data(data, verbose=0) -> dict." },
     { "predict", (PyCFunction)(void (*)(void))kpy_model_predict, METH_VARARGS | METH_KEYWORDS, "predict(x, batch_size=32) -> (bytearray, shape)." },
     { NULL, NULL, 0, NULL },
 };

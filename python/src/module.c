@@ -238,6 +238,8 @@ static PyMethodDef methods[] = {
     { "layer_classes", py_layer_classes, METH_NOARGS, "The layer table as JSON (kiln_layer_classes_json)." },
     { "idx_read", py_idx_read, METH_VARARGS, "idx_read(path) -> (bytearray, shape): an IDX file's u8 contents." },
     { "cifar10_read", py_cifar10_read, METH_VARARGS, "cifar10_read(path) -> ((x, shape), (y, shape)): one CIFAR-10 batch file, u8 NHWC." },
+    { "data_open", kpy_data_open, METH_VARARGS, "data_open(spec, train=True) -> Data: kiln_data_open's specs (images:DIR, npz:FILE, csv:FILE, mnist:DIR, cifar10:DIR, ...)." },
+    { "data_images", kpy_data_images, METH_VARARGS, "data_images(dir, class_names=None) -> Data: an image folder, one sub-folder per class." },
     { "sequential", py_sequential, METH_VARARGS, "sequential(name, input_shape) -> Model." },
     { "functional", py_functional, METH_VARARGS, "functional(name) -> Model (empty)." },
     { "model_from_json", py_model_from_json, METH_VARARGS, "model_from_json(text) -> Model (Keras JSON)." },
@@ -251,6 +253,10 @@ static int exec_module(PyObject *mod) {
     if (!kpy_model_type) return -1;
     Py_INCREF(kpy_model_type);
     if (PyModule_AddObject(mod, "Model", kpy_model_type) < 0) { Py_DECREF(kpy_model_type); return -1; }
+    kpy_data_type = PyType_FromSpec(&kpy_data_spec);
+    if (!kpy_data_type) return -1;
+    Py_INCREF(kpy_data_type);
+    if (PyModule_AddObject(mod, "Data", kpy_data_type) < 0) { Py_DECREF(kpy_data_type); return -1; }
     return 0;
 }
 

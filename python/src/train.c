@@ -167,6 +167,32 @@ static PyObject *new_history(kiln_model *m, int before) {
     return l;
 }
 
+/* The lambda callback reaching Python, then Kiln's C callbacks from a->cbs (a list of dicts). */
+static int callbacks(const fit_args *a, fit_ctx *ctx, kiln_callback *cbs, int *n_cb) {
+    *ctx = (fit_ctx){ .on_batch = a->on_batch != Py_None ? a->on_batch : NULL, .on_epoch = a->on_epoch != Py_None ? a->on_epoch : NULL };
+    *n_cb = 0;
+    cbs[(*n_cb)++] = kiln_callback_lambda(on_batch_end, on_epoch_end, ctx);
+    if (a->cbs == Py_None) return 0;
+    PyObject *seq = PySequence_Fast(a->cbs, "callbacks must be a list");
+    if (!seq) return -1;
+    Py_ssize_t k = PySequence_Size(seq);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *it = PySequence_GetItem(seq, i);
+        int bad = *n_cb == 17 || !it || c_callback(it, &cbs[(*n_cb)++], ctx);
+        Py_XDECREF(it);
+        if (bad) { Py_DECREF(seq); if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "at most 16 callbacks"); return -1; }
+    }
+    Py_DECREF(seq);          /* the strings borrowed stay alive in the caller's dicts */
+    return 0;
+}
+
+/* After kiln_fit_data: the exception a callback raised, Kiln's error, or this fit's epochs. */
+static PyObject *fit_result(kiln_model *m, kiln_status st, fit_ctx *ctx, int before) {
+    if (ctx->failed) { PyErr_Restore(ctx->exc_type, ctx->exc_value, ctx->exc_tb); return NULL; }
+    if (st) return kpy_raise(st, NULL);
+    return new_history(m, before);
+}
+
 PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kws[] = { "x", "y", "batch_size", "epochs", "initial_epoch", "shuffle", "seed", "validation_split", "validation_x",
                            "validation_y", "verbose", "callbacks", "on_batch_end", "on_epoch_end", "steps_per_epoch", "devices", NULL };
@@ -180,20 +206,8 @@ PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
     if (!(a.split >= 0 && a.split < 1)) return PyErr_Format(PyExc_ValueError, "validation_split %g must be in [0, 1)", a.split);
     kiln_callback cbs[17];
     int n_cb = 0;
-    fit_ctx ctx = { .on_batch = a.on_batch != Py_None ? a.on_batch : NULL, .on_epoch = a.on_epoch != Py_None ? a.on_epoch : NULL };
-    cbs[n_cb++] = kiln_callback_lambda(on_batch_end, on_epoch_end, &ctx);
-    if (a.cbs != Py_None) {
-        PyObject *seq = PySequence_Fast(a.cbs, "callbacks must be a list");
-        if (!seq) return NULL;
-        Py_ssize_t k = PySequence_Size(seq);
-        for (Py_ssize_t i = 0; i < k; i++) {
-            PyObject *it = PySequence_GetItem(seq, i);
-            int bad = n_cb == 17 || !it || c_callback(it, &cbs[n_cb++], &ctx);
-            Py_XDECREF(it);
-            if (bad) { Py_DECREF(seq); if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "at most 16 callbacks"); return NULL; }
-        }
-        Py_DECREF(seq);          /* the strings borrowed stay alive in the caller's dicts */
-    }
+    fit_ctx ctx;
+    if (callbacks(&a, &ctx, cbs, &n_cb)) return NULL;
     kpy_view xv, yv, vxv, vyv;
     bool has_y, has_vy = false, has_val = a.vx != Py_None;
     if (views(a.x, a.y, &xv, &yv, &has_y)) return NULL;
@@ -209,10 +223,7 @@ PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
              (!has_val || (val = pipeline(&vxv, &vyv, has_vy, 0, vxv.t.shape.dim[0], false, 0, a.batch, false)))) {
         int before = 0;
         kiln_model_history(m, &before);
-        kiln_status st = run_fit(m, train, val, &a, cbs, n_cb);
-        if (ctx.failed) PyErr_Restore(ctx.exc_type, ctx.exc_value, ctx.exc_tb);
-        else if (st) kpy_raise(st, NULL);
-        else result = new_history(m, before);
+        result = fit_result(m, run_fit(m, train, val, &a, cbs, n_cb), &ctx, before);
     }
     kiln_data_free(train);
     kiln_data_free(val);
@@ -268,4 +279,48 @@ PyObject *kpy_model_predict(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *r = kpy_array_out(out->data, kiln_tensor_nbytes(out), out->shape);
     kiln_tensor_free(out);
     return r;
+}
+
+/* fit on Kiln pipelines (Data objects: image folders, npz, CSV, ...), read on C threads. */
+PyObject *kpy_model_fit_data(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kws[] = { "data", "epochs", "initial_epoch", "validation_data", "verbose", "callbacks", "on_batch_end", "on_epoch_end",
+                           "steps_per_epoch", "devices", NULL };
+    PyObject *data_o;
+    fit_args a = { .vx = Py_None, .cbs = Py_None, .on_batch = Py_None, .on_epoch = Py_None, .epochs = 1, .verbose = 1 };
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iiOiOOOiz", kws, &data_o, &a.epochs, &a.initial, &a.vx, &a.verbose, &a.cbs, &a.on_batch,
+                                     &a.on_epoch, &a.steps, &a.devices))
+        return NULL;
+    kiln_data *train = kpy_data_of(data_o, "fit"), *val = NULL;
+    if (!train || (a.vx != Py_None && !(val = kpy_data_of(a.vx, "validation_data")))) return NULL;
+    kiln_callback cbs[17];
+    int n_cb = 0, before = 0;
+    fit_ctx ctx;
+    if (callbacks(&a, &ctx, cbs, &n_cb)) return NULL;
+    kiln_model *m = MODEL(self);
+    kiln_model_history(m, &before);
+    Py_INCREF(data_o);           /* the pipelines stay alive while C trains without the GIL */
+    Py_XINCREF(a.vx);
+    PyObject *r = fit_result(m, run_fit(m, train, val, &a, cbs, n_cb), &ctx, before);
+    Py_DECREF(data_o);
+    Py_XDECREF(a.vx);
+    return r;
+}
+
+PyObject *kpy_model_evaluate_data(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kws[] = { "data", "verbose", NULL };
+    PyObject *data_o;
+    int verbose = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i", kws, &data_o, &verbose)) return NULL;
+    kiln_data *d = kpy_data_of(data_o, "evaluate");
+    if (!d) return NULL;
+    kiln_eval_result e = { 0 };
+    kiln_status st;
+    kiln_model *m = MODEL(self);
+    Py_INCREF(data_o);
+    Py_BEGIN_ALLOW_THREADS
+    st = kiln_evaluate_data(m, d, &(kiln_eval_opts){ .verbose = verbose }, &e);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(data_o);
+    if (st) return kpy_raise(st, NULL);
+    return Py_BuildValue("{sdsdsdsL}", "loss", e.loss, "accuracy", e.accuracy, "top_k", e.top_k, "count", (long long)e.count);
 }

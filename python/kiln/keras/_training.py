@@ -12,6 +12,7 @@ import numpy as np
 from .. import _state
 from .._ext import _kiln, array_out, f32
 from . import callbacks as C
+from ._dataset import Dataset
 from . import losses, metrics as M, optimizers as O
 
 
@@ -170,18 +171,24 @@ class Training:
                 use_multiprocessing=(use_multiprocessing, False))
         if shuffle not in (True, False):
             raise NotImplementedError(f"fit: shuffle={shuffle!r}: Kiln shuffles examples (True) or not (False)")
-        x = f32(x)
-        n = x.shape[0]
-        n_train = math.ceil(n * (1.0 - validation_split)) if validation_split else n   # Keras's split, as Kiln's
-        batch = int(batch_size or 32)
-        batch = max(1, min(batch, n_train))
-        spe = n_train // batch
+        ds = x if isinstance(x, Dataset) else None
+        if ds is not None:
+            spe = self._dataset_args(ds, y, batch_size, validation_split, validation_data)
+            x = np.zeros((1,) + ds.example_shape, np.float32)      # the shape, to build the model
+            batch = 0
+        else:
+            x = f32(x)
+            n = x.shape[0]
+            n_train = math.ceil(n * (1.0 - validation_split)) if validation_split else n   # Keras's split, as Kiln's
+            batch = int(batch_size or 32)
+            batch = max(1, min(batch, n_train))
+            spe = n_train // batch
         if steps_per_epoch:
             spe = min(spe, int(steps_per_epoch))
         self._ready(x, spe, int(epochs))
-        y = self._labels(y, n)
+        y = self._labels(y, n) if ds is None else None
         vx = vy = None
-        if validation_data is not None:
+        if ds is None and validation_data is not None:
             if len(validation_data) == 3 and validation_data[2] is not None:
                 raise NotImplementedError("fit: validation_data with sample weights is not supported by Kiln")
             vx = f32(validation_data[0], "validation_data x")
@@ -246,12 +253,19 @@ class Training:
         devices = self._strategy._fit_devices() if self._strategy is not None else None
         seed = ((_state.seed or 0) + self._fits) & 0xFFFFFFFFFFFFFFFF
         self._fits += 1
-        logs_list = self._c.fit(x, y, batch_size=batch, epochs=int(epochs), initial_epoch=first, shuffle=bool(shuffle),
-                                seed=seed, validation_split=float(validation_split or 0.0), validation_x=vx,
-                                validation_y=vy, verbose=verbose, callbacks=c_dicts,
-                                on_batch_end=on_batch_end if batches else None,
-                                on_epoch_end=on_epoch_end if py else None,
-                                steps_per_epoch=int(steps_per_epoch or 0), devices=devices)
+        if ds is not None:               # Kiln's own pipeline: read and batched on C threads
+            logs_list = self._c.fit_data(ds._d, epochs=int(epochs), initial_epoch=first,
+                                         validation_data=validation_data._d if validation_data is not None else None,
+                                         verbose=verbose, callbacks=c_dicts, on_batch_end=on_batch_end if batches else None,
+                                         on_epoch_end=on_epoch_end if py else None,
+                                         steps_per_epoch=int(steps_per_epoch or 0), devices=devices)
+        else:
+            logs_list = self._c.fit(x, y, batch_size=batch, epochs=int(epochs), initial_epoch=first, shuffle=bool(shuffle),
+                                    seed=seed, validation_split=float(validation_split or 0.0), validation_x=vx,
+                                    validation_y=vy, verbose=verbose, callbacks=c_dicts,
+                                    on_batch_end=on_batch_end if batches else None,
+                                    on_epoch_end=on_epoch_end if py else None,
+                                    steps_per_epoch=int(steps_per_epoch or 0), devices=devices)
         history.kiln_logs = logs_list      # Kiln's own per-epoch logs: lr, seconds, images_per_sec, ...
         for d in logs_list:
             history.on_epoch_end(d["epoch"] - 1, self._keras_logs(d))
@@ -261,14 +275,33 @@ class Training:
         self.history = history
         return history
 
+    def _dataset_args(self, ds, y, batch_size, validation_split, validation_data):
+        """fit on a Dataset: what Keras also refuses there, and the steps per epoch."""
+        if y is not None:
+            raise ValueError("fit: y must not be given when x is a dataset (it yields (x, y) batches)")
+        if batch_size is not None:
+            raise ValueError("fit: batch_size must not be given when x is a dataset (it is batched)")
+        if validation_split:
+            raise ValueError("fit: validation_split is not supported with a dataset; use validation_data "
+                             "(image_dataset_from_directory(..., validation_split=, subset='both'))")
+        if validation_data is not None and not isinstance(validation_data, Dataset):
+            raise NotImplementedError("fit: with a Kiln dataset as x, validation_data must be a Kiln dataset too")
+        return ds.cardinality()
+
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  callbacks=None, return_dict=False, **kwargs):
         _refuse("evaluate", sample_weight=(sample_weight, None), steps=(steps, None), callbacks=(callbacks or None, None),
                 **{k: (v, None) for k, v in kwargs.items()})
-        x = f32(x)
-        self._ready(x)
-        y = self._labels(y, x.shape[0])
-        r = self._c.evaluate(x, y, batch_size=int(batch_size or 32), verbose=_verbose(verbose))
+        if isinstance(x, Dataset):
+            if y is not None:
+                raise ValueError("evaluate: y must not be given when x is a dataset")
+            self._ready(np.zeros((1,) + x.example_shape, np.float32))
+            r = self._c.evaluate_data(x._d, verbose=_verbose(verbose))
+        else:
+            x = f32(x)
+            self._ready(x)
+            y = self._labels(y, x.shape[0])
+            r = self._c.evaluate(x, y, batch_size=int(batch_size or 32), verbose=_verbose(verbose))
         out = {"loss": r["loss"]}
         for name, kind in self._metrics:
             out[name] = r[kind]
@@ -279,6 +312,9 @@ class Training:
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         """Model outputs as a float32 NumPy array (Kiln prints no progress bar for predict)."""
         _refuse("predict", steps=(steps, None), callbacks=(callbacks or None, None), **{k: (v, None) for k, v in kwargs.items()})
+        if isinstance(x, Dataset):      # its batches in order (one pass), predicted in C
+            outs = [self.predict(bx, batch_size=len(bx)) for bx, _ in x]
+            return np.concatenate(outs) if outs else np.zeros((0,) + tuple(self._c.output_shape()), np.float32)
         x = f32(x)
         self._ready(x, need_loss=False)
         return array_out(self._c.predict(x, batch_size=int(batch_size or 32)))

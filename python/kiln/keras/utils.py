@@ -1,10 +1,11 @@
-"""keras.utils: to_categorical, set_random_seed."""
+"""keras.utils: to_categorical, set_random_seed, image_dataset_from_directory."""
 import random as _random
 
 import numpy as np
 
 from .. import _state
 from .._ns import missing
+from ._dataset import image_dataset_from_directory  # noqa: F401  (Kiln's image-folder pipeline)
 
 
 def to_categorical(x, num_classes=None, dtype="float32"):
