@@ -75,3 +75,21 @@ def test_dataset_rules(folder):
         b.map(lambda x, y: (x, y))
     with pytest.raises(AttributeError, match="tf.data.from_generator"):
         tf.data.from_generator
+
+
+def test_csv_and_npz_datasets(tmp_path):
+    rng = np.random.default_rng(3)
+    x = rng.random((200, 3)).astype(np.float32)
+    y = (x[:, 0] > 0.5).astype(np.int64)
+    np.savetxt(tmp_path / "d.csv", np.column_stack([x, y]), delimiter=",", header="a,b,c,label", comments="")
+    np.savez(tmp_path / "d.npz", x_train=x, y_train=y, x_test=x[:50], y_test=y[:50])
+    for train, test in ((tf.data.csv_dataset(tmp_path / "d.csv", batch_size=20, seed=1), None),
+                        (tf.data.npz_dataset(tmp_path / "d.npz", batch_size=20, seed=1),
+                         tf.data.npz_dataset(tmp_path / "d.npz", split="test", batch_size=25))):
+        assert len(train) == 10
+        m = keras.Sequential([keras.layers.Dense(2, activation="softmax")])
+        m.compile(optimizer=keras.optimizers.Adam(0.05), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        h = m.fit(train, epochs=15, verbose=0, validation_data=test)
+        assert h.history["accuracy"][-1] > 0.85, h.history
+        if test is not None:
+            assert "val_accuracy" in h.history

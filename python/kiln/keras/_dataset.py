@@ -143,3 +143,29 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
             p = p.batch(int(batch_size), False)
         out.append(Dataset(p.prefetch(2, 0), info["class_names"]))
     return out[0] if len(out) == 1 else out
+
+
+def _file_dataset(spec, train, batch_size, shuffle, seed):
+    d = _kiln.data_open(spec, train)
+    n = d.info()["source_size"]
+    if shuffle:
+        d = d.shuffle(n, int(seed if seed is not None else (_state.seed or 0)) & 0xFFFFFFFFFFFFFFFF)
+    if batch_size is not None:
+        d = d.batch(int(batch_size), False)
+    return Dataset(d.prefetch(2, 0))
+
+
+def npz_dataset(path, split="train", batch_size=32, shuffle=True, seed=None):
+    """Kiln's reader of a NumPy .npz archive (x_train, y_train [, x_test, y_test], as the
+    keras.datasets files): uint8 images scaled to [0, 1], labels class ids (or float values for
+    mse), read and batched in C. Kiln's own function (Keras has none): kiln.data.npz_dataset."""
+    if split not in ("train", "test"):
+        raise ValueError(f"npz_dataset: split {split!r}: 'train' or 'test'")
+    return _file_dataset(f"npz:{path}", split == "train", batch_size, shuffle and split == "train", seed)
+
+
+def csv_dataset(path, batch_size=32, shuffle=True, seed=None):
+    """Kiln's reader of a CSV file of numbers: one example per row, the label in the last column
+    (a header row is detected), read and batched in C. Kiln's own function: kiln.data.csv_dataset
+    (tf.data.experimental.make_csv_dataset yields dicts of columns; Kiln trains on arrays)."""
+    return _file_dataset(f"csv:{path}", True, batch_size, shuffle, seed)
