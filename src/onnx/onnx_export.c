@@ -211,6 +211,24 @@ static const char *activation(ex *e, const char *x, kiln_activation a, bool nchw
         const char *t = one(e, "Erf", two(e, "Div", x, r2, base), base);
         return two(e, "Mul", two(e, "Mul", x, two(e, "Add", t, c1, base), base), h, base);
     }
+    case KILN_SILU: return two(e, "Mul", x, one(e, "Sigmoid", x, base), base);
+    case KILN_RELU6: {         /* opset 11+: Clip's bounds are inputs */
+        const char *y = vname(e, base, "Clip");
+        node(e, "Clip", (const char *[]){ x, constant(e, base, 0.0), constant(e, base, 6.0) }, 3, y);
+        return y;
+    }
+    case KILN_HARD_SIGMOID: case KILN_HARD_SILU: {   /* Keras 3's relu6(x + 3) / 6: alpha 1/6, beta 0.5 */
+        const char *y = one(e, a == KILN_HARD_SIGMOID ? "HardSigmoid" : "HardSwish", x, base);
+        if (a == KILN_HARD_SIGMOID) {        /* HardSwish's attributes are fixed at these values */
+            attr_float(e, e->nodes[e->n_nodes - 1], "alpha", 1.0 / 6.0);
+            attr_float(e, e->nodes[e->n_nodes - 1], "beta", 0.5);
+        }
+        return y;
+    }
+    case KILN_SELU: return one(e, "Selu", x, base);   /* ONNX's default alpha and gamma are Keras's */
+    case KILN_SOFTSIGN: return one(e, "Softsign", x, base);
+    case KILN_MISH: return two(e, "Mul", x, one(e, "Tanh", one(e, "Softplus", x, base), base), base);   /* opset 17 has no Mish */
+    case KILN_EXPONENTIAL: return one(e, "Exp", x, base);
     default:
         ex_fail(e, KILN_UNSUPPORTED, "activation %d has no ONNX export", (int)a);
         return NULL;
