@@ -54,12 +54,19 @@ const char *kiln_node_device(const kiln_node *n);     /* requested device string
 typedef enum kiln_init_kind {
     KILN_INIT_ZEROS, KILN_INIT_ONES, KILN_INIT_CONSTANT, KILN_INIT_UNIFORM, KILN_INIT_NORMAL,
     KILN_INIT_TRUNCATED_NORMAL, KILN_INIT_GLOROT_UNIFORM, KILN_INIT_GLOROT_NORMAL,
-    KILN_INIT_HE_UNIFORM, KILN_INIT_HE_NORMAL, KILN_INIT_COUNT
+    KILN_INIT_HE_UNIFORM, KILN_INIT_HE_NORMAL,
+    KILN_INIT_VARIANCE_SCALING,   /* Keras's VarianceScaling: scale a, mode and distribution below */
+    KILN_INIT_COUNT
 } kiln_init_kind;
+typedef enum kiln_fan_mode { KILN_FAN_IN = 0, KILN_FAN_OUT, KILN_FAN_AVG } kiln_fan_mode;
+typedef enum kiln_vs_distribution { KILN_VS_TRUNCATED_NORMAL = 0, KILN_VS_UNTRUNCATED_NORMAL, KILN_VS_UNIFORM } kiln_vs_distribution;
 typedef struct kiln_init {
     kiln_init_kind kind;
-    double a, b;        /* constant: a; uniform: [a, b); normal/truncated: mean a, stddev b */
+    double a, b;        /* constant: a; uniform: [a, b); normal/truncated: mean a, stddev b; variance scaling: scale a */
     uint64_t seed;
+    kiln_fan_mode mode;                 /* variance scaling: n = fan_in, fan_out or their mean */
+    kiln_vs_distribution distribution;  /* variance scaling: truncated normal with stddev sqrt(a / n) / 0.8796,
+                                           normal with sqrt(a / n), or uniform in +-sqrt(3 a / n) */
 } kiln_init;
 kiln_init kiln_init_zeros(void);
 kiln_init kiln_init_ones(void);
@@ -112,6 +119,17 @@ kiln_node *kiln_sigmoid(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_tanh(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_softplus(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_erf(kiln_graph *g, kiln_node *x);       /* the error function (ONNX Erf; GELU exported for opset 17) */
+/* Keras 3's other activations: swish = silu = x * sigmoid(x); clipped_relu = min(max(x, 0), cap)
+ * (relu6: cap 6); hard_sigmoid = relu6(x + 3) / 6; hard_swish = hard_silu = x * hard_sigmoid(x);
+ * selu = 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * (e^x - 1)); softsign = x / (1 + |x|);
+ * mish = x * tanh(softplus(x)). */
+kiln_node *kiln_swish(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_clipped_relu(kiln_graph *g, kiln_node *x, double cap);
+kiln_node *kiln_hard_sigmoid(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_hard_swish(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_selu(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_softsign(kiln_graph *g, kiln_node *x);
+kiln_node *kiln_mish(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_softmax(kiln_graph *g, kiln_node *x, int axis);
 kiln_node *kiln_log_softmax(kiln_graph *g, kiln_node *x, int axis);
 

@@ -43,7 +43,11 @@ typedef struct kiln_layer kiln_layer;
 
 typedef enum kiln_activation {
     KILN_LINEAR = 0, KILN_RELU, KILN_SIGMOID, KILN_TANH, KILN_SOFTMAX, KILN_GELU, KILN_ELU,
-    KILN_LEAKY_RELU, KILN_SOFTPLUS, KILN_ACTIVATION_COUNT
+    KILN_LEAKY_RELU, KILN_SOFTPLUS,
+    /* Keras 3's others (appended): silu (alias swish), relu6, hard_sigmoid (relu6(x + 3) / 6),
+     * hard_silu (alias hard_swish), selu, softsign, mish, exponential */
+    KILN_SILU, KILN_RELU6, KILN_HARD_SIGMOID, KILN_HARD_SILU, KILN_SELU, KILN_SOFTSIGN, KILN_MISH, KILN_EXPONENTIAL,
+    KILN_ACTIVATION_COUNT
 } kiln_activation;
 
 /* ---- models ---- */
@@ -143,6 +147,7 @@ typedef struct kiln_batch_norm_opts {
     const char *name; kiln_layer *input;
     double momentum;                   /* 0 -> 0.99 */
     double epsilon;                    /* 0 -> 1e-3 */
+    bool no_center, no_scale;          /* Keras center=False (no beta) / scale=False (no gamma) */
 } kiln_batch_norm_opts;
 typedef struct kiln_activation_opts { const char *name; kiln_layer *input; kiln_activation activation; } kiln_activation_opts;
 typedef struct kiln_merge_opts {
@@ -164,6 +169,33 @@ kiln_layer *kiln_layer_batch_norm(kiln_model *m, const kiln_batch_norm_opts *o);
 kiln_layer *kiln_layer_activation(kiln_model *m, const kiln_activation_opts *o);
 kiln_layer *kiln_layer_concatenate(kiln_model *m, const kiln_merge_opts *o);
 kiln_layer *kiln_layer_add(kiln_model *m, const kiln_merge_opts *o);
+/* Elementwise merges with Keras's broadcasting (dims equal or 1, aligned from the last axis, e.g.
+ * (None, 1, 1, C) * (None, H, W, C)); Subtract takes exactly 2 inputs; Average is their mean. */
+kiln_layer *kiln_layer_multiply(kiln_model *m, const kiln_merge_opts *o);
+kiln_layer *kiln_layer_subtract(kiln_model *m, const kiln_merge_opts *o);
+kiln_layer *kiln_layer_average(kiln_model *m, const kiln_merge_opts *o);
+kiln_layer *kiln_layer_maximum(kiln_model *m, const kiln_merge_opts *o);
+kiln_layer *kiln_layer_minimum(kiln_model *m, const kiln_merge_opts *o);
+/* SeparableConv2D: a depthwise convolution (.kernel, .strides, .padding, .dilation,
+ * .depth_multiplier; weight "<layer>/depthwise_kernel" [kh, kw, in, depth_multiplier]) then a 1x1
+ * convolution to .filters ("<layer>/pointwise_kernel" [1, 1, in * depth_multiplier, filters]),
+ * bias and activation; .kernel_initializer is both kernels'. */
+kiln_layer *kiln_layer_separable_conv2d(kiln_model *m, const kiln_conv2d_opts *o);
+/* ZeroPadding2D / Cropping2D: rows and columns added (zeros) or removed at each border. */
+typedef struct kiln_pad2d_opts { const char *name; kiln_layer *input; int top, bottom, left, right; } kiln_pad2d_opts;
+kiln_layer *kiln_layer_zero_padding2d(kiln_model *m, const kiln_pad2d_opts *o);
+kiln_layer *kiln_layer_cropping2d(kiln_model *m, const kiln_pad2d_opts *o);
+/* UpSampling2D (nearest): each pixel repeated size_h x size_w times (0 -> .size, 0 -> 2). */
+typedef struct kiln_upsampling2d_opts { const char *name; kiln_layer *input; int size, size_h, size_w; } kiln_upsampling2d_opts;
+kiln_layer *kiln_layer_upsampling2d(kiln_model *m, const kiln_upsampling2d_opts *o);
+/* Rescaling: x * scale + offset (scale 0 -> 1). */
+typedef struct kiln_rescaling_opts { const char *name; kiln_layer *input; double scale, offset; } kiln_rescaling_opts;
+kiln_layer *kiln_layer_rescaling(kiln_model *m, const kiln_rescaling_opts *o);
+kiln_layer *kiln_layer_global_max_pool2d(kiln_model *m, const kiln_layer_opts *o);   /* o may be NULL */
+/* LeakyReLU (.alpha: the negative slope, 0 -> Keras's 0.3) and ELU (.alpha, 0 -> 1). */
+typedef struct kiln_alpha_opts { const char *name; kiln_layer *input; double alpha; } kiln_alpha_opts;
+kiln_layer *kiln_layer_leaky_relu(kiln_model *m, const kiln_alpha_opts *o);   /* o may be NULL */
+kiln_layer *kiln_layer_elu(kiln_model *m, const kiln_alpha_opts *o);          /* o may be NULL */
 
 /* Any layer type by its Keras class name and Keras config, e.g. ("Conv2D", "{\"filters\": 32,
  * \"kernel_size\": 3, \"activation\": \"relu\"}"): what a front end builds on. The config

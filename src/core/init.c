@@ -61,6 +61,14 @@ kiln_status kiln_init_fill(kiln_init init, kiln_tensor *t) {
         case KILN_INIT_GLOROT_NORMAL: v = trunc_normal(&r, 0, sqrt(2.0 / (fi + fo)) / 0.87962566103423978); break;
         case KILN_INIT_HE_UNIFORM: lim = sqrt(6.0 / fi); v = -lim + 2 * lim * kiln_rng_uniform(&r); break;
         case KILN_INIT_HE_NORMAL: v = trunc_normal(&r, 0, sqrt(2.0 / fi) / 0.87962566103423978); break;
+        case KILN_INIT_VARIANCE_SCALING: {
+            double fan = init.mode == KILN_FAN_IN ? fi : init.mode == KILN_FAN_OUT ? fo : (fi + fo) / 2;
+            double sc = init.a / (fan > 1 ? fan : 1);
+            if (init.distribution == KILN_VS_UNIFORM) { lim = sqrt(3 * sc); v = -lim + 2 * lim * kiln_rng_uniform(&r); }
+            else if (init.distribution == KILN_VS_UNTRUNCATED_NORMAL) v = sqrt(sc) * kiln_rng_normal(&r);
+            else v = trunc_normal(&r, 0, sqrt(sc) / 0.87962566103423978);
+            break;
+        }
         default: break;
         }
         kiln_store(t->data, t->dtype, i, v);

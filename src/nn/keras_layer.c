@@ -44,11 +44,11 @@ static const rule rules[] = {
     { "InputLayer", "optional", R_FALSE, NULL, "Kiln's model input is required" },
     { "InputLayer", "input_tensor", R_NULL, NULL, "Kiln feeds its input" },
     { "DepthwiseConv2D", "groups", R_ONE, NULL, "a depthwise convolution has one group per channel" },
-    { "GlobalAveragePooling2D", "keepdims", R_FALSE, NULL, "Kiln's GlobalAveragePooling2D outputs [channels]" },
-    { "Dropout", "noise_shape", R_NULL, NULL, "Kiln drops each element on its own" },
+    { "UpSampling2D", "interpolation", R_STR, "nearest", "Kiln's UpSampling2D repeats pixels (nearest)" },
+    { "SeparableConv2D", "pointwise_constraint", R_NULL, NULL, "Kiln has no weight constraints" },
+    { "Normalization", "axis", R_SPECIAL, NULL, NULL },
+    { "Normalization", "invert", R_FALSE, NULL, "Kiln's Normalization normalizes (invert would denormalize)" },
     { BN, "axis", R_SPECIAL, NULL, NULL },
-    { BN, "center", R_TRUE, NULL, "Kiln's batch norm always has beta" },
-    { BN, "scale", R_TRUE, NULL, "Kiln's batch norm always has gamma" },
     { BN, "beta_initializer", R_INIT_ZEROS, NULL, "Kiln starts beta at zeros" },
     { BN, "gamma_initializer", R_INIT_ONES, NULL, "Kiln starts gamma at ones" },
     { BN, "moving_mean_initializer", R_INIT_ZEROS, NULL, "Kiln starts the moving mean at zeros" },
@@ -64,7 +64,7 @@ static const rule rules[] = {
     { BN, "fused", R_ANY, NULL, NULL },                            /* tf.keras 2: which kernel computes it */
     { BN, "virtual_batch_size", R_NULL, NULL, "Kiln normalizes over the whole batch" },
     { BN, "adjustment", R_NULL, NULL, "Kiln has no batch-norm adjustment" },
-    { "ReLU", "max_value", R_NULL, NULL, "Kiln's relu has no upper bound" },
+    { "ReLU", "max_value", R_SPECIAL, NULL, NULL },
     { "ReLU", "negative_slope", R_SPECIAL, NULL, NULL },
     { "ReLU", "threshold", R_ZERO, NULL, "Kiln's relu switches at 0" },
 };
@@ -147,8 +147,24 @@ static bool variance_scaling(const cJSON *cfg, kiln_init_kind *k) {
     bool uni = !strcmp(dist, "uniform"), tn = !strcmp(dist, "truncated_normal");
     if (num_is(scale, 1) && !strcmp(mode, "fan_avg") && (uni || tn)) *k = uni ? KILN_INIT_GLOROT_UNIFORM : KILN_INIT_GLOROT_NORMAL;
     else if (num_is(scale, 2) && !strcmp(mode, "fan_in") && (uni || tn)) *k = uni ? KILN_INIT_HE_UNIFORM : KILN_INIT_HE_NORMAL;
-    else return false;
+    else *k = KILN_INIT_VARIANCE_SCALING;     /* the general form: read_vs checks its values */
     return true;
+}
+
+/* VarianceScaling's scale (> 0), mode and distribution, as Keras 3 names them ("normal" is tf.keras 2's truncated). */
+static kiln_status read_vs(ctx *c, const char *key, const cJSON *cfg, kiln_init *in) {
+    const cJSON *scale = cJSON_GetObjectItemCaseSensitive(cfg, "scale");
+    const char *mode = str_of(cfg, "mode"), *dist = str_of(cfg, "distribution");
+    static const char *const modes[] = { "fan_in", "fan_out", "fan_avg" }, *const dists[] = { "truncated_normal", "untruncated_normal", "uniform", "normal" };
+    int mi = -1, di = -1;
+    for (int i = 0; mode && i < 3; i++) if (!strcmp(mode, modes[i])) mi = i;
+    for (int i = 0; dist && i < 4; i++) if (!strcmp(dist, dists[i])) di = i == 3 ? 0 : i;
+    if (!cJSON_IsNumber(scale) || !(scale->valuedouble > 0) || !isfinite(scale->valuedouble) || mi < 0 || di < 0)
+        return bad(c, KILN_UNSUPPORTED, key, "(VarianceScaling): needs a scale > 0, mode fan_in / fan_out / fan_avg and distribution truncated_normal / untruncated_normal / uniform");
+    in->a = scale->valuedouble;
+    in->mode = (kiln_fan_mode)mi;
+    in->distribution = (kiln_vs_distribution)di;
+    return KILN_OK;
 }
 
 static const char *const init_list = "Zeros, Ones, Constant, RandomUniform, RandomNormal, TruncatedNormal, GlorotUniform, "
@@ -162,6 +178,7 @@ static kiln_status read_init(ctx *c, const char *key, const cJSON *v, kiln_init 
         in->kind = k;
         if (k == KILN_INIT_UNIFORM) { in->a = -0.05; in->b = 0.05; }
         if (k == KILN_INIT_NORMAL || k == KILN_INIT_TRUNCATED_NORMAL) in->b = 0.05;
+        if (k == KILN_INIT_VARIANCE_SCALING) in->a = 1;      /* Keras's defaults: 1, fan_in, truncated_normal */
         return KILN_OK;
     }
     if (!cJSON_IsObject(v)) return bad(c, KILN_INVALID_ARGUMENT, key, "must be an initializer (a name or {\"class_name\": ..., \"config\": ...}), got %s", nn_json_kind(v));
@@ -175,8 +192,9 @@ static kiln_status read_init(ctx *c, const char *key, const cJSON *v, kiln_init 
         return bad(c, KILN_UNSUPPORTED, key, "is the initializer %s%s; Kiln has %s", vs ? "VarianceScaling " : cls, vs ? shown(cfg, b, sizeof b) : "", init_list);
     }
     in->kind = k;
+    if (k == KILN_INIT_VARIANCE_SCALING && read_vs(c, key, cfg, in)) return KILN_UNSUPPORTED;
     bool ab = k == KILN_INIT_UNIFORM || k == KILN_INIT_NORMAL || k == KILN_INIT_TRUNCATED_NORMAL;
-    in->a = k == KILN_INIT_UNIFORM ? -0.05 : 0;      /* Keras' defaults */
+    in->a = k == KILN_INIT_UNIFORM ? -0.05 : k == KILN_INIT_VARIANCE_SCALING ? in->a : 0;      /* Keras' defaults */
     in->b = ab ? 0.05 : 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, cfg) {
@@ -246,6 +264,36 @@ bool nn_keras_float32(const cJSON *v) {
     return cls && (!strcmp(cls, "DTypePolicy") || !strcmp(cls, "Policy")) && nn_keras_builtin(v, cls) && name && !strcmp(name, "float32");
 }
 
+/* The list types: ((t, b), (l, r)) pads flattened to 4 ints, numbers, a noise shape's None as 0. */
+static kiln_status list_value(ctx *c, const nn_opt_spec *s, const cJSON *v, nn_val *out) {
+    int64_t i;
+    if (cJSON_IsNumber(v)) {
+        if (s->type != NN_T_FLOATS && !nn_json_int(v, &i)) return bad(c, KILN_INVALID_ARGUMENT, s->key, "must be an int");
+        if (s->type == NN_T_FLOATS) *out = (nn_val){ .kind = NN_V_FLOAT, .f = v->valuedouble };
+        else *out = (nn_val){ .kind = NN_V_INT, .i = i };
+        return KILN_OK;
+    }
+    if (!cJSON_IsArray(v)) return bad(c, KILN_INVALID_ARGUMENT, s->key, "must be a number or a list, got %s", nn_json_kind(v));
+    out->kind = s->type == NN_T_FLOATS ? NN_V_FLOATS : NN_V_INTS;
+    const cJSON *e, *e2;
+    cJSON_ArrayForEach(e, v) {
+        bool nested = cJSON_IsArray(e) && s->type == NN_T_PAD4;
+        const cJSON *first = nested ? e->child : e;
+        for (e2 = first; e2; e2 = nested ? e2->next : NULL) {
+            int n = s->type == NN_T_FLOATS ? out->floats.n : out->ints.n;
+            if (n >= (s->type == NN_T_FLOATS ? NN_MAX_FLOATS : KILN_MAX_DIMS))
+                return bad(c, KILN_UNSUPPORTED, s->key, "has more than %d values; Kiln takes at most that many", s->type == NN_T_FLOATS ? NN_MAX_FLOATS : KILN_MAX_DIMS);
+            if (s->type == NN_T_FLOATS) {
+                if (!cJSON_IsNumber(e2)) return bad(c, KILN_INVALID_ARGUMENT, s->key, "must be a list of numbers, got %s in it", nn_json_kind(e2));
+                out->floats.v[out->floats.n++] = e2->valuedouble;
+            } else if (s->type == NN_T_NOISE && cJSON_IsNull(e2)) out->ints.v[out->ints.n++] = 0;
+            else if (!nn_json_int(e2, &i)) return bad(c, KILN_INVALID_ARGUMENT, s->key, "must be a list of ints, got %s in it", nn_json_kind(e2));
+            else out->ints.v[out->ints.n++] = i;
+        }
+    }
+    return KILN_OK;
+}
+
 /* A schema option's value: Keras tuples unwrapped, numbers as ints when whole. */
 static kiln_status schema_value(ctx *c, const nn_opt_spec *s, const cJSON *v, nn_val *out) {
     memset(out, 0, sizeof *out);
@@ -254,6 +302,7 @@ static kiln_status schema_value(ctx *c, const nn_opt_spec *s, const cJSON *v, nn
     if (cJSON_IsNull(v)) { out->kind = NN_V_NULL; return KILN_OK; }
     if (s->type == NN_T_INIT) { out->kind = NN_V_INIT; return read_init(c, s->key, v, &out->init); }
     if (s->type == NN_T_FLOAT && strstr(s->key, "_regularizer")) { out->kind = NN_V_FLOAT; return read_reg(c, s->key, v, &out->f); }
+    if (s->type == NN_T_PAD4 || s->type == NN_T_FLOATS || s->type == NN_T_NOISE) return list_value(c, s, v, out);
     int64_t i;
     uint64_t u;
     if (s->type == NN_T_SEED && nn_json_seed(v, &u)) {
@@ -353,10 +402,23 @@ static kiln_status special(ctx *c, const char *key, const cJSON *v, int in_rank,
         if (in_rank > 0) snprintf(last, sizeof last, " or %d", in_rank);
         return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln normalizes over the last axis only (-1%s)", shown(v, b, sizeof b), last);
     }
-    if (!strcmp(key, "negative_slope")) {   /* ReLU: 0 is relu, 0.2 Kiln's leaky_relu */
+    /* ReLU (opts[0] its activation): max_value 6 is relu6; a negative_slope is leaky_relu (0.2)
+     * or a LeakyReLU layer with that slope; the two together are refused */
+    bool plain = out->opts[0].val.kind == NN_V_STR && !strcmp(out->opts[0].val.s, "relu");
+    if (!strcmp(key, "max_value")) {
+        if (cJSON_IsNull(v)) return KILN_OK;
+        if (num_is(v, 6) && plain) { out->opts[0].val.s = "relu6"; return KILN_OK; }
+        return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln's ReLU takes max_value null or 6 (relu6)%s", shown(v, b, sizeof b),
+                   plain ? "" : ", without a negative_slope");
+    }
+    if (!strcmp(key, "negative_slope")) {
         if (cJSON_IsNull(v) || num_is(v, 0)) return KILN_OK;
-        if (cJSON_IsNumber(v) && fabs(v->valuedouble - 0.2) < 1e-7) { out->opts[0].val.s = "leaky_relu"; return KILN_OK; }
-        return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln supports 0 (relu) and 0.2 (its leaky_relu)", shown(v, b, sizeof b));
+        if (!plain || !cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+            return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln's ReLU takes a negative_slope without a max_value", shown(v, b, sizeof b));
+        if (fabs(v->valuedouble - 0.2) < 1e-7) { out->opts[0].val.s = "leaky_relu"; return KILN_OK; }
+        out->type = "LeakyReLU";
+        out->opts[0] = NN_FLOAT("negative_slope", v->valuedouble);
+        return KILN_OK;
     }
     return KILN_OK;
 }

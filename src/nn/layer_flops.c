@@ -47,6 +47,24 @@ static int64_t flops(const kiln_layer *l, acc *c) {
     case NN_DROPOUT:
     case NN_CONCAT: return 0;
     case NN_IMPORTED: return 0;     /* an ONNX graph: its ops are not counted (summary shows 0) */
+    case NN_SEPCONV2D: {            /* depthwise multiply-adds at its output size, then the pointwise product */
+        int64_t pix = mul(c, l->out.dim[0], l->out.dim[1]), mid = mul(c, in.dim[2], l->cfg ? l->cfg->depth_multiplier : 1);
+        int64_t macs = add(c, mul(c, mul(c, mul(c, pix, mid), l->kh), l->kw), mul(c, mul(c, pix, mid), l->out.dim[2]));
+        return add(c, add(c, mul(c, 2, macs), l->use_bias ? out : 0), act_flops(l));
+    }
+    case NN_GMP: return kiln_shape_numel(in);
+    case NN_RESCALING: return mul(c, 2, out);
+    case NN_NORMALIZATION: return mul(c, 2, out);
+    case NN_LEAKY_RELU:
+    case NN_ELU: return out;
+    case NN_MULTIPLY:
+    case NN_SUBTRACT:
+    case NN_MAXIMUM:
+    case NN_MINIMUM: return mul(c, l->n_in - 1, out);
+    case NN_AVERAGE: return mul(c, l->n_in, out);
+    case NN_ZEROPAD2D:
+    case NN_CROPPING2D:
+    case NN_UPSAMPLE2D: return 0;
     case NN_KIND_COUNT: break;
     }
     return 0;

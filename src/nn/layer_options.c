@@ -9,7 +9,7 @@
 #include <strings.h>
 #include "nn/nn_layers.h"
 
-static const char *const val_kind_name[] = { "nothing", "null", "an int", "a number", "a bool", "a string", "a list of ints", "an initializer" };
+static const char *const val_kind_name[] = { "nothing", "null", "an int", "a number", "a bool", "a string", "a list of ints", "an initializer", "a list of numbers" };
 
 static bool int_in(int64_t v, int min) { return v >= min && v <= INT_MAX; }
 
@@ -61,6 +61,7 @@ static const char *store(const nn_opt_spec *s, const nn_val *v, nn_layer_cfg *c,
         if (v->kind != NN_V_STR || !v->s) break;
         for (int i = 0; i < KILN_ACTIVATION_COUNT; i++)
             if (!strcmp(v->s, nn_activation_names[i])) { *(kiln_activation *)p = (kiln_activation)i; return NULL; }
+        if (nn_activation_alias(v->s) != KILN_ACTIVATION_COUNT) { *(kiln_activation *)p = nn_activation_alias(v->s); return NULL; }
         snprintf(why, n, "unknown activation '%s' (", v->s);
         for (int i = 0; i < KILN_ACTIVATION_COUNT; i++)
             snprintf(why + strlen(why), n - strlen(why), "%s%s", i ? ", " : "", nn_activation_names[i]);
@@ -72,6 +73,38 @@ static const char *store(const nn_opt_spec *s, const nn_val *v, nn_layer_cfg *c,
         else if (!strcasecmp(v->s, "same")) *(kiln_padding *)p = KILN_SAME;
         else { snprintf(why, n, "must be \"valid\" or \"same\", got \"%s\"", v->s); return why; }
         return NULL;
+    case NN_T_PAD4: {
+        int64_t q[4];
+        if (v->kind == NN_V_INT) q[0] = q[1] = q[2] = q[3] = v->i;
+        else if (v->kind == NN_V_INTS && v->ints.n == 2) { q[0] = q[1] = v->ints.v[0]; q[2] = q[3] = v->ints.v[1]; }
+        else if (v->kind == NN_V_INTS && v->ints.n == 4) for (int i = 0; i < 4; i++) q[i] = v->ints.v[i];
+        else break;
+        for (int i = 0; i < 4; i++) {
+            if (!int_in(q[i], 0)) { snprintf(why, n, "must be >= 0, got %lld", (long long)q[i]); return why; }
+            ((int *)p)[i] = (int)q[i];
+        }
+        return NULL;
+    }
+    case NN_T_FLOATS: {
+        nn_floats *f = p;
+        if (v->kind == NN_V_INT || v->kind == NN_V_FLOAT) *f = (nn_floats){ 1, { v->kind == NN_V_INT ? (double)v->i : v->f } };
+        else if (v->kind == NN_V_FLOATS) *f = v->floats;
+        else if (v->kind == NN_V_INTS) { f->n = v->ints.n; for (int i = 0; i < f->n; i++) f->v[i] = (double)v->ints.v[i]; }
+        else break;
+        for (int i = 0; i < f->n; i++) if (!isfinite(f->v[i])) { snprintf(why, n, "must be finite numbers"); return why; }
+        return NULL;
+    }
+    case NN_T_NOISE: {
+        if (v->kind != NN_V_INTS) break;
+        if (v->ints.n < 1 || v->ints.n > KILN_MAX_DIMS) { snprintf(why, n, "expects 1..%d dims (the batch included), got %d", KILN_MAX_DIMS, v->ints.n); return why; }
+        kiln_shape sh = { .rank = v->ints.n };
+        for (int i = 0; i < sh.rank; i++) {
+            if (v->ints.v[i] < 0) { snprintf(why, n, "dims must be >= 1 or None, got %lld", (long long)v->ints.v[i]); return why; }
+            sh.dim[i] = v->ints.v[i];
+        }
+        *(kiln_shape *)p = sh;
+        return NULL;
+    }
     case NN_T_INIT:
         if (v->kind != NN_V_INIT) break;
         if ((unsigned)v->init.kind >= KILN_INIT_COUNT) { snprintf(why, n, "unknown initializer kind %d", (int)v->init.kind); return why; }
@@ -79,7 +112,9 @@ static const char *store(const nn_opt_spec *s, const nn_val *v, nn_layer_cfg *c,
         return NULL;
     }
     static const char *const want[] = { "an int", "an int or a list of 2 ints", "a number", "a bool", "an int seed",
-                                        "a list of ints", "an activation name", "\"valid\" or \"same\"", "an initializer" };
+                                        "a list of ints", "an activation name", "\"valid\" or \"same\"", "an initializer",
+                                        "an int, 2 ints or ((top, bottom), (left, right))", "a number or a list of numbers",
+                                        "a noise shape (ints; None as 0)" };
     snprintf(why, n, "expects %s, got %s", (unsigned)s->type < sizeof want / sizeof *want ? want[s->type] : "?", got);
     return why;
 }

@@ -54,6 +54,8 @@ kiln_layer *kiln_layer_batch_norm(kiln_model *m, const kiln_batch_norm_opts *o) 
     c.name = o->name;
     if (o->momentum) c.momentum = o->momentum;
     if (o->epsilon) c.epsilon = o->epsilon;
+    c.center = !o->no_center;
+    c.scale_on = !o->no_scale;
     return nn_layer_add(m, NN_BN, &c, &o->input, o->input ? 1 : 0);
 }
 
@@ -81,14 +83,18 @@ static kiln_layer *conv_typed(kiln_model *m, const kiln_conv2d_opts *o, nn_kind 
     c.padding = o->padding;
     c.activation = o->activation;
     c.use_bias = !o->no_bias;
-    if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
+    if (o->kernel_initializer) c.kernel_init = c.pointwise_init = *o->kernel_initializer;   /* SeparableConv2D: both kernels */
     if (o->bias_initializer) c.bias_init = *o->bias_initializer;
-    c.l2 = o->l2;
+    c.l2 = c.pointwise_l2 = o->l2;
     return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
 }
 
 kiln_layer *kiln_layer_conv2d(kiln_model *m, const kiln_conv2d_opts *o) { return conv_typed(m, o, NN_CONV2D); }
 kiln_layer *kiln_layer_depthwise_conv2d(kiln_model *m, const kiln_conv2d_opts *o) { return conv_typed(m, o, NN_DWCONV2D); }
+kiln_layer *kiln_layer_separable_conv2d(kiln_model *m, const kiln_conv2d_opts *o) {
+    if (o && o->groups > 1) { nn_fail(m, KILN_INVALID_ARGUMENT, "separable_conv2d: .groups does not apply (its depthwise step has one group per channel)"); return NULL; }
+    return conv_typed(m, o, NN_SEPCONV2D);
+}
 
 static kiln_layer *pool_typed(kiln_model *m, const kiln_pool_opts *o, nn_kind kind) {
     kiln_pool_opts d = { 0 };
@@ -124,3 +130,61 @@ static kiln_layer *merge_typed(kiln_model *m, const kiln_merge_opts *o, nn_kind 
 
 kiln_layer *kiln_layer_concatenate(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_CONCAT); }
 kiln_layer *kiln_layer_add(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_ADD); }
+
+kiln_layer *kiln_layer_multiply(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_MULTIPLY); }
+kiln_layer *kiln_layer_subtract(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_SUBTRACT); }
+kiln_layer *kiln_layer_average(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_AVERAGE); }
+kiln_layer *kiln_layer_maximum(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_MAXIMUM); }
+kiln_layer *kiln_layer_minimum(kiln_model *m, const kiln_merge_opts *o) { return merge_typed(m, o, NN_MINIMUM); }
+
+static kiln_layer *pad_typed(kiln_model *m, const kiln_pad2d_opts *o, nn_kind kind) {
+    kiln_pad2d_opts d = { 0 };
+    if (!o) o = &d;
+    nn_layer_cfg c = nn_layer_defaults(kind);
+    c.name = o->name;
+    c.pads[0] = o->top; c.pads[1] = o->bottom; c.pads[2] = o->left; c.pads[3] = o->right;
+    if (c.pads[0] < 0 || c.pads[1] < 0 || c.pads[2] < 0 || c.pads[3] < 0) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: sizes must be >= 0", nn_layer_def_of(kind)->base); return NULL; }
+    return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
+}
+kiln_layer *kiln_layer_zero_padding2d(kiln_model *m, const kiln_pad2d_opts *o) { return pad_typed(m, o, NN_ZEROPAD2D); }
+kiln_layer *kiln_layer_cropping2d(kiln_model *m, const kiln_pad2d_opts *o) { return pad_typed(m, o, NN_CROPPING2D); }
+
+kiln_layer *kiln_layer_upsampling2d(kiln_model *m, const kiln_upsampling2d_opts *o) {
+    kiln_upsampling2d_opts d = { 0 };
+    if (!o) o = &d;
+    nn_layer_cfg c = nn_layer_defaults(NN_UPSAMPLE2D);
+    c.name = o->name;
+    if (o->size) c.size[0] = c.size[1] = o->size;
+    if (o->size_h) c.size[0] = o->size_h;
+    if (o->size_w) c.size[1] = o->size_w;
+    if (c.size[0] < 1 || c.size[1] < 1) { nn_fail(m, KILN_INVALID_ARGUMENT, "up_sampling2d: sizes must be >= 1"); return NULL; }
+    return nn_layer_add(m, NN_UPSAMPLE2D, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_rescaling(kiln_model *m, const kiln_rescaling_opts *o) {
+    kiln_rescaling_opts d = { 0 };
+    if (!o) o = &d;
+    nn_layer_cfg c = nn_layer_defaults(NN_RESCALING);
+    c.name = o->name;
+    c.scale = o->scale ? o->scale : 1.0;
+    c.offset = o->offset;
+    return nn_layer_add(m, NN_RESCALING, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_global_max_pool2d(kiln_model *m, const kiln_layer_opts *o) {
+    nn_layer_cfg c = nn_layer_defaults(NN_GMP);
+    c.name = o ? o->name : NULL;
+    kiln_layer *in = o ? o->input : NULL;
+    return nn_layer_add(m, NN_GMP, &c, &in, in ? 1 : 0);
+}
+
+static kiln_layer *alpha_typed(kiln_model *m, const kiln_alpha_opts *o, nn_kind kind) {
+    kiln_alpha_opts d = { 0 };
+    if (!o) o = &d;
+    nn_layer_cfg c = nn_layer_defaults(kind);
+    c.name = o->name;
+    if (o->alpha) c.alpha = o->alpha;
+    return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
+}
+kiln_layer *kiln_layer_leaky_relu(kiln_model *m, const kiln_alpha_opts *o) { return alpha_typed(m, o, NN_LEAKY_RELU); }
+kiln_layer *kiln_layer_elu(kiln_model *m, const kiln_alpha_opts *o) { return alpha_typed(m, o, NN_ELU); }

@@ -139,12 +139,19 @@ const nn_layer_def nn_def_max_pool2d = { "MaxPooling2D", "max_pooling2d", pool_o
 const nn_layer_def nn_def_avg_pool2d = { "AveragePooling2D", "average_pooling2d", pool_opts, 1, 1, pool_shape, NULL, pool_forward };
 
 /* ---- GlobalAveragePooling2D ---- */
-static const nn_opt_spec gap_opts[] = { { NULL } };
+static const nn_opt_spec gap_opts[] = {
+    { "keepdims", NN_T_BOOL, NN_CFG(keepdims), 0, NN_DBOOL(false) },   /* true: (None, 1, 1, channels) */
+    { NULL },
+};
 static kiln_status gap_shape(kiln_layer *l, const nn_layer_cfg *c) {
     kiln_status st = need_image(l, "");
     if (st) return st;
-    l->out = KILN_SHAPE(l->in[0]->out.dim[2]);
+    int64_t ch = l->in[0]->out.dim[2];
+    l->out = c->keepdims ? KILN_SHAPE(1, 1, ch) : KILN_SHAPE(ch);
     return KILN_OK;
 }
-static kiln_node *gap_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) { return kiln_global_avg_pool2d(f->g, x); }
+static kiln_node *gap_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
+    kiln_node *y = kiln_global_avg_pool2d(f->g, x);
+    return l->out.rank == 3 ? kiln_reshape(f->g, y, KILN_SHAPE(f->batch, 1, 1, l->out.dim[2])) : y;
+}
 const nn_layer_def nn_def_global_avg_pool2d = { "GlobalAveragePooling2D", "global_average_pooling2d", gap_opts, 1, 1, gap_shape, NULL, gap_forward };

@@ -108,6 +108,7 @@ const nn_layer_def nn_def_reshape = { "Reshape", "reshape", reshape_opts, 1, 1, 
 static const nn_opt_spec dropout_opts[] = {
     { "rate", NN_T_FLOAT, NN_CFG(rate), 0, { 0 } },
     { "seed", NN_T_SEED, NN_CFG(seed), 0, NN_DNULL },      /* None: from the model seed */
+    { "noise_shape", NN_T_NOISE, NN_CFG(noise), 0, NN_DNULL },   /* null: each element on its own */
     { NULL },
 };
 static kiln_status dropout_shape(kiln_layer *l, const nn_layer_cfg *c) {
@@ -115,11 +116,27 @@ static kiln_status dropout_shape(kiln_layer *l, const nn_layer_cfg *c) {
     l->rate = c->rate;
     l->seed = c->seed;
     l->out = l->in[0]->out;
+    kiln_shape ns = c->noise, s = l->out;
+    char b[96], d[96];
+    if (ns.rank && ns.rank != s.rank + 1)
+        return nn_layer_fail(l, KILN_SHAPE_MISMATCH, "noise_shape has %d dims; the input %s has %d (the batch included)", ns.rank, nn_batched_str(s, b, sizeof b), s.rank + 1);
+    for (int i = 1; i < ns.rank; i++)
+        if (ns.dim[i] != 0 && ns.dim[i] != 1 && ns.dim[i] != s.dim[i - 1])
+            return nn_layer_fail(l, KILN_SHAPE_MISMATCH, "noise_shape %s does not broadcast to the input %s (each dim None, 1 or the input's)",
+                                 kiln_shape_str(ns, d, sizeof d), nn_batched_str(s, b, sizeof b));
+    if (ns.rank && ns.dim[0] != 0 && ns.dim[0] != 1) return nn_layer_fail(l, KILN_UNSUPPORTED, "noise_shape's batch dim must be None or 1");
     return KILN_OK;
 }
 static kiln_node *dropout_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
     if (!f->training || l->rate == 0) return x;
-    return kiln_dropout(f->g, x, l->rate, l->seed ? l->seed : kiln_mix64(f->m->seed ^ (0xD0D0ull + (uint64_t)l->index)), true);
+    uint64_t seed = l->seed ? l->seed : kiln_mix64(f->m->seed ^ (0xD0D0ull + (uint64_t)l->index));
+    kiln_shape ns = l->cfg->noise;
+    if (!ns.rank) return kiln_dropout(f->g, x, l->rate, seed, true);
+    /* noise_shape: a mask of that shape (None: the input's dim) dropped out, broadcast over x */
+    ns.dim[0] = f->batch;
+    for (int i = 1; i < ns.rank; i++) if (!ns.dim[i]) ns.dim[i] = l->out.dim[i - 1];
+    kiln_node *ones = kiln_broadcast_to(f->g, kiln_scalar_like(f->g, x, 1.0), ns);
+    return kiln_mul(f->g, x, kiln_dropout(f->g, ones, l->rate, seed, true));
 }
 const nn_layer_def nn_def_dropout = { "Dropout", "dropout", dropout_opts, 1, 1, dropout_shape, NULL, dropout_forward };
 
@@ -127,6 +144,8 @@ const nn_layer_def nn_def_dropout = { "Dropout", "dropout", dropout_opts, 1, 1, 
 static const nn_opt_spec bn_opts[] = {
     { "momentum", NN_T_FLOAT, NN_CFG(momentum), 0, NN_DFLOAT(0.99) },
     { "epsilon", NN_T_FLOAT, NN_CFG(epsilon), 0, NN_DFLOAT(1e-3) },
+    { "center", NN_T_BOOL, NN_CFG(center), 0, NN_DBOOL(true) },     /* false: no beta (0) */
+    { "scale", NN_T_BOOL, NN_CFG(scale_on), 0, NN_DBOOL(true) },     /* false: no gamma (1) */
     { NULL },
 };
 static kiln_status bn_shape(kiln_layer *l, const nn_layer_cfg *c) {
@@ -138,17 +157,22 @@ static kiln_status bn_shape(kiln_layer *l, const nn_layer_cfg *c) {
 }
 static void bn_vars(kiln_layer *l, const nn_layer_cfg *c) {
     int64_t ch = l->out.dim[l->out.rank - 1];
-    nn_layer_add_var(l, "gamma", KILN_SHAPE(ch), kiln_init_ones(), true, 0);
-    nn_layer_add_var(l, "beta", KILN_SHAPE(ch), kiln_init_zeros(), true, 0);
+    if (c->scale_on) nn_layer_add_var(l, "gamma", KILN_SHAPE(ch), kiln_init_ones(), true, 0);
+    if (c->center) nn_layer_add_var(l, "beta", KILN_SHAPE(ch), kiln_init_zeros(), true, 0);
     nn_layer_add_var(l, "moving_mean", KILN_SHAPE(ch), kiln_init_zeros(), false, 0);
     nn_layer_add_var(l, "moving_variance", KILN_SHAPE(ch), kiln_init_ones(), false, 0);
 }
+/* center / scale false: a constant beta of zeros / gamma of ones in their place */
+static kiln_node *bn_param(const nn_fwd *f, kiln_layer *l, const char *name, bool has, double v, kiln_node *like) {
+    if (has) return nn_layer_var(f, l, name);
+    return kiln_broadcast_to(f->g, kiln_scalar_like(f->g, like, v), like->shape);
+}
 static kiln_node *bn_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
+    kiln_node *mm = nn_layer_var(f, l, "moving_mean"), *mv = nn_layer_var(f, l, "moving_variance");
+    kiln_node *gamma = bn_param(f, l, "gamma", l->cfg->scale_on, 1.0, mm), *beta = bn_param(f, l, "beta", l->cfg->center, 0.0, mm);
     if (f->training && f->m->copts.sync_batchnorm)   /* statistics of the global batch over the replicas */
-        return kiln_sync_batch_norm(f->g, x, nn_layer_var(f, l, "gamma"), nn_layer_var(f, l, "beta"), nn_layer_var(f, l, "moving_mean"),
-                                    nn_layer_var(f, l, "moving_variance"), l->momentum, l->epsilon);
-    return kiln_batch_norm(f->g, x, nn_layer_var(f, l, "gamma"), nn_layer_var(f, l, "beta"), nn_layer_var(f, l, "moving_mean"),
-                           nn_layer_var(f, l, "moving_variance"), l->momentum, l->epsilon, f->training);
+        return kiln_sync_batch_norm(f->g, x, gamma, beta, mm, mv, l->momentum, l->epsilon);
+    return kiln_batch_norm(f->g, x, gamma, beta, mm, mv, l->momentum, l->epsilon, f->training);
 }
 const nn_layer_def nn_def_batch_norm = { "BatchNormalization", "batch_normalization", bn_opts, 1, 1, bn_shape, bn_vars, bn_forward };
 

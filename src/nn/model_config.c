@@ -24,7 +24,7 @@
 #include "nn/nn_json.h"
 
 const char *const nn_init_class_names[KILN_INIT_COUNT] = { "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
-    "TruncatedNormal", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal" };
+    "TruncatedNormal", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal", "VarianceScaling" };
 
 /* A tree under construction: the first failed allocation sticks. */
 typedef struct wr { bool oom; } wr;
@@ -81,6 +81,14 @@ static cJSON *init_json(wr *w, kiln_init in) {
         add(w, c, "stddev", nn_json_num(in.b));
         add(w, c, "seed", seed_or_null(in.seed));
         break;
+    case KILN_INIT_VARIANCE_SCALING: {
+        static const char *const modes[] = { "fan_in", "fan_out", "fan_avg" }, *const dists[] = { "truncated_normal", "untruncated_normal", "uniform" };
+        add(w, c, "scale", nn_json_num(in.a));
+        add_str(w, c, "mode", modes[(unsigned)in.mode < 3 ? in.mode : 0]);
+        add_str(w, c, "distribution", dists[(unsigned)in.distribution < 3 ? in.distribution : 0]);
+        add(w, c, "seed", seed_or_null(in.seed));
+        break;
+    }
     default: add(w, c, "seed", seed_or_null(in.seed)); break;
     }
     return o;
@@ -124,6 +132,30 @@ static cJSON *opt_json(wr *w, const nn_opt_spec *s, const nn_layer_cfg *c) {
     }
     case NN_T_PADDING: return cJSON_CreateString(*(const kiln_padding *)p == KILN_SAME ? "same" : "valid");
     case NN_T_INIT: return init_json(w, *(const kiln_init *)p);
+    case NN_T_PAD4: {          /* ((top, bottom), (left, right)), as Keras writes it */
+        const int *q = p;
+        cJSON *a = cJSON_CreateArray();
+        for (int i = 0; i < 2; i++) {
+            cJSON *pair = add(w, a, NULL, cJSON_CreateArray());
+            add(w, pair, NULL, nn_json_num(q[2 * i]));
+            add(w, pair, NULL, nn_json_num(q[2 * i + 1]));
+        }
+        return a;
+    }
+    case NN_T_FLOATS: {
+        const nn_floats *f = p;
+        if (!f->n) return cJSON_CreateNull();
+        cJSON *a = cJSON_CreateArray();
+        for (int i = 0; i < f->n; i++) add(w, a, NULL, nn_json_num(f->v[i]));
+        return a;
+    }
+    case NN_T_NOISE: {
+        const kiln_shape *sh = p;
+        if (!sh->rank) return cJSON_CreateNull();
+        cJSON *a = cJSON_CreateArray();
+        for (int i = 0; i < sh->rank; i++) add(w, a, NULL, sh->dim[i] ? nn_json_num((double)sh->dim[i]) : cJSON_CreateNull());
+        return a;
+    }
     }
     return cJSON_CreateNull();
 }

@@ -33,7 +33,13 @@ static bool one_of(const char *s, const char *const *list) {
 
 /* ---- inputs: Keras 3 nodes {"args": [...], "kwargs": {}} with __keras_tensor__ objects, or
  * tf.keras 2 nodes [["name", node, tensor, {kwargs}], ...] ---- */
-typedef struct ins { const char *name[NN_MAX_MERGE]; int n; } ins;
+typedef struct ins {
+    const char *name[NN_MAX_MERGE]; int n;
+    /* a Keras 3 operation on a tensor and a number (keras.src.ops.numpy Add, Subtract, Multiply,
+     * Divide / TrueDivide: x + 3.0, x * (1 / 6), as MobileNetV3 writes hard_sigmoid) */
+    bool has_scalar, scalar_first;
+    double scalar;
+} ins;
 
 /* Call arguments Kiln cannot honour: any kwarg that is not null, but Keras 3's recorded
  * "training" flag, which Keras 3 itself replaces by the flag of each run (fit: true, predict:
@@ -78,7 +84,7 @@ static kiln_status add_input(rd *r, const char *lname, const cJSON *t, ins *out)
     return KILN_OK;
 }
 
-static kiln_status read_inputs(rd *r, const char *lname, const cJSON *nodes, ins *out) {
+static kiln_status read_inputs(rd *r, const char *lname, const cJSON *nodes, bool op, ins *out) {
     out->n = 0;
     if (!nodes || cJSON_IsNull(nodes)) return KILN_OK;
     if (!cJSON_IsArray(nodes)) return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': inbound_nodes must be a list", lname);
@@ -92,8 +98,18 @@ static kiln_status read_inputs(rd *r, const char *lname, const cJSON *nodes, ins
     }
     const cJSON *args = get(node, "args"), *kw = get(node, "kwargs");
     if (!cJSON_IsObject(node) || !cJSON_IsArray(args)) return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': an inbound node must be a list of inputs or {\"args\": [...], \"kwargs\": {...}}", lname);
-    if (cJSON_GetArraySize(args) != 1) return bad(r, KILN_UNSUPPORTED, "layer '%s' is called with %d positional arguments; Kiln layers take one (a tensor or a list of tensors)", lname, cJSON_GetArraySize(args));
     if (kw && check_kwargs(r, lname, kw, true)) return KILN_UNSUPPORTED;
+    if (op && cJSON_GetArraySize(args) == 2) {          /* an operation's operands: tensors or a number */
+        cJSON_ArrayForEach(t, args) {
+            if (!cJSON_IsNumber(t)) { if (add_input(r, lname, t, out)) return KILN_INVALID_ARGUMENT; continue; }
+            if (out->has_scalar) return bad(r, KILN_UNSUPPORTED, "layer '%s': an operation on two numbers", lname);
+            out->has_scalar = true;
+            out->scalar_first = out->n == 0;
+            out->scalar = t->valuedouble;
+        }
+        return KILN_OK;
+    }
+    if (cJSON_GetArraySize(args) != 1) return bad(r, KILN_UNSUPPORTED, "layer '%s' is called with %d positional arguments; Kiln layers take one (a tensor or a list of tensors)", lname, cJSON_GetArraySize(args));
     const cJSON *a = cJSON_GetArrayItem(args, 0);
     if (cJSON_IsArray(a)) { cJSON_ArrayForEach(t, a) if (add_input(r, lname, t, out)) return KILN_INVALID_ARGUMENT; }
     else if (add_input(r, lname, a, out)) return KILN_INVALID_ARGUMENT;
@@ -222,6 +238,35 @@ static kiln_status try_build(rd *r, kiln_model *m, fgraph *g, int i, int *stack,
     return KILN_OK;
 }
 
+/* A Keras 3 operation entry (keras.src.ops.numpy) as a Kiln layer: with a number, a Rescaling
+ * (x + c, c + x, x - c, c - x, x * c, x / c); on two tensors, the merge layer of that name. */
+static kiln_status op_layer(rd *r, fentry *e, const char *name, cJSON *made) {
+    const char *c = e->cls, *lname = name ? name : "?";
+    bool add = !strcmp(c, "Add"), sub = !strcmp(c, "Subtract"), mul = !strcmp(c, "Multiply"), div = !strcmp(c, "Divide") || !strcmp(c, "TrueDivide");
+    if (!add && !sub && !mul && !div)
+        return bad(r, KILN_UNSUPPORTED, "layer '%s': the operation %s (keras.src.ops.numpy); Kiln reads Add, Subtract, Multiply and Divide on a tensor and a number", lname, c);
+    if (!e->x.has_scalar) {
+        if (div) return bad(r, KILN_UNSUPPORTED, "layer '%s': %s of two tensors; Kiln divides by numbers only", lname, c);
+        return KILN_OK;            /* Kiln's Add / Subtract / Multiply layer */
+    }
+    double s = e->x.scalar, scale = 1, offset = 0;
+    if (e->x.n != 1) return bad(r, KILN_UNSUPPORTED, "layer '%s': %s needs one tensor beside its number", lname, c);
+    if (div && (e->x.scalar_first || s == 0)) return bad(r, KILN_UNSUPPORTED, "layer '%s': %s: Kiln divides a tensor by a nonzero number only", lname, c);
+    if (add) offset = s;
+    else if (sub) { scale = e->x.scalar_first ? -1 : 1; offset = e->x.scalar_first ? s : -s; }
+    else if (mul) scale = s;
+    else scale = 1 / s;
+    cJSON *cfg = cJSON_CreateObject();
+    if (!cfg) return bad(r, KILN_OUT_OF_MEMORY, "out of host memory");
+    cJSON_AddItemToArray(made, cfg);
+    if (name) cJSON_AddStringToObject(cfg, "name", name);
+    cJSON_AddNumberToObject(cfg, "scale", scale);
+    cJSON_AddNumberToObject(cfg, "offset", offset);
+    e->cls = "Rescaling";
+    e->cfg = cfg;
+    return KILN_OK;
+}
+
 static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_model **out) {
     const cJSON *layers = get(cfg, "layers"), *l;
     int n = cJSON_GetArraySize(layers), sp = 0, i = 0;
@@ -229,12 +274,16 @@ static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_m
     int *stack = kiln_malloc((size_t)n * sizeof *stack);       /* a waiter is on one list at a time */
     kiln_name_index_init(&g.names, fentry_name, &g);
     kiln_model *m = kiln_model_new(mname);
+    cJSON *made = cJSON_CreateArray();      /* the configs op_layer writes, alive until the layers exist */
     kiln_status st = KILN_OK;
-    if (!g.e || !g.waiters || !stack || !m || kiln_model_status(m)) st = bad(r, KILN_OUT_OF_MEMORY, "%s", m ? kiln_model_error(m) : "out of host memory");
+    if (!made || !g.e || !g.waiters || !stack || !m || kiln_model_status(m)) st = bad(r, KILN_OUT_OF_MEMORY, "%s", m ? kiln_model_error(m) : "out of host memory");
     if (!st) cJSON_ArrayForEach(l, layers) {
         fentry *e = &g.e[i];
         const char *name;
-        if ((st = entry_of(r, l, i, &e->cls, &e->cfg, &name)) || (st = read_inputs(r, name ? name : "?", get(l, "inbound_nodes"), &e->x))) break;
+        const char *mod = str_of(l, "module");
+        bool op = mod && !strcmp(mod, "keras.src.ops.numpy");
+        if ((st = entry_of(r, l, i, &e->cls, &e->cfg, &name)) || (st = read_inputs(r, name ? name : "?", get(l, "inbound_nodes"), op, &e->x))) break;
+        if (op && (st = op_layer(r, e, name, made))) break;
         e->name = name;
         e->next_waiter = g.waiters[i] = -1;
         if (name && kiln_name_index_find(&g.names, name) < 0 && !kiln_name_index_add(&g.names, i)) { st = bad(r, KILN_OUT_OF_MEMORY, "out of host memory"); break; }
@@ -260,6 +309,7 @@ static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_m
         else if (kiln_model_functional(m, &x, 1, &y, 1)) st = bad(r, kiln_model_status(m), "%s", kiln_model_error(m));
     }
     kiln_name_index_free(&g.names);
+    cJSON_Delete(made);
     kiln_free(g.e);
     kiln_free(g.waiters);
     kiln_free(stack);

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include "nn/nn_types.h"
 
+#define NN_MAX_FLOATS 16
+typedef struct nn_floats { int n; double v[NN_MAX_FLOATS]; } nn_floats;
+
 /* A layer's options, resolved to explicit values (the typed builders' "0 = default" is applied
  * before). Each type reads the fields its schema names. */
 typedef struct nn_layer_cfg {
@@ -21,10 +24,20 @@ typedef struct nn_layer_cfg {
     int axis;                              /* Concatenate, counting the batch dim */
     kiln_shape shape;                      /* InputLayer shape, Reshape target (batch excluded) */
     kiln_init kernel_init, bias_init;
+    kiln_init pointwise_init;              /* SeparableConv2D (kernel_init: its depthwise kernel) */
+    double pointwise_l2;                   /* SeparableConv2D */
+    double alpha;                          /* LeakyReLU negative_slope, ELU alpha */
+    double scale, offset;                  /* Rescaling */
+    bool center, scale_on;                 /* BatchNormalization: beta / gamma present */
+    bool keepdims;                         /* global pooling */
+    int pads[4];                           /* ZeroPadding2D / Cropping2D: top, bottom, left, right */
+    int size[2];                           /* UpSampling2D */
+    nn_floats mean, variance;              /* Normalization: given values (n 0: null, weights) */
+    kiln_shape noise;                      /* Dropout noise_shape, the batch included, 0 = None (rank 0: null) */
 } nn_layer_cfg;
 
 /* ---- option values (what a model-file reader hands over) ---- */
-typedef enum nn_val_kind { NN_V_NONE = 0, NN_V_NULL, NN_V_INT, NN_V_FLOAT, NN_V_BOOL, NN_V_STR, NN_V_INTS, NN_V_INIT } nn_val_kind;
+typedef enum nn_val_kind { NN_V_NONE = 0, NN_V_NULL, NN_V_INT, NN_V_FLOAT, NN_V_BOOL, NN_V_STR, NN_V_INTS, NN_V_INIT, NN_V_FLOATS } nn_val_kind;
 typedef struct nn_val {
     nn_val_kind kind;              /* NONE: no value (a schema entry without default: required); NULL: Keras None */
     union {
@@ -34,6 +47,7 @@ typedef struct nn_val {
         const char *s;
         struct { int n; int64_t v[KILN_MAX_DIMS]; } ints;
         kiln_init init;
+        nn_floats floats;          /* NN_V_FLOATS: a list of numbers */
     };
 } nn_val;
 typedef struct nn_opt { const char *key; nn_val val; } nn_opt;
@@ -57,6 +71,9 @@ typedef enum nn_opt_type {
     NN_T_ACTIVATION,   /* "linear", "relu", ... (nn_activation_names) */
     NN_T_PADDING,      /* "valid" or "same" */
     NN_T_INIT,         /* a kiln_init */
+    NN_T_PAD4,         /* an int, (h, w) or ((top, bottom), (left, right)): int[4] top, bottom, left, right */
+    NN_T_FLOATS,       /* a number or a list of up to NN_MAX_FLOATS (nn_floats; null: n 0) */
+    NN_T_NOISE,        /* a noise shape, the batch included, None as 0 (kiln_shape; null: rank 0) */
 } nn_opt_type;
 typedef struct nn_opt_spec {
     const char *key;           /* the Keras config key */
@@ -164,6 +181,8 @@ kiln_layer *nn_layer_add_imported(kiln_model *m, const char *name, kiln_layer *i
 
 /* activations.c */
 extern const char *const nn_activation_names[KILN_ACTIVATION_COUNT];   /* Keras spelling */
+/* "swish" -> KILN_SILU, "hard_swish" -> KILN_HARD_SILU; KILN_ACTIVATION_COUNT for any other name */
+kiln_activation nn_activation_alias(const char *name);
 kiln_node *nn_activate(kiln_graph *g, kiln_node *x, kiln_activation a);
 
 #endif

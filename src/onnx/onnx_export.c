@@ -132,6 +132,25 @@ static const char *constant(ex *e, const char *base, double v) {
     return out;
 }
 
+/* A tensor Constant node (f32 or i64): values an op reads that are not weights. */
+static const char *const_tensor(ex *e, const char *base, kiln_tensor *t) {
+    if (!t) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+    const char *out = vname(e, base, "Constant");
+    attr_tensor(e, node(e, "Constant", NULL, 0, out), "value", t);
+    kiln_tensor_free(t);
+    return out;
+}
+static const char *const_i64(ex *e, const char *base, const int64_t *v, int n) {
+    kiln_tensor *t = kiln_tensor_new(KILN_I64, KILN_SHAPE(n));
+    if (t) memcpy(t->data, v, sizeof *v * (size_t)n);
+    return const_tensor(e, base, t);
+}
+static const char *const_f32(ex *e, const char *base, const double *v, int n) {
+    kiln_tensor *t = kiln_tensor_new(KILN_F32, KILN_SHAPE(n));
+    for (int i = 0; t && i < n; i++) ((float *)t->data)[i] = (float)v[i];
+    return const_tensor(e, base, t);
+}
+
 static const char *one(ex *e, const char *op, const char *x, const char *base) {
     const char *out = vname(e, base, op);
     node(e, op, &x, 1, out);
@@ -211,6 +230,24 @@ static const char *activation(ex *e, const char *x, kiln_activation a, bool nchw
         const char *t = one(e, "Erf", two(e, "Div", x, r2, base), base);
         return two(e, "Mul", two(e, "Mul", x, two(e, "Add", t, c1, base), base), h, base);
     }
+    case KILN_SILU: return two(e, "Mul", x, one(e, "Sigmoid", x, base), base);
+    case KILN_RELU6: {         /* opset 11+: Clip's bounds are inputs */
+        const char *y = vname(e, base, "Clip");
+        node(e, "Clip", (const char *[]){ x, constant(e, base, 0.0), constant(e, base, 6.0) }, 3, y);
+        return y;
+    }
+    case KILN_HARD_SIGMOID: case KILN_HARD_SILU: {   /* Keras 3's relu6(x + 3) / 6: alpha 1/6, beta 0.5 */
+        const char *y = one(e, a == KILN_HARD_SIGMOID ? "HardSigmoid" : "HardSwish", x, base);
+        if (a == KILN_HARD_SIGMOID) {        /* HardSwish's attributes are fixed at these values */
+            attr_float(e, e->nodes[e->n_nodes - 1], "alpha", 1.0 / 6.0);
+            attr_float(e, e->nodes[e->n_nodes - 1], "beta", 0.5);
+        }
+        return y;
+    }
+    case KILN_SELU: return one(e, "Selu", x, base);   /* ONNX's default alpha and gamma are Keras's */
+    case KILN_SOFTSIGN: return one(e, "Softsign", x, base);
+    case KILN_MISH: return two(e, "Mul", x, one(e, "Tanh", one(e, "Softplus", x, base), base), base);   /* opset 17 has no Mish */
+    case KILN_EXPONENTIAL: return one(e, "Exp", x, base);
     default:
         ex_fail(e, KILN_UNSUPPORTED, "activation %d has no ONNX export", (int)a);
         return NULL;
@@ -235,6 +272,114 @@ static void window_attrs(ex *e, Onnx__NodeProto *n, const kiln_layer *l, int dil
     attr_ints(e, n, "kernel_shape", k, 2);
     attr_ints(e, n, "strides", st, 2);
     attr_ints(e, n, "pads", pads, 4);
+}
+
+/* The layer types keras.applications brought (issue 29); false for a type it does not know. */
+static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
+    ev *x = &vals[l->in[0]->index], *y = &vals[l->index];
+    int rank = l->in[0]->out.rank;
+    const char *base = l->name;
+    const nn_layer_cfg *c = l->cfg;
+    switch (l->kind) {
+    case NN_RESCALING: case NN_LEAKY_RELU: case NN_ELU: {      /* elementwise: any layout */
+        const char *v = x->name;
+        if (l->kind == NN_RESCALING) {
+            v = two(e, "Mul", v, constant(e, base, c->scale), base);
+            if (c->offset != 0) v = two(e, "Add", v, constant(e, base, c->offset), base);
+        } else {
+            v = one(e, l->kind == NN_ELU ? "Elu" : "LeakyRelu", v, base);
+            attr_float(e, e->nodes[e->n_nodes - 1], "alpha", c->alpha);
+        }
+        *y = (ev){ .name = v, .nchw = x->nchw };
+        return true;
+    }
+    case NN_NORMALIZATION: {    /* (x - mean) / max(sqrt(variance), 1e-7) over Kiln's last axis */
+        int64_t ch = l->out.dim[l->out.rank - 1];
+        double *mv = kiln_calloc((size_t)ch * 2, sizeof *mv);
+        kiln_tensor *tm = c->mean.n ? NULL : weight(e, l, "mean"), *tv = c->mean.n ? NULL : weight(e, l, "variance");
+        if (!mv || (!c->mean.n && (!tm || !tv))) { kiln_free(mv); kiln_tensor_free(tm); kiln_tensor_free(tv); if (!e->st) ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return true; }
+        for (int64_t i = 0; i < ch; i++) {
+            double m = c->mean.n ? c->mean.v[c->mean.n > 1 ? i : 0] : ((float *)tm->data)[i];
+            double v = c->mean.n ? c->variance.v[c->variance.n > 1 ? i : 0] : ((float *)tv->data)[i];
+            mv[i] = m;
+            mv[ch + i] = fmax(sqrt(v), 1e-7);
+        }
+        const char *in = order(e, x, false, rank);
+        y->name = two(e, "Div", two(e, "Sub", in, const_f32(e, base, mv, (int)ch), base), const_f32(e, base, mv + ch, (int)ch), base);
+        kiln_free(mv);
+        kiln_tensor_free(tm);
+        kiln_tensor_free(tv);
+        return true;
+    }
+    case NN_ZEROPAD2D: case NN_CROPPING2D: {
+        const int *q = c->pads;
+        const char *in = order(e, x, true, rank);
+        if (l->kind == NN_ZEROPAD2D)
+            y->name = two(e, "Pad", in, const_i64(e, base, (const int64_t[]){ 0, 0, q[0], q[2], 0, 0, q[1], q[3] }, 8), base);
+        else {
+            int64_t h = l->in[0]->out.dim[0], w = l->in[0]->out.dim[1];
+            const char *out = vname(e, base, "Slice");
+            node(e, "Slice", (const char *[]){ in, const_i64(e, base, (const int64_t[]){ q[0], q[2] }, 2),
+                                                const_i64(e, base, (const int64_t[]){ h - q[1], w - q[3] }, 2), const_i64(e, base, (const int64_t[]){ 2, 3 }, 2) }, 4, out);
+            y->name = out;
+        }
+        y->nchw = true;
+        return true;
+    }
+    case NN_UPSAMPLE2D: {       /* nearest, each pixel repeated: asymmetric coordinates, floor */
+        const char *out = vname(e, base, "Resize");
+        Onnx__NodeProto *n = node(e, "Resize", (const char *[]){ order(e, x, true, rank), "", const_f32(e, base, (const double[]){ 1, 1, c->size[0], c->size[1] }, 4) }, 3, out);
+        if (n) {
+            Onnx__AttributeProto *a[3] = { attr(e, n, "mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING),
+                                           attr(e, n, "coordinate_transformation_mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING),
+                                           attr(e, n, "nearest_mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING) };
+            const char *v[3] = { "nearest", "asymmetric", "floor" };
+            for (int i = 0; i < 3; i++)
+                if (a[i]) { a[i]->has_s = true; a[i]->s.data = (uint8_t *)ox_strdup(&e->a, v[i]); a[i]->s.len = strlen(v[i]); }
+        }
+        *y = (ev){ .name = out, .nchw = true };
+        return true;
+    }
+    case NN_SEPCONV2D: {        /* a grouped Conv (one group per channel), then a 1x1 Conv */
+        int64_t cin = l->in[0]->out.dim[2], mid = cin * c->depth_multiplier;
+        kiln_tensor *dw = weight(e, l, "depthwise_kernel"), *pw = weight(e, l, "pointwise_kernel");
+        kiln_tensor *dwp = NULL, *pwp = NULL;
+        if (dw) { dw->shape = KILN_SHAPE(l->kh, l->kw, 1, mid); dwp = ox_permute(dw, (const int[]){ 3, 2, 0, 1 }); }   /* same elements */
+        if (pw) pwp = ox_permute(pw, (const int[]){ 3, 2, 0, 1 });
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s/depthwise_kernel", l->name);
+        const char *wd = dwp ? init(e, nm, dwp) : NULL;
+        snprintf(nm, sizeof nm, "%s/pointwise_kernel", l->name);
+        const char *wp = pwp ? init(e, nm, pwp) : NULL;
+        if ((!dwp || !pwp) && !e->st) ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory");
+        kiln_tensor_free(dw); kiln_tensor_free(pw); kiln_tensor_free(dwp); kiln_tensor_free(pwp);
+        const char *d = vname(e, base, "Conv");
+        Onnx__NodeProto *n = node(e, "Conv", (const char *[]){ order(e, x, true, rank), wd }, 2, d);
+        window_attrs(e, n, l, l->dil);
+        attr_ints(e, n, "dilations", (const int64_t[]){ l->dil, l->dil }, 2);
+        attr_int(e, n, "group", cin);
+        const char *b = l->use_bias ? weight_init(e, l, "bias", NULL) : NULL, *out = vname(e, base, "Conv");
+        node(e, "Conv", (const char *[]){ d, wp, b }, b ? 3 : 2, out);
+        *y = (ev){ .name = activation(e, out, l->act, true, base), .nchw = true };
+        return true;
+    }
+    case NN_MULTIPLY: case NN_SUBTRACT: case NN_AVERAGE: case NN_MAXIMUM: case NN_MINIMUM: {
+        bool nchw = rank == 3 && x->nchw;
+        const char *ins[NN_MAX_MERGE];
+        for (int i = 0; i < l->n_in; i++) {
+            if (l->in[i]->out.rank != l->out.rank) { ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s): inputs of different ranks have no ONNX export", l->name, kiln_layer_type(l)); return true; }
+            ins[i] = order(e, &vals[l->in[i]->index], nchw, rank);
+        }
+        static const char *const ops[] = { [NN_MULTIPLY] = "Mul", [NN_SUBTRACT] = "Sub", [NN_AVERAGE] = "Mean", [NN_MAXIMUM] = "Max", [NN_MINIMUM] = "Min" };
+        const char *v = ins[0];
+        if (l->kind == NN_AVERAGE || l->kind == NN_MAXIMUM || l->kind == NN_MINIMUM) { v = vname(e, base, ops[l->kind]); node(e, ops[l->kind], ins, l->n_in, v); }
+        else for (int i = 1; i < l->n_in; i++) v = two(e, ops[l->kind], v, ins[i], base);
+        *y = (ev){ .name = v, .nchw = nchw };
+        return true;
+    }
+    default:
+        return false;
+    }
 }
 
 /* One layer: its output into out[l->index]. */
@@ -275,14 +420,19 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
         y->nchw = true;
         return;
     }
-    case NN_GAP:
-        if (x->nchw) y->name = one(e, "Flatten", one(e, "GlobalAveragePool", x->name, base), base);
-        else {
-            y->name = one(e, "ReduceMean", x->name, base);
+    case NN_GAP: case NN_GMP: {
+        bool avg = l->kind == NN_GAP, keep = l->out.rank == 3;
+        if (x->nchw) {           /* keepdims: NCHW [N, C, 1, 1] stays an image */
+            const char *g = one(e, avg ? "GlobalAveragePool" : "GlobalMaxPool", x->name, base);
+            y->name = keep ? g : one(e, "Flatten", g, base);
+            y->nchw = keep;
+        } else {
+            y->name = one(e, avg ? "ReduceMean" : "ReduceMax", x->name, base);
             attr_ints(e, e->nodes[e->n_nodes - 1], "axes", (const int64_t[]){ 1, 2 }, 2);
-            attr_int(e, e->nodes[e->n_nodes - 1], "keepdims", 0);
+            attr_int(e, e->nodes[e->n_nodes - 1], "keepdims", keep);
         }
         return;
+    }
     case NN_FLATTEN:
         y->name = one(e, "Flatten", order(e, x, false, rank), base);
         return;
@@ -304,8 +454,14 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
         *y = (ev){ .name = x->name, .nchw = x->nchw, .other = x->other };
         return;
     case NN_BN: {
-        const char *ins[5] = { NULL, weight_init(e, l, "gamma", NULL), weight_init(e, l, "beta", NULL), weight_init(e, l, "moving_mean", NULL),
-                               weight_init(e, l, "moving_variance", NULL) };
+        int64_t ch = l->out.dim[l->out.rank - 1];
+        double *fill = kiln_calloc((size_t)ch, sizeof *fill);     /* center / scale false: constant zeros / ones */
+        if (!fill) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return; }
+        const char *beta = l->cfg->center ? weight_init(e, l, "beta", NULL) : const_f32(e, base, fill, (int)ch);
+        for (int64_t i = 0; i < ch; i++) fill[i] = 1;
+        const char *gamma = l->cfg->scale_on ? weight_init(e, l, "gamma", NULL) : const_f32(e, base, fill, (int)ch);
+        kiln_free(fill);
+        const char *ins[5] = { NULL, gamma, beta, weight_init(e, l, "moving_mean", NULL), weight_init(e, l, "moving_variance", NULL) };
         int64_t mv[KILN_MAX_DIMS], back[KILN_MAX_DIMS];
         bool permute = rank >= 2 && rank != 3;      /* channels (Kiln: the last axis) to axis 1 and back */
         if (rank == 3) { ins[0] = order(e, x, true, rank); y->nchw = true; }
@@ -353,7 +509,7 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
         return;
     }
     default:
-        ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s) has no ONNX export", l->name, kiln_layer_type(l));
+        if (!export_apps_layer(e, l, vals)) ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s) has no ONNX export", l->name, kiln_layer_type(l));
     }
 }
 

@@ -140,6 +140,16 @@ kiln_node *kiln_sigmoid(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_S
 kiln_node *kiln_tanh(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_TANH, x, 0); }
 kiln_node *kiln_softplus(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_SOFTPLUS, x, 0); }
 kiln_node *kiln_erf(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_ERF, x, 0); }
+kiln_node *kiln_swish(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_SWISH, x, 0); }
+kiln_node *kiln_clipped_relu(kiln_graph *g, kiln_node *x, double cap) {
+    if (!(cap > 0)) { kiln_graph_fail(g, KILN_INVALID_ARGUMENT, "clipped_relu: cap %g must be > 0", cap); return NULL; }
+    return unary(g, KILN_OP_CLIPPED_RELU, x, cap);
+}
+kiln_node *kiln_hard_sigmoid(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_HARD_SIGMOID, x, 0); }
+kiln_node *kiln_hard_swish(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_HARD_SWISH, x, 0); }
+kiln_node *kiln_selu(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_SELU, x, 0); }
+kiln_node *kiln_softsign(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_SOFTSIGN, x, 0); }
+kiln_node *kiln_mish(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_MISH, x, 0); }
 
 /* ---- gradients ---- */
 
@@ -231,6 +241,14 @@ static kiln_status grad_unary(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_n
     case KILN_OP_GELU: dx[0] = act_grad(g, KILN_OP_GELU_GRAD, x, dy, 0); break;
     case KILN_OP_SIGMOID: dx[0] = act_grad(g, KILN_OP_SIGMOID_GRAD, y, dy, 0); break;
     case KILN_OP_TANH: dx[0] = act_grad(g, KILN_OP_TANH_GRAD, y, dy, 0); break;
+    /* through y as Relu: 0 < y < cap exactly when 0 < x < cap */
+    case KILN_OP_CLIPPED_RELU: dx[0] = act_grad(g, KILN_OP_CLIPPED_RELU_GRAD, y, dy, alpha); break;
+    case KILN_OP_SWISH: dx[0] = act_grad(g, KILN_OP_SWISH_GRAD, x, dy, 0); break;
+    case KILN_OP_HARD_SIGMOID: dx[0] = act_grad(g, KILN_OP_HARD_SIGMOID_GRAD, x, dy, 0); break;
+    case KILN_OP_HARD_SWISH: dx[0] = act_grad(g, KILN_OP_HARD_SWISH_GRAD, x, dy, 0); break;
+    case KILN_OP_SELU: dx[0] = act_grad(g, KILN_OP_SELU_GRAD, x, dy, 0); break;
+    case KILN_OP_SOFTSIGN: dx[0] = act_grad(g, KILN_OP_SOFTSIGN_GRAD, x, dy, 0); break;
+    case KILN_OP_MISH: dx[0] = act_grad(g, KILN_OP_MISH_GRAD, x, dy, 0); break;
     case KILN_OP_SOFTPLUS: dx[0] = kiln_mul(g, dy, kiln_sigmoid(g, x)); break;
     case KILN_OP_ERF:     /* 2/sqrt(pi) exp(-x^2) */
         dx[0] = kiln_mul(g, dy, kiln_mul(g, kiln_exp(g, kiln_neg(g, kiln_square(g, x))), scal(g, x, 1.1283791670955126)));
@@ -277,3 +295,20 @@ const kiln_op_def kiln_opdef_elu_grad = { "EluGrad", 2, 2, AGRAD_FLAGS, infer_ac
 const kiln_op_def kiln_opdef_gelu_grad = { "GeluGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
 const kiln_op_def kiln_opdef_sigmoid_grad = { "SigmoidGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
 const kiln_op_def kiln_opdef_tanh_grad = { "TanhGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
+
+#define UNARY_DEF(sym, nm) const kiln_op_def sym = { nm, 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
+#define AGRAD_DEF(sym, nm) const kiln_op_def sym = { nm, 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
+UNARY_DEF(kiln_opdef_swish, "Swish")
+UNARY_DEF(kiln_opdef_clipped_relu, "ClippedRelu")
+UNARY_DEF(kiln_opdef_hard_sigmoid, "HardSigmoid")
+UNARY_DEF(kiln_opdef_hard_swish, "HardSwish")
+UNARY_DEF(kiln_opdef_selu, "Selu")
+UNARY_DEF(kiln_opdef_softsign, "Softsign")
+UNARY_DEF(kiln_opdef_mish, "Mish")
+AGRAD_DEF(kiln_opdef_swish_grad, "SwishGrad")
+AGRAD_DEF(kiln_opdef_clipped_relu_grad, "ClippedReluGrad")
+AGRAD_DEF(kiln_opdef_hard_sigmoid_grad, "HardSigmoidGrad")
+AGRAD_DEF(kiln_opdef_hard_swish_grad, "HardSwishGrad")
+AGRAD_DEF(kiln_opdef_selu_grad, "SeluGrad")
+AGRAD_DEF(kiln_opdef_softsign_grad, "SoftsignGrad")
+AGRAD_DEF(kiln_opdef_mish_grad, "MishGrad")

@@ -34,4 +34,42 @@ static inline kiln_model *mixed_model(void) {
     return m;
 }
 
+/* Issue 29's layer types and activations (keras.applications' building blocks), each export path:
+ * Rescaling, Normalization, ZeroPadding2D, SeparableConv2D, BatchNormalization without gamma /
+ * beta, GlobalAveragePooling2D keepdims, a broadcasting Multiply (squeeze-and-excitation),
+ * Cropping2D, UpSampling2D, LeakyReLU, ELU, Maximum, Minimum, Subtract, Average, GlobalMaxPooling2D
+ * and the new activations. */
+static inline kiln_model *apps_model(void) {
+    kiln_model *m = kiln_model_new("apps");
+    kiln_layer *x = kiln_input(m, KILN_SHAPE(12, 12, 3));
+    kiln_layer *r = kiln_layer_rescaling(m, &(kiln_rescaling_opts){ .input = x, .scale = 1.0 / 127.5, .offset = -1 });
+    kiln_layer *nm = kiln_layer_from_config(m, "Normalization", "{\"mean\": [0.5, 0.25, 0], \"variance\": [1, 4, 0.25]}", &r, 1);
+    kiln_layer *p = kiln_layer_zero_padding2d(m, &(kiln_pad2d_opts){ .input = nm, .bottom = 1, .left = 1, .right = 2 });
+    kiln_layer *c = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = p, .filters = 8, .kernel = 3, .no_bias = true });
+    kiln_layer *b = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = c, .no_scale = true, .momentum = 0.5 });
+    kiln_layer *r6 = kiln_layer_activation(m, &(kiln_activation_opts){ .input = b, .activation = KILN_RELU6 });
+    kiln_layer *s = kiln_layer_separable_conv2d(m, &(kiln_conv2d_opts){ .input = r6, .filters = 8, .kernel = 3, .padding = KILN_SAME, .depth_multiplier = 2, .activation = KILN_SILU });
+    kiln_layer *g = kiln_layer_from_config(m, "GlobalAveragePooling2D", "{\"keepdims\": true}", &s, 1);
+    kiln_layer *se = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = g, .filters = 8, .kernel = 1, .activation = KILN_HARD_SIGMOID });
+    kiln_layer *mu = kiln_layer_multiply(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ s, se }, .n_inputs = 2 });
+    kiln_layer *b2 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = mu, .no_scale = true, .no_center = true, .momentum = 0.5 });
+    kiln_layer *hs = kiln_layer_activation(m, &(kiln_activation_opts){ .input = b2, .activation = KILN_HARD_SILU });
+    kiln_layer *cr = kiln_layer_cropping2d(m, &(kiln_pad2d_opts){ .input = hs, .top = 1, .left = 1 });
+    kiln_layer *dn = kiln_layer_max_pool2d(m, &(kiln_pool_opts){ .input = cr, .size = 2 });
+    kiln_layer *up = kiln_layer_upsampling2d(m, &(kiln_upsampling2d_opts){ .input = dn, .size = 2 });
+    kiln_layer *lr = kiln_layer_leaky_relu(m, &(kiln_alpha_opts){ .input = up, .alpha = 0.1 });
+    kiln_layer *el = kiln_layer_elu(m, &(kiln_alpha_opts){ .input = cr, .alpha = 0.5 });
+    kiln_layer *mx = kiln_layer_maximum(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ lr, el }, .n_inputs = 2 });
+    kiln_layer *mn = kiln_layer_minimum(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ lr, el }, .n_inputs = 2 });
+    kiln_layer *sb = kiln_layer_subtract(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ mx, mn }, .n_inputs = 2 });
+    kiln_layer *av = kiln_layer_average(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ sb, mx, mn }, .n_inputs = 3 });
+    kiln_layer *se2 = kiln_layer_activation(m, &(kiln_activation_opts){ .input = av, .activation = KILN_SELU });
+    kiln_layer *gm = kiln_layer_global_max_pool2d(m, &(kiln_layer_opts){ .input = se2 });
+    kiln_layer *d1 = kiln_layer_dense(m, &(kiln_dense_opts){ .input = gm, .units = 12, .activation = KILN_MISH });
+    kiln_layer *d2 = kiln_layer_dense(m, &(kiln_dense_opts){ .input = d1, .units = 12, .activation = KILN_SOFTSIGN });
+    kiln_layer *out = kiln_layer_dense(m, &(kiln_dense_opts){ .input = d2, .units = 10 });
+    kiln_model_functional(m, &x, 1, &out, 1);
+    return m;
+}
+
 #endif

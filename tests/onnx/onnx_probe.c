@@ -3,6 +3,7 @@
  *   onnx_probe shape CKPT                 the checkpoint model's input shape ("28 28 1")
  *   onnx_probe mixed CKPT                 builds the C-API test model (every layer type and
  *                                         activation), trains it a few steps, saves CKPT
+ *   onnx_probe apps CKPT                  the same with issue 29's layer types (apps_model)
  *   onnx_probe probs CKPT X.f32 OUT.f32   softmax of the checkpoint model's outputs for X
  *   onnx_probe import FILE.onnx X.f32 OUT.f32 [--nhwc]
  *                                         the same through kiln_model_from_onnx (--nhwc: the
@@ -72,8 +73,8 @@ int main(int argc, char **argv) {
         kiln_model_free(m);
         return 0;
     }
-    if (!strcmp(cmd, "mixed") && argc == 3) {
-        m = mixed_model();
+    if ((!strcmp(cmd, "mixed") || !strcmp(cmd, "apps")) && argc == 3) {
+        m = !strcmp(cmd, "mixed") ? mixed_model() : apps_model();
         kiln_model_set_seed(m, 5);
         kiln_dataset *d = kiln_dataset_synthetic(KILN_SHAPE(12, 12, 3), 10, 512, 3);
         int rc = kiln_model_status(m) || !d ||

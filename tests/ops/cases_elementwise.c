@@ -39,6 +39,14 @@ UNARY_BUILDER(sigmoid, kiln_sigmoid(g, x[0]))
 UNARY_BUILDER(tanh, kiln_tanh(g, x[0]))
 UNARY_BUILDER(softplus, kiln_softplus(g, x[0]))
 UNARY_BUILDER(erf, kiln_erf(g, x[0]))
+UNARY_BUILDER(swish, kiln_swish(g, x[0]))
+UNARY_BUILDER(relu6, kiln_clipped_relu(g, x[0], 6.0))
+UNARY_BUILDER(clip15, kiln_clipped_relu(g, x[0], 1.5))
+UNARY_BUILDER(hard_sigmoid, kiln_hard_sigmoid(g, x[0]))
+UNARY_BUILDER(hard_swish, kiln_hard_swish(g, x[0]))
+UNARY_BUILDER(selu, kiln_selu(g, x[0]))
+UNARY_BUILDER(softsign, kiln_softsign(g, x[0]))
+UNARY_BUILDER(mish, kiln_mish(g, x[0]))
 UNARY_BUILDER(softmax_last, kiln_softmax(g, x[0], -1))
 UNARY_BUILDER(softmax_mid, kiln_softmax(g, x[0], 1))
 UNARY_BUILDER(log_softmax_last, kiln_log_softmax(g, x[0], -1))
@@ -54,6 +62,13 @@ GRAD_BUILDER(elu_grad, KILN_OP_ELU_GRAD, 1.0)
 GRAD_BUILDER(gelu_grad, KILN_OP_GELU_GRAD, 0)
 GRAD_BUILDER(sigmoid_grad, KILN_OP_SIGMOID_GRAD, 0)
 GRAD_BUILDER(tanh_grad, KILN_OP_TANH_GRAD, 0)
+GRAD_BUILDER(clipped_relu_grad, KILN_OP_CLIPPED_RELU_GRAD, 1.5)
+GRAD_BUILDER(swish_grad, KILN_OP_SWISH_GRAD, 0)
+GRAD_BUILDER(hard_sigmoid_grad, KILN_OP_HARD_SIGMOID_GRAD, 0)
+GRAD_BUILDER(hard_swish_grad, KILN_OP_HARD_SWISH_GRAD, 0)
+GRAD_BUILDER(selu_grad, KILN_OP_SELU_GRAD, 0)
+GRAD_BUILDER(softsign_grad, KILN_OP_SOFTSIGN_GRAD, 0)
+GRAD_BUILDER(mish_grad, KILN_OP_MISH_GRAD, 0)
 
 /* ---- cases ---- */
 #define BIN(op_, lbl, sa, sb, lo0, hi0, lo1, hi1, fn, dts) \
@@ -112,6 +127,22 @@ const op_case cases_elementwise[] = {
     UN(KILN_OP_TANH, "tanh [3,5]", S(3, 5), -3, 3, b_tanh, DT_FLOATS, true),
     UN(KILN_OP_SOFTPLUS, "softplus [3,5]", S(3, 5), -4, 4, b_softplus, DT_FLOATS, true),
     UN(KILN_OP_ERF, "erf [3,5]", S(3, 5), -3, 3, b_erf, DT_FLOATS, true),
+    /* Keras 3's other activations: kinked ones get a case per piece (away from the kinks) */
+    UN(KILN_OP_SWISH, "swish [3,5]", S(3, 5), -4, 4, b_swish, DT_FLOATS, true),
+    UN(KILN_OP_CLIPPED_RELU, "relu6 [3,5] inside", S(3, 5), 0.1, 5.9, b_relu6, DT_FLOATS, true),
+    UN(KILN_OP_CLIPPED_RELU, "relu6 [3,5] above", S(3, 5), 6.1, 9, b_relu6, DT_FLOATS, true),
+    UN(KILN_OP_CLIPPED_RELU, "relu6 [3,5] negative", S(3, 5), -2, -0.1, b_relu6, DT_FLOATS, true),
+    UN(KILN_OP_CLIPPED_RELU, "clipped_relu 1.5 [4,6] (forward)", S(4, 6), -3, 3, b_clip15, DT_FLOATS, false),
+    UN(KILN_OP_HARD_SIGMOID, "hard_sigmoid [3,5] inside", S(3, 5), -2.9, 2.9, b_hard_sigmoid, DT_FLOATS, true),
+    UN(KILN_OP_HARD_SIGMOID, "hard_sigmoid [4,6] (forward)", S(4, 6), -5, 5, b_hard_sigmoid, DT_FLOATS, false),
+    UN(KILN_OP_HARD_SWISH, "hard_swish [3,5] inside", S(3, 5), -2.9, 2.9, b_hard_swish, DT_FLOATS, true),
+    UN(KILN_OP_HARD_SWISH, "hard_swish [3,5] above", S(3, 5), 3.1, 5, b_hard_swish, DT_FLOATS, true),
+    UN(KILN_OP_HARD_SWISH, "hard_swish [3,5] below", S(3, 5), -5, -3.1, b_hard_swish, DT_FLOATS, true),
+    UN(KILN_OP_SELU, "selu [3,5] positive", S(3, 5), 0.1, 2, b_selu, DT_FLOATS, true),
+    UN(KILN_OP_SELU, "selu [3,5] negative", S(3, 5), -2, -0.1, b_selu, DT_FLOATS, true),
+    UN(KILN_OP_SOFTSIGN, "softsign [3,5] positive", S(3, 5), 0.1, 3, b_softsign, DT_FLOATS, true),
+    UN(KILN_OP_SOFTSIGN, "softsign [3,5] negative", S(3, 5), -3, -0.1, b_softsign, DT_FLOATS, true),
+    UN(KILN_OP_MISH, "mish [3,5]", S(3, 5), -4, 4, b_mish, DT_FLOATS, true),
 
     /* activation gradient ops (forward only: they are NO_GRAD) */
     AG(KILN_OP_RELU_GRAD, "relu_grad x,dy [3,7]", -2, 2, b_relu_grad),
@@ -120,6 +151,13 @@ const op_case cases_elementwise[] = {
     AG(KILN_OP_GELU_GRAD, "gelu_grad x,dy [3,7]", -3, 3, b_gelu_grad),
     AG(KILN_OP_SIGMOID_GRAD, "sigmoid_grad y,dy [3,7]", 0, 1, b_sigmoid_grad),
     AG(KILN_OP_TANH_GRAD, "tanh_grad y,dy [3,7]", -1, 1, b_tanh_grad),
+    AG(KILN_OP_CLIPPED_RELU_GRAD, "clipped_relu_grad 1.5 y,dy [3,7]", -1, 2, b_clipped_relu_grad),
+    AG(KILN_OP_SWISH_GRAD, "swish_grad x,dy [3,7]", -4, 4, b_swish_grad),
+    AG(KILN_OP_HARD_SIGMOID_GRAD, "hard_sigmoid_grad x,dy [3,7]", -5, 5, b_hard_sigmoid_grad),
+    AG(KILN_OP_HARD_SWISH_GRAD, "hard_swish_grad x,dy [3,7]", -5, 5, b_hard_swish_grad),
+    AG(KILN_OP_SELU_GRAD, "selu_grad x,dy [3,7]", -2, 2, b_selu_grad),
+    AG(KILN_OP_SOFTSIGN_GRAD, "softsign_grad x,dy [3,7]", -3, 3, b_softsign_grad),
+    AG(KILN_OP_MISH_GRAD, "mish_grad x,dy [3,7]", -4, 4, b_mish_grad),
 
     /* softmax family */
     UN(KILN_OP_SOFTMAX, "softmax [4,5] axis -1", S(4, 5), -3, 3, b_softmax_last, DT_FLOATS | DT_HALF, true),

@@ -22,7 +22,9 @@ static char *summary_of(const kiln_model *m) {
 static void test_table(void) {
     static const char *const keras[] = { "InputLayer", "Dense", "Conv2D", "DepthwiseConv2D", "MaxPooling2D", "AveragePooling2D",
                                          "GlobalAveragePooling2D", "Flatten", "Reshape", "Dropout", "BatchNormalization", "Activation",
-                                         "Concatenate", "Add", "ImportedGraph" };
+                                         "Concatenate", "Add", "ImportedGraph", "ZeroPadding2D", "Cropping2D", "UpSampling2D",
+                                         "GlobalMaxPooling2D", "SeparableConv2D", "Rescaling", "Normalization", "LeakyReLU", "ELU",
+                                         "Multiply", "Subtract", "Average", "Maximum", "Minimum" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
         nn_kind k;
@@ -44,7 +46,7 @@ static kiln_model *model_for(nn_kind t, kiln_layer **in, int *n_in) {
     in[0] = x;
     if (t == NN_INPUT) *n_in = 0;
     if (t == NN_DENSE) in[0] = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = x });
-    if (t == NN_CONCAT || t == NN_ADD) { in[1] = kiln_layer_activation(m, &(kiln_activation_opts){ .input = x, .activation = KILN_RELU }); *n_in = 2; }
+    if (t == NN_CONCAT || t == NN_ADD || t == NN_MULTIPLY || t == NN_SUBTRACT || t == NN_AVERAGE || t == NN_MAXIMUM || t == NN_MINIMUM) { in[1] = kiln_layer_activation(m, &(kiln_activation_opts){ .input = x, .activation = KILN_RELU }); *n_in = 2; }
     return m;
 }
 
@@ -58,6 +60,8 @@ static int required_opts(nn_kind t, nn_opt *o) {
     case NN_RESHAPE: o[0] = NN_INTS("target_shape", 36, -1); return 1;
     case NN_DROPOUT: o[0] = NN_FLOAT("rate", 0.25); return 1;
     case NN_ACTIVATION: o[0] = NN_STR("activation", "tanh"); return 1;
+    case NN_SEPCONV2D: o[0] = NN_INT("filters", 2); o[1] = NN_INT("kernel_size", 3); return 2;
+    case NN_RESCALING: o[0] = NN_FLOAT("scale", 0.5); return 1;
     default: return 0;
     }
 }
@@ -195,6 +199,73 @@ static void test_functional_same(void) {
     check_same(a, b, "functional");
 }
 
+/* Issue 29's layers: typed builders and options build the same model (broadcasting merges,
+ * keepdims pooling, BatchNormalization without beta / gamma, separable convolutions). */
+static void test_keras_apps_layers_same(void) {
+    kiln_model *a = kiln_model_new("apps");
+    kiln_layer *x = kiln_input(a, KILN_SHAPE(6, 6, 3));
+    kiln_layer *r = kiln_layer_rescaling(a, &(kiln_rescaling_opts){ .input = x, .scale = 1.0 / 127.5, .offset = -1 });
+    kiln_layer *p = kiln_layer_zero_padding2d(a, &(kiln_pad2d_opts){ .input = r, .top = 0, .bottom = 1, .left = 1, .right = 2 });
+    kiln_layer *s = kiln_layer_separable_conv2d(a, &(kiln_conv2d_opts){ .input = p, .filters = 4, .kernel = 3, .strides = 1, .depth_multiplier = 2, .activation = KILN_SILU });
+    kiln_layer *bn = kiln_layer_batch_norm(a, &(kiln_batch_norm_opts){ .input = s, .no_scale = true });
+    kiln_layer *g = kiln_layer_from_config(a, "GlobalAveragePooling2D", "{\"keepdims\": true}", &bn, 1);
+    kiln_layer *h = kiln_layer_activation(a, &(kiln_activation_opts){ .input = g, .activation = KILN_HARD_SIGMOID });
+    kiln_layer *mul = kiln_layer_multiply(a, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ h, bn }, .n_inputs = 2 });
+    kiln_layer *c = kiln_layer_cropping2d(a, &(kiln_pad2d_opts){ .input = mul, .top = 1, .left = 1 });
+    kiln_layer *u = kiln_layer_upsampling2d(a, &(kiln_upsampling2d_opts){ .input = c, .size_h = 2, .size_w = 1 });
+    kiln_layer *lr = kiln_layer_leaky_relu(a, &(kiln_alpha_opts){ .input = u, .alpha = 0.1 });
+    kiln_layer *e = kiln_layer_elu(a, &(kiln_alpha_opts){ .input = u, .alpha = 0.5 });
+    kiln_layer *mx = kiln_layer_maximum(a, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ lr, e }, .n_inputs = 2 });
+    kiln_layer *mn = kiln_layer_minimum(a, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ lr, e }, .n_inputs = 2 });
+    kiln_layer *sb = kiln_layer_subtract(a, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ mx, mn }, .n_inputs = 2 });
+    kiln_layer *av = kiln_layer_average(a, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ sb, mx, u }, .n_inputs = 3 });
+    kiln_layer *gm = kiln_layer_global_max_pool2d(a, &(kiln_layer_opts){ .input = av });
+    kiln_layer *out = kiln_layer_dense(a, &(kiln_dense_opts){ .input = gm, .units = 3, .activation = KILN_MISH });
+    CHECK_OK(kiln_model_functional(a, &x, 1, &out, 1));
+    CHECK(kiln_layer_output_shape(p).dim[0] == 7 && kiln_layer_output_shape(p).dim[1] == 9);
+    CHECK(kiln_layer_output_shape(c).dim[0] == 4 && kiln_layer_output_shape(u).dim[0] == 8 && kiln_layer_output_shape(u).dim[1] == 6);
+    /* depthwise 3*3*3*2 + pointwise 6*4 + bias 4; batch norm without gamma: beta + 2 moving */
+    CHECK(kiln_layer_weight_count(s) == 3 && kiln_model_param_count(a, false) == 54 + 24 + 4 + 12 + 4 * 3 + 3);
+
+    kiln_model *b = kiln_model_new("apps");
+    x = nn_layer_from_options(b, "InputLayer", NULL, 0, (nn_opt[]){ NN_INTS("shape", 6, 6, 3) }, 1);
+    r = nn_layer_from_options(b, "Rescaling", &x, 1, (nn_opt[]){ NN_FLOAT("scale", 1.0 / 127.5), NN_FLOAT("offset", -1) }, 2);
+    p = nn_layer_from_options(b, "ZeroPadding2D", &r, 1, (nn_opt[]){ NN_INTS("padding", 0, 1, 1, 2) }, 1);
+    s = nn_layer_from_options(b, "SeparableConv2D", &p, 1, (nn_opt[]){ NN_INT("filters", 4), NN_INT("kernel_size", 3), NN_INT("depth_multiplier", 2),
+                                                                     NN_STR("activation", "swish") }, 4);
+    bn = nn_layer_from_options(b, "BatchNormalization", &s, 1, (nn_opt[]){ NN_BOOL("scale", false) }, 1);
+    g = nn_layer_from_options(b, "GlobalAveragePooling2D", &bn, 1, (nn_opt[]){ NN_BOOL("keepdims", true) }, 1);
+    h = nn_layer_from_options(b, "Activation", &g, 1, (nn_opt[]){ NN_STR("activation", "hard_sigmoid") }, 1);
+    mul = nn_layer_from_options(b, "Multiply", (kiln_layer *[]){ h, bn }, 2, NULL, 0);
+    c = nn_layer_from_options(b, "Cropping2D", &mul, 1, (nn_opt[]){ NN_INTS("cropping", 1, 0, 1, 0) }, 1);
+    u = nn_layer_from_options(b, "UpSampling2D", &c, 1, (nn_opt[]){ NN_INTS("size", 2, 1) }, 1);
+    lr = nn_layer_from_options(b, "LeakyReLU", &u, 1, (nn_opt[]){ NN_FLOAT("negative_slope", 0.1) }, 1);
+    e = nn_layer_from_options(b, "ELU", &u, 1, (nn_opt[]){ NN_FLOAT("alpha", 0.5) }, 1);
+    mx = nn_layer_from_options(b, "Maximum", (kiln_layer *[]){ lr, e }, 2, NULL, 0);
+    mn = nn_layer_from_options(b, "Minimum", (kiln_layer *[]){ lr, e }, 2, NULL, 0);
+    sb = nn_layer_from_options(b, "Subtract", (kiln_layer *[]){ mx, mn }, 2, NULL, 0);
+    av = nn_layer_from_options(b, "Average", (kiln_layer *[]){ sb, mx, u }, 3, NULL, 0);
+    gm = nn_layer_from_options(b, "GlobalMaxPooling2D", &av, 1, NULL, 0);
+    out = nn_layer_from_options(b, "Dense", &gm, 1, (nn_opt[]){ NN_INT("units", 3), NN_STR("activation", "mish") }, 2);
+    CHECK_OK(kiln_model_functional(b, &x, 1, &out, 1));
+    check_same(a, b, "keras.applications layers");
+    /* errors name the layer and the option */
+    kiln_model *m = kiln_model_new("bad");
+    x = kiln_input(m, KILN_SHAPE(4, 4, 2));
+    CHECK(!kiln_layer_cropping2d(m, &(kiln_pad2d_opts){ .input = x, .top = 2, .bottom = 2 }) && strstr(kiln_model_error(m), "leaves nothing"));
+    kiln_model_free(m);
+    m = kiln_model_new("bad");
+    x = kiln_input(m, KILN_SHAPE(4, 4, 2));
+    kiln_layer *y = kiln_layer_global_avg_pool2d(m, &(kiln_layer_opts){ .input = x });
+    CHECK(!kiln_layer_multiply(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ x, kiln_layer_dense(m, &(kiln_dense_opts){ .input = y, .units = 3 }) }, .n_inputs = 2 })
+          && strstr(kiln_model_error(m), "do not broadcast"));
+    kiln_model_free(m);
+    m = kiln_model_new("bad");
+    x = kiln_input(m, KILN_SHAPE(4, 4, 2));
+    CHECK(!kiln_layer_from_config(m, "Normalization", "{\"mean\": [1, 2, 3], \"variance\": [1, 1, 1]}", &x, 1) && strstr(kiln_model_error(m), "one per channel"));
+    kiln_model_free(m);
+}
+
 /* One bad layer per model: NULL, a sticky error naming the layer and what is wrong. */
 static void expect_error(const char *type, const nn_opt *o, int n, const char *want1, const char *want2) {
     kiln_model *m = kiln_sequential("bad", KILN_SHAPE(8, 8, 3));
@@ -219,7 +290,7 @@ static void test_errors(void) {
     expect_error("Conv2D", (nn_opt[]){ NN_INT("kernel_size", 3) }, 1, "conv2d (Conv2D)", "missing option 'filters'");
     expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_NULL("kernel_size") }, 2, "conv2d (Conv2D)", "missing option 'kernel_size'");
     expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_INT("filters", 5), NN_INT("kernel_size", 3) }, 3, "'filters'", "twice");
-    expect_error("Activation", (nn_opt[]){ NN_STR("activation", "swish") }, 1, "'activation'", "unknown activation 'swish' (linear, relu");
+    expect_error("Activation", (nn_opt[]){ NN_STR("activation", "swoosh") }, 1, "'activation'", "unknown activation 'swoosh' (linear, relu");   /* swish is known since issue 29 */
     expect_error("Dropout", (nn_opt[]){ NN_BOOL("rate", true) }, 1, "dropout (Dropout)", "'rate'");
     expect_error("Dropout", (nn_opt[]){ NN_FLOAT("rate", 1.5) }, 1, "dropout (Dropout)", "rate 1.5");
     expect_error("Dropout", (nn_opt[]){ NN_FLOAT("rate", 0.5), NN_INT("seed", -1) }, 2, "'seed'", ">= 0");
@@ -250,6 +321,7 @@ int main(void) {
     test_defaults_valid();
     test_sequential_same();
     test_functional_same();
+    test_keras_apps_layers_same();
     test_errors();
     return check_summary("test_layer_table");
 }

@@ -2,7 +2,9 @@
 (serialized by name; Kiln computes them in C, so these are not callable on data)."""
 from .._ns import missing
 
-_NAMES = ["linear", "relu", "sigmoid", "tanh", "softmax", "gelu", "elu", "leaky_relu", "softplus"]
+_NAMES = ["linear", "relu", "sigmoid", "tanh", "softmax", "gelu", "elu", "leaky_relu", "softplus", "silu", "relu6",
+          "hard_sigmoid", "hard_silu", "selu", "softsign", "mish", "exponential"]
+_ALIASES = {"swish": "silu", "hard_swish": "hard_silu"}     # Keras's other names of the same functions
 
 
 def _make(name):
@@ -16,11 +18,15 @@ def _make(name):
 
 for _n in _NAMES:
     globals()[_n] = _make(_n)
+for _a, _n in _ALIASES.items():
+    globals()[_a] = globals()[_n]
 
 
 def get(identifier):
     if identifier is None:
         return globals()["linear"]
+    if isinstance(identifier, str) and identifier in _ALIASES:
+        identifier = _ALIASES[identifier]
     if isinstance(identifier, str) and identifier in _NAMES:
         return globals()[identifier]
     if callable(identifier) and getattr(identifier, "__name__", None) in _NAMES:

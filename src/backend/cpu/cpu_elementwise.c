@@ -102,6 +102,17 @@ UNARY_KERNEL(k_pow, powf(x, alpha))
 UNARY_KERNEL(k_sign, x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x)   /* keeps NaN and 0 */
 UNARY_KERNEL(k_softplus, (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x))))
 UNARY_KERNEL(k_erf, erff(x))
+#define SELU_A 1.67326324f
+#define SELU_S 1.05070099f
+static inline float softplusf(float x) { return (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x))); }
+static inline float hard_sigmoidf(float x) { return x <= -3.0f ? 0.0f : x >= 3.0f ? 1.0f : (x + 3.0f) * (1.0f / 6.0f); }
+UNARY_KERNEL(k_swish, x * sigmoidf(x))
+UNARY_KERNEL(k_clipped_relu, x <= 0.0f ? 0.0f : x >= alpha ? alpha : x)   /* NaN passes through */
+UNARY_KERNEL(k_hard_sigmoid, hard_sigmoidf(x))
+UNARY_KERNEL(k_hard_swish, x * hard_sigmoidf(x))
+UNARY_KERNEL(k_selu, SELU_S * (x > 0.0f ? x : SELU_A * expm1f(x)))
+UNARY_KERNEL(k_softsign, x / (1.0f + fabsf(x)))
+UNARY_KERNEL(k_mish, x * tanhf(softplusf(x)))
 
 /* ---- activation gradients: (x or y, dy) -> dx ---- */
 #define GRAD_KERNEL(name, EXPR)                                                                    \
@@ -122,6 +133,13 @@ GRAD_KERNEL(k_elu_grad, x > 0.0f ? g : g * alpha * expf(x))
 GRAD_KERNEL(k_gelu_grad, g * (0.5f * (1.0f + erff(x * 0.70710678f)) + x * expf(-0.5f * x * x) * 0.39894228f))
 GRAD_KERNEL(k_sigmoid_grad, g * x * (1.0f - x))      /* x is y = sigmoid(input) */
 GRAD_KERNEL(k_tanh_grad, g * (1.0f - x * x))         /* x is y = tanh(input) */
+GRAD_KERNEL(k_clipped_relu_grad, x > 0.0f && x < alpha ? g : 0.0f)   /* x is y */
+GRAD_KERNEL(k_swish_grad, g * sigmoidf(x) * (1.0f + x * (1.0f - sigmoidf(x))))
+GRAD_KERNEL(k_hard_sigmoid_grad, x > -3.0f && x < 3.0f ? g * (1.0f / 6.0f) : 0.0f)
+GRAD_KERNEL(k_hard_swish_grad, x <= -3.0f ? 0.0f : x >= 3.0f ? g : g * (2.0f * x + 3.0f) * (1.0f / 6.0f))
+GRAD_KERNEL(k_selu_grad, x > 0.0f ? g * SELU_S : g * (SELU_S * SELU_A) * expf(x))
+GRAD_KERNEL(k_softsign_grad, g / ((1.0f + fabsf(x)) * (1.0f + fabsf(x))))
+GRAD_KERNEL(k_mish_grad, g * (tanhf(softplusf(x)) + x * sigmoidf(x) * (1.0f - tanhf(softplusf(x)) * tanhf(softplusf(x)))))
 
 /* ---- BiasAdd: x [..., C] + b [C] ---- */
 static kiln_status k_bias_add(const kiln_kctx *c) {
@@ -249,9 +267,18 @@ kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
             return kiln_shape_equal(a, n->shape) && b.rank == 1 && a.rank >= 1 && b.dim[0] == a.dim[a.rank - 1]
                    ? k_bias_add : NULL;
         case KILN_OP_RELU_GRAD: case KILN_OP_LEAKY_RELU_GRAD: case KILN_OP_ELU_GRAD: case KILN_OP_GELU_GRAD:
-        case KILN_OP_SIGMOID_GRAD: case KILN_OP_TANH_GRAD:
+        case KILN_OP_SIGMOID_GRAD: case KILN_OP_TANH_GRAD: case KILN_OP_CLIPPED_RELU_GRAD: case KILN_OP_SWISH_GRAD:
+        case KILN_OP_HARD_SIGMOID_GRAD: case KILN_OP_HARD_SWISH_GRAD: case KILN_OP_SELU_GRAD: case KILN_OP_SOFTSIGN_GRAD:
+        case KILN_OP_MISH_GRAD:
             if (!kiln_shape_equal(a, n->shape) || !kiln_shape_equal(b, n->shape)) return NULL;
             switch (n->op) {
+            case KILN_OP_CLIPPED_RELU_GRAD: return k_clipped_relu_grad;
+            case KILN_OP_SWISH_GRAD: return k_swish_grad;
+            case KILN_OP_HARD_SIGMOID_GRAD: return k_hard_sigmoid_grad;
+            case KILN_OP_HARD_SWISH_GRAD: return k_hard_swish_grad;
+            case KILN_OP_SELU_GRAD: return k_selu_grad;
+            case KILN_OP_SOFTSIGN_GRAD: return k_softsign_grad;
+            case KILN_OP_MISH_GRAD: return k_mish_grad;
             case KILN_OP_RELU_GRAD: return k_relu_grad;
             case KILN_OP_LEAKY_RELU_GRAD: return k_leaky_relu_grad;
             case KILN_OP_ELU_GRAD: return k_elu_grad;
@@ -287,6 +314,13 @@ kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
     case KILN_OP_GELU: return k_gelu;
     case KILN_OP_POW: return k_pow;
     case KILN_OP_SIGN: return k_sign;
+    case KILN_OP_SWISH: return k_swish;
+    case KILN_OP_CLIPPED_RELU: return k_clipped_relu;
+    case KILN_OP_HARD_SIGMOID: return k_hard_sigmoid;
+    case KILN_OP_HARD_SWISH: return k_hard_swish;
+    case KILN_OP_SELU: return k_selu;
+    case KILN_OP_SOFTSIGN: return k_softsign;
+    case KILN_OP_MISH: return k_mish;
     default: return NULL;
     }
 }

@@ -34,6 +34,14 @@ template <typename C> __device__ __forceinline__ C m_sigmoid(C x) {
     return e / ((C)1 + e);
 }
 
+#define SELU_A 1.6732632423543772848170429916717
+#define SELU_S 1.0507009873554804934193349852946
+template <typename C> __device__ __forceinline__ C m_softplus(C x) { return m_max(x, (C)0) + m_log1p(m_exp(-m_abs(x))); }
+/* Keras 3: relu6(x + 3) / 6 */
+template <typename C> __device__ __forceinline__ C m_hard_sigmoid(C x) {
+    return x <= (C)-3 ? (C)0 : x >= (C)3 ? (C)1 : (x + (C)3) / (C)6;
+}
+
 template <typename C> __device__ __forceinline__ C unary_op(int op, C x, C alpha) {
     switch (op) {
     case KILN_OP_NEG: return -x;
@@ -53,6 +61,13 @@ template <typename C> __device__ __forceinline__ C unary_op(int op, C x, C alpha
     case KILN_OP_TANH: return m_tanh(x);
     case KILN_OP_SOFTPLUS: return m_max(x, (C)0) + m_log1p(m_exp(-m_abs(x)));
     case KILN_OP_ERF: return m_erf(x);
+    case KILN_OP_SWISH: return x * m_sigmoid(x);
+    case KILN_OP_CLIPPED_RELU: return x <= (C)0 ? (C)0 : x >= alpha ? alpha : x;
+    case KILN_OP_HARD_SIGMOID: return m_hard_sigmoid(x);
+    case KILN_OP_HARD_SWISH: return x * m_hard_sigmoid(x);
+    case KILN_OP_SELU: return (C)SELU_S * (x > (C)0 ? x : (C)SELU_A * m_expm1(x));
+    case KILN_OP_SOFTSIGN: return x / ((C)1 + m_abs(x));
+    case KILN_OP_MISH: return x * m_tanh(m_softplus(x));
     default: return (C)NAN;
     }
 }
@@ -69,6 +84,13 @@ template <typename C> __device__ __forceinline__ C act_grad_op(int op, C x, C dy
     }
     case KILN_OP_SIGMOID_GRAD: return dy * x * ((C)1 - x);
     case KILN_OP_TANH_GRAD: return dy * ((C)1 - x * x);
+    case KILN_OP_CLIPPED_RELU_GRAD: return x > (C)0 && x < alpha ? dy : (C)0;   /* x is y */
+    case KILN_OP_SWISH_GRAD: { C s = m_sigmoid(x); return dy * s * ((C)1 + x * ((C)1 - s)); }
+    case KILN_OP_HARD_SIGMOID_GRAD: return x > (C)-3 && x < (C)3 ? dy / (C)6 : (C)0;
+    case KILN_OP_HARD_SWISH_GRAD: return x <= (C)-3 ? (C)0 : x >= (C)3 ? dy : dy * ((C)2 * x + (C)3) / (C)6;
+    case KILN_OP_SELU_GRAD: return x > (C)0 ? dy * (C)SELU_S : dy * (C)(SELU_S * SELU_A) * m_exp(x);
+    case KILN_OP_SOFTSIGN_GRAD: { C d = (C)1 + m_abs(x); return dy / (d * d); }
+    case KILN_OP_MISH_GRAD: { C t = m_tanh(m_softplus(x)); return dy * (t + x * m_sigmoid(x) * ((C)1 - t * t)); }
     default: return (C)NAN;
     }
 }
@@ -321,9 +343,13 @@ kiln_kernel_fn cu_elementwise_kernel(const kiln_node *n) {
     case KILN_OP_NEG: case KILN_OP_EXP: case KILN_OP_LOG: case KILN_OP_SQRT: case KILN_OP_RSQRT: case KILN_OP_SQUARE:
     case KILN_OP_POW: case KILN_OP_ABS: case KILN_OP_SIGN: case KILN_OP_RELU: case KILN_OP_LEAKY_RELU: case KILN_OP_ELU:
     case KILN_OP_GELU: case KILN_OP_SIGMOID: case KILN_OP_TANH: case KILN_OP_SOFTPLUS: case KILN_OP_ERF:
+    case KILN_OP_SWISH: case KILN_OP_CLIPPED_RELU: case KILN_OP_HARD_SIGMOID: case KILN_OP_HARD_SWISH: case KILN_OP_SELU:
+    case KILN_OP_SOFTSIGN: case KILN_OP_MISH:
         return fl || (in && int_ok(n->op, false)) ? k_unary : NULL;
     case KILN_OP_RELU_GRAD: case KILN_OP_LEAKY_RELU_GRAD: case KILN_OP_ELU_GRAD: case KILN_OP_GELU_GRAD:
-    case KILN_OP_SIGMOID_GRAD: case KILN_OP_TANH_GRAD:
+    case KILN_OP_SIGMOID_GRAD: case KILN_OP_TANH_GRAD: case KILN_OP_CLIPPED_RELU_GRAD: case KILN_OP_SWISH_GRAD:
+    case KILN_OP_HARD_SIGMOID_GRAD: case KILN_OP_HARD_SWISH_GRAD: case KILN_OP_SELU_GRAD: case KILN_OP_SOFTSIGN_GRAD:
+    case KILN_OP_MISH_GRAD:
         return fl ? k_act_grad : NULL;
     case KILN_OP_BIAS_ADD:
         return fl ? k_bias_add : NULL;

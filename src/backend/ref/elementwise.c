@@ -9,6 +9,8 @@
 /* Own constants: M_SQRT1_2 and friends are not ISO C. */
 #define SQRT1_2 0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
+#define SELU_ALPHA 1.6732632423543772848170429916717
+#define SELU_SCALE 1.0507009873554804934193349852946
 
 static bool is_int(kiln_dtype t) { return t == KILN_I32 || t == KILN_I64; }
 
@@ -31,6 +33,10 @@ static double sigmoid(double x) {
     return e / (1.0 + e);
 }
 
+static double softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
+/* Keras 3: relu6(x + 3) / 6 */
+static double hard_sigmoid(double x) { return x <= -3 ? 0.0 : x >= 3 ? 1.0 : (x + 3.0) / 6.0; }
+
 double kiln_ref_unary_scalar(kiln_op op, double x, double alpha) {
     switch (op) {
     case KILN_OP_NEG: return -x;
@@ -50,6 +56,13 @@ double kiln_ref_unary_scalar(kiln_op op, double x, double alpha) {
     case KILN_OP_TANH: return tanh(x);
     case KILN_OP_SOFTPLUS: return fmax(x, 0.0) + log1p(exp(-fabs(x)));  /* stable for large |x| */
     case KILN_OP_ERF: return erf(x);
+    case KILN_OP_SWISH: return x * sigmoid(x);
+    case KILN_OP_CLIPPED_RELU: return x <= 0 ? 0.0 : x >= alpha ? alpha : x;   /* NaN passes through */
+    case KILN_OP_HARD_SIGMOID: return hard_sigmoid(x);
+    case KILN_OP_HARD_SWISH: return x * hard_sigmoid(x);
+    case KILN_OP_SELU: return SELU_SCALE * (x > 0 ? x : SELU_ALPHA * expm1(x));
+    case KILN_OP_SOFTSIGN: return x / (1.0 + fabs(x));
+    case KILN_OP_MISH: return x * tanh(softplus(x));
     default: return NAN;
     }
 }
@@ -68,6 +81,13 @@ double kiln_ref_act_grad_scalar(kiln_op op, double x, double dy, double alpha) {
     }
     case KILN_OP_SIGMOID_GRAD: return dy * x * (1.0 - x);               /* x is y here */
     case KILN_OP_TANH_GRAD: return dy * (1.0 - x * x);                  /* x is y here */
+    case KILN_OP_CLIPPED_RELU_GRAD: return x > 0 && x < alpha ? dy : 0.0;   /* x is y here */
+    case KILN_OP_SWISH_GRAD: { double s = sigmoid(x); return dy * s * (1.0 + x * (1.0 - s)); }
+    case KILN_OP_HARD_SIGMOID_GRAD: return x > -3 && x < 3 ? dy / 6.0 : 0.0;
+    case KILN_OP_HARD_SWISH_GRAD: return x <= -3 ? 0.0 : x >= 3 ? dy : dy * (2.0 * x + 3.0) / 6.0;
+    case KILN_OP_SELU_GRAD: return x > 0 ? dy * SELU_SCALE : dy * SELU_SCALE * SELU_ALPHA * exp(x);
+    case KILN_OP_SOFTSIGN_GRAD: { double d = 1.0 + fabs(x); return dy / (d * d); }
+    case KILN_OP_MISH_GRAD: { double t = tanh(softplus(x)); return dy * (t + x * sigmoid(x) * (1.0 - t * t)); }
     default: return NAN;
     }
 }

@@ -80,7 +80,42 @@ def models(k):
     h = L.Dropout(0.1, name="drop")(h)
     o = L.Dense(3, activation="softmax", kernel_initializer="ones", name="out")(h)
     out["initializers"] = k.Model(inp, o, name="initializers")
+    if k.__name__ == "keras":
+        out["apps_layers"] = apps_layers(k)
     return out
+
+
+def apps_layers(k):
+    """Keras 3: the layers and activations keras.applications use (issue 29), in one model."""
+    L = k.layers
+    inp = k.Input(shape=(12, 12, 3), name="image")
+    x = L.Rescaling(1.0 / 127.5, offset=-1.0, name="rescale")(inp)
+    x = L.Normalization(axis=-1, mean=[0.5, 0.25, 0.0], variance=[1.0, 4.0, 0.25], name="norm")(x)
+    x = L.ZeroPadding2D(((0, 1), (1, 2)), name="pad")(x)
+    x = L.Conv2D(8, 3, use_bias=False, kernel_initializer=k.initializers.VarianceScaling(2.0, "fan_out", "truncated_normal"), name="stem")(x)
+    x = L.BatchNormalization(scale=False, name="bn_no_scale")(x)
+    x = L.ReLU(6.0, name="relu6")(x)
+    s = L.SeparableConv2D(8, 3, padding="same", depth_multiplier=2, activation="silu", name="sep")(x)
+    g = L.GlobalAveragePooling2D(keepdims=True, name="gap_keep")(s)
+    g = L.Conv2D(8, 1, activation="hard_sigmoid", name="se")(g)
+    s = L.Multiply(name="excite")([s, g])
+    s = L.BatchNormalization(center=False, scale=False, name="bn_plain")(s)
+    s = L.Activation("hard_silu", name="hswish")(s)
+    c = L.Cropping2D(((1, 0), (1, 0)), name="crop")(s)
+    u = L.UpSampling2D((2, 2), name="up")(L.MaxPooling2D(name="down")(c))
+    a = L.LeakyReLU(negative_slope=0.1, name="leaky01")(u)
+    b = L.ELU(alpha=0.5, name="elu05")(c)
+    m = L.Maximum(name="max")([a, b])
+    n = L.Minimum(name="min")([a, b])
+    d = L.Subtract(name="sub")([m, n])
+    e = L.Average(name="avg")([d, m, n])
+    e = L.Activation("selu", name="selu")(e)
+    e = L.Dropout(0.2, noise_shape=(None, 1, 1, 1), name="stoch_depth")(e)
+    f = L.Concatenate(name="pools")([L.GlobalMaxPooling2D(name="gmp")(e), L.GlobalAveragePooling2D(name="gap")(e)])
+    f = L.Dense(6, activation="mish", name="mish")(f)
+    f = L.Dense(6, activation="softsign", name="softsign")(f)
+    o = L.Dense(4, activation="softmax", name="out")(f)
+    return k.Model(inp, o, name="apps_layers")
 
 
 def bad_models(k):
@@ -96,13 +131,11 @@ def bad_models(k):
     out["l1_regularizer"] = (seq("m", L.Flatten(), L.Dense(4, kernel_regularizer=k.regularizers.L1(0.01), name="dense_l1")),
                              ["dense_l1", "kernel_regularizer", "L1"])
     out["bias_regularizer"] = (seq("m", L.Flatten(), L.Dense(4, bias_regularizer="l2", name="dense_b")), ["dense_b", "bias_regularizer"])
-    out["relu6"] = (seq("m", L.ReLU(max_value=6.0, name="relu6")), ["relu6", "max_value"])
+    out["relu_max5"] = (seq("m", L.ReLU(max_value=5.0, name="relu5")), ["relu5", "max_value"])
     out["unknown_layer"] = (seq("m", L.LayerNormalization(name="ln")), ["ln", "LayerNormalization"])
-    out["swish"] = (seq("m", L.Activation("swish", name="act")), ["act", "activation", "silu"])   # Keras 3 writes swish as silu
-    out["bn_no_scale"] = (seq("m", L.BatchNormalization(scale=False, name="bn")), ["bn", "scale"])
     out["frozen"] = (seq("m", L.Flatten(), L.Dense(4, trainable=False, name="frozen")), ["frozen", "trainable"])
     out["orthogonal"] = (seq("m", L.Flatten(), L.Dense(4, kernel_initializer="orthogonal", name="orth")), ["orth", "kernel_initializer", "Orthogonal"])
-    out["keepdims"] = (seq("m", L.GlobalAveragePooling2D(keepdims=True, name="gap")), ["gap", "keepdims"])
+    out["bilinear"] = (seq("m", L.UpSampling2D(interpolation="bilinear", name="up")), ["up", "interpolation", "bilinear"])
     return out
 
 
