@@ -67,6 +67,20 @@ static const rule rules[] = {
     { "ReLU", "max_value", R_NULL, NULL, "Kiln's relu has no upper bound" },
     { "ReLU", "negative_slope", R_SPECIAL, NULL, NULL },
     { "ReLU", "threshold", R_ZERO, NULL, "Kiln's relu switches at 0" },
+    { "Embedding", "embeddings_constraint", R_NULL, NULL, "Kiln has no weight constraints" },
+    { "Embedding", "mask_zero", R_FALSE, NULL, "Kiln has no masks (id 0 is an ordinary token)" },
+    { "Embedding", "input_length", R_ANY, NULL, NULL },            /* tf.keras 2: the input shape says it */
+    { "LayerNormalization", "rms_scaling", R_FALSE, NULL, "Kiln's LayerNormalization subtracts the mean" },
+    { "LayerNormalization", "beta_regularizer", R_NULL, NULL, "Kiln regularizes kernels only" },
+    { "LayerNormalization", "gamma_regularizer", R_NULL, NULL, "Kiln regularizes kernels only" },
+    { "LayerNormalization", "beta_constraint", R_NULL, NULL, "Kiln has no weight constraints" },
+    { "LayerNormalization", "gamma_constraint", R_NULL, NULL, "Kiln has no weight constraints" },
+    { "MultiHeadAttention", "output_shape", R_NULL, NULL, "Kiln's attention outputs the query's features" },
+    { "MultiHeadAttention", "attention_axes", R_NULL, NULL, "Kiln attends over the sequence axis" },
+    { "MultiHeadAttention", "use_gate", R_FALSE, NULL, "Kiln's attention has no output gate" },
+    { "MultiHeadAttention", "sliding_window", R_NULL, NULL, "Kiln's attention sees every (earlier, when causal) position" },
+    { "MultiHeadAttention", "flash_attention", R_ANY, NULL, NULL },   /* which kernel: Kiln's is always fused */
+    { "PositionEmbedding", "seed", R_ANY, NULL, NULL },
 };
 #undef BN
 

@@ -21,6 +21,10 @@ typedef struct nn_layer_cfg {
     int axis;                              /* Concatenate, counting the batch dim */
     kiln_shape shape;                      /* InputLayer shape, Reshape target (batch excluded) */
     kiln_init kernel_init, bias_init;
+    int input_dim;                         /* Embedding: vocabulary size; PositionEmbedding: sequence_length */
+    int num_heads, key_dim, value_dim;     /* MultiHeadAttention (value_dim 0: key_dim) */
+    bool center, scale;                    /* LayerNormalization */
+    bool causal;                           /* MultiHeadAttention: use_causal_mask */
 } nn_layer_cfg;
 
 /* ---- option values (what a model-file reader hands over) ---- */
