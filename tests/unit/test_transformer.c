@@ -2,8 +2,11 @@
  * is a run-time error naming the id and the vocabulary size on every backend; a tiny causal
  * language model (token + position embeddings, LayerNorm, one attention block, GELU (tanh), the
  * softmax cross-entropy over [B*T, V] logits) trains, and its logits at position t do not depend
- * on tokens after t; the planned step memory of attention grows linearly in T. Also run on the
+ * on tokens after t; the planned step memory of attention grows linearly in T; a Keras 3 model
+ * (Embedding, LayerNormalization, causal MultiHeadAttention) loaded from its JSON with Keras's
+ * weights predicts what Keras predicts (tests/data/keras/make_transformer.py). Also run on the
  * CUDA simulator (test_transformer_cudasim). */
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 #include "kiln/device.h"
@@ -160,11 +163,103 @@ static void test_attention_memory_linear(void) {
     CHECK_MSG(m1k <= 5 * m256 && m4k <= 5 * m1k, "%zu %zu %zu", m256, m1k, m4k);
 }
 
+#ifndef KILN_KERAS_DATA
+#define KILN_KERAS_DATA "tests/data/keras"
+#endif
+
+/* One "TAG [NAME] N v..." line of transformer.values into a new f32 tensor of shape s (numel N). */
+static kiln_tensor *read_values(FILE *f, char *name, size_t cap, kiln_shape *s_or_null) {
+    char tag[8];
+    long n;
+    if (fscanf(f, "%7s", tag) != 1) return NULL;
+    if (tag[0] == 'w') { if (fscanf(f, "%255s", name) != 1) return NULL; } else snprintf(name, cap, "%s", tag);
+    if (fscanf(f, "%ld", &n) != 1 || n <= 0) return NULL;
+    kiln_tensor *t = kiln_tensor_new(KILN_F32, s_or_null ? *s_or_null : KILN_SHAPE(n));
+    for (long i = 0; t && i < n; i++) {
+        double v;
+        if (fscanf(f, "%lf", &v) != 1) { kiln_tensor_free(t); return NULL; }
+        kiln_tensor_set(t, i, v);
+    }
+    return t;
+}
+
+static void test_keras_model(void) {
+    const char *dir = getenv("KILN_KERAS_DATA") ? getenv("KILN_KERAS_DATA") : KILN_KERAS_DATA;
+    char path[512], name[256];
+    snprintf(path, sizeof path, "%s/keras3/transformer.json", dir);
+    kiln_model *m = NULL;
+    CHECK_OK(kiln_model_from_json_file(path, &m));
+    if (!m) return;
+    snprintf(path, sizeof path, "%s/keras3/transformer.values", dir);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "cannot open %s", path);
+    kiln_tensor *x = NULL, *want = NULL;
+    int weights = 0;
+    while (f) {
+        long pos = ftell(f);
+        char tag[8];
+        if (fscanf(f, "%7s", tag) != 1) break;
+        fseek(f, pos, SEEK_SET);
+        if (tag[0] == 'w') {
+            /* the weight's own shape: found by name among the model's layers */
+            kiln_tensor *v = read_values(f, name, sizeof name, NULL), *w = NULL;
+            CHECK_MSG(v && kiln_model_get_weight(m, name, &w) == KILN_OK, "weight %s: %s", name, kiln_last_error());
+            if (v && w && kiln_shape_numel(w->shape) == kiln_shape_numel(v->shape)) {
+                memcpy(w->data, v->data, kiln_tensor_nbytes(v));
+                CHECK_OK(kiln_model_set_weight(m, name, w));
+                weights++;
+            }
+            kiln_tensor_free(v);
+            kiln_tensor_free(w);
+        } else if (tag[0] == 'x') {
+            kiln_shape s = KILN_SHAPE(3, 10);
+            x = read_values(f, name, sizeof name, &s);
+        } else {
+            kiln_shape s = KILN_SHAPE(3, 5);
+            want = read_values(f, name, sizeof name, &s);
+        }
+    }
+    if (f) fclose(f);
+    CHECK_MSG(weights == 14, "%d weights set (Keras has 14)", weights);
+    kiln_tensor *got = NULL;
+    if (x && want) CHECK_OK(kiln_predict(m, x, &(kiln_eval_opts){ .batch_size = 3 }, &got));
+    if (got && want) {
+        double worst = 0;
+        for (int64_t i = 0; i < 15; i++) worst = fmax(worst, fabs(kiln_tensor_get(got, i) - kiln_tensor_get(want, i)));
+        printf("Keras 3 transformer (Embedding, LayerNormalization, causal MultiHeadAttention) vs Kiln: largest |difference| %.3g\n", worst);
+        CHECK_MSG(worst < 1e-5, "Kiln vs Keras predictions differ by %g", worst);
+    }
+    /* Kiln's own JSON (the causal mask a call argument again) rebuilds the same model */
+    char *js = NULL;
+    kiln_model *m2 = NULL;
+    CHECK_OK(kiln_model_to_json(m, &js));
+    CHECK_MSG(js && strstr(js, "use_causal_mask"), "no use_causal_mask in Kiln's JSON");
+    if (js) CHECK_OK(kiln_model_from_json(js, &m2));
+    free(js);
+    for (int i = 0; m2 && i < kiln_model_layer_count(m); i++)
+        for (int j = 0; j < kiln_layer_weight_count(kiln_model_layer(m, i)); j++) {
+            kiln_tensor *w = NULL;
+            const char *wn = kiln_layer_weight_name(kiln_model_layer(m, i), j);
+            if (kiln_model_get_weight(m, wn, &w) == KILN_OK) CHECK_OK(kiln_model_set_weight(m2, wn, w));
+            kiln_tensor_free(w);
+        }
+    kiln_tensor *got2 = NULL;
+    if (m2 && x) CHECK_OK(kiln_predict(m2, x, &(kiln_eval_opts){ .batch_size = 3 }, &got2));
+    CHECK(got && got2 && !memcmp(got->data, got2->data, kiln_tensor_nbytes(got)));
+    kiln_tensor_free(got2);
+    kiln_model_free(m2);
+    kiln_tensor_free(got);
+    kiln_tensor_free(x);
+    kiln_tensor_free(want);
+    kiln_model_free(m);
+}
+
 int main(void) {
     test_bad_id(KILN_BACKEND_REF, "ref");
     test_bad_id(KILN_BACKEND_CPU, "cpu");
     if (kiln_gpu_available()) test_bad_id(KILN_BACKEND_CUDA, "cuda");
     test_tiny_lm(device_kind(), kiln_gpu_available() ? "cuda" : "cpu");
     test_attention_memory_linear();
+    test_keras_model();
     return check_summary("test_transformer");
 }

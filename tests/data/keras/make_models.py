@@ -97,7 +97,7 @@ def bad_models(k):
                              ["dense_l1", "kernel_regularizer", "L1"])
     out["bias_regularizer"] = (seq("m", L.Flatten(), L.Dense(4, bias_regularizer="l2", name="dense_b")), ["dense_b", "bias_regularizer"])
     out["relu6"] = (seq("m", L.ReLU(max_value=6.0, name="relu6")), ["relu6", "max_value"])
-    out["unknown_layer"] = (seq("m", L.LayerNormalization(name="ln")), ["ln", "LayerNormalization"])
+    out["unknown_layer"] = (seq("m", L.GroupNormalization(groups=1, name="gn")), ["gn", "GroupNormalization"])
     out["swish"] = (seq("m", L.Activation("swish", name="act")), ["act", "activation", "silu"])   # Keras 3 writes swish as silu
     out["bn_no_scale"] = (seq("m", L.BatchNormalization(scale=False, name="bn")), ["bn", "scale"])
     out["frozen"] = (seq("m", L.Flatten(), L.Dense(4, trainable=False, name="frozen")), ["frozen", "trainable"])
