@@ -11,6 +11,7 @@
 #include "check.h"
 #include "kiln/device.h"
 #include "core/core.h"
+#include "kiln/onnx.h"
 
 static kiln_backend_kind device_kind(void) { return kiln_gpu_available() ? KILN_BACKEND_CUDA : KILN_BACKEND_CPU; }
 
@@ -229,6 +230,12 @@ static void test_keras_model(void) {
         printf("Keras 3 transformer (Embedding, LayerNormalization, causal MultiHeadAttention) vs Kiln: largest |difference| %.3g\n", worst);
         CHECK_MSG(worst < 1e-5, "Kiln vs Keras predictions differ by %g", worst);
     }
+    /* ONNX export (opset 17: LayerNormalization, attention as MatMul / Softmax); a build without
+     * ONNX refuses it. tests/onnx/test_transformer_ort.sh runs the file in onnxruntime. */
+    const char *onnx = getenv("KILN_TRANSFORMER_ONNX") ? getenv("KILN_TRANSFORMER_ONNX") : "test_transformer.onnx";
+    kiln_status est = kiln_model_export_onnx(m, onnx, NULL);
+    CHECK_MSG(est == KILN_OK || est == KILN_UNSUPPORTED, "export: %s", kiln_last_error());
+    if (est == KILN_OK) printf("exported %s\n", onnx);
     /* Kiln's own JSON (the causal mask a call argument again) rebuilds the same model */
     char *js = NULL;
     kiln_model *m2 = NULL;
