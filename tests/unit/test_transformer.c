@@ -164,6 +164,65 @@ static void test_attention_memory_linear(void) {
     CHECK_MSG(m1k <= 5 * m256 && m4k <= 5 * m1k, "%zu %zu %zu", m256, m1k, m4k);
 }
 
+/* Token ids (None, t) -> Embedding(vocab, 32) -> LayerNormalization -> causal MultiHeadAttention
+ * (2 heads of 16) -> Add -> LayerNormalization -> Flatten -> Dense(classes), compiled with Adam. */
+static kiln_model *seq_classifier(int64_t t, int vocab, int classes, kiln_precision prec) {
+    kiln_model *m = kiln_model_new("seq");
+    kiln_layer *x = kiln_input(m, KILN_SHAPE(t));
+    kiln_layer *e = kiln_layer_embedding(m, &(kiln_embedding_opts){ .input = x, .input_dim = vocab, .output_dim = 32 });
+    kiln_layer *n = kiln_layer_layer_norm(m, &(kiln_layer_norm_opts){ .input = e, .epsilon = 1e-5 });
+    kiln_layer *a = kiln_layer_multi_head_attention(m, &(kiln_mha_opts){ .inputs = &n, .n_inputs = 1, .num_heads = 2, .key_dim = 16,
+                                                                        .causal = true });
+    kiln_layer *s = kiln_layer_add(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ e, a }, .n_inputs = 2 });
+    kiln_layer *n2 = kiln_layer_layer_norm(m, &(kiln_layer_norm_opts){ .input = s });
+    kiln_layer *f = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = n2 });
+    kiln_layer *out = kiln_layer_dense(m, &(kiln_dense_opts){ .input = f, .units = classes });
+    CHECK_OK(kiln_model_functional(m, &x, 1, &out, 1));
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(3e-3), .from_logits = true, .device = "cpu", .precision = prec }));
+    return m;
+}
+
+/* The model's planned training step (kiln summary --batch-size) at T = 256, 1024, 4096: linear. */
+static void test_model_memory_linear(void) {
+    size_t peak[3] = { 0 }, arena[3] = { 0 };
+    for (int i = 0; i < 3; i++) {
+        kiln_model *m = seq_classifier(256 << (2 * i), 65, 4, KILN_PRECISION_FLOAT32);
+        kiln_memory_report r = { 0 };
+        CHECK_OK(kiln_model_memory(m, 8, 1, &r));
+        peak[i] = r.peak_bytes;
+        arena[i] = r.arena_bytes;
+        kiln_memory_report_free(&r);
+        kiln_model_free(m);
+    }
+    printf("model step memory (batch 8, adam, cpu): arena T=256 %zu, T=1024 %zu, T=4096 %zu; peak %zu, %zu, %zu\n", arena[0], arena[1],
+           arena[2], peak[0], peak[1], peak[2]);
+    CHECK_MSG(arena[1] <= 5 * arena[0] && arena[2] <= 5 * arena[1], "arena %zu %zu %zu is not linear in T", arena[0], arena[1], arena[2]);
+}
+
+/* kiln_fit on f32 token ids: the label is the first token's class (id mod 4), which position 0
+ * carries; f32 and mixed_bfloat16 both learn it. */
+static void test_fit_ids(kiln_precision prec, const char *what) {
+    enum { N = 256, TT = 8, VOC = 16 };
+    kiln_tensor *x = kiln_tensor_new(KILN_F32, KILN_SHAPE(N, TT)), *y = kiln_tensor_new(KILN_I32, KILN_SHAPE(N));
+    kiln_rng r = kiln_rng_new(3);
+    for (int i = 0; i < N; i++) {
+        for (int t = 0; t < TT; t++) ((float *)x->data)[i * TT + t] = (float)((int)(kiln_rng_uniform(&r) * VOC) % VOC);
+        ((int32_t *)y->data)[i] = (int32_t)((float *)x->data)[i * TT] % 4;
+    }
+    kiln_dataset *ds = kiln_dataset_from_tensors(x, y, 4);
+    kiln_model *m = seq_classifier(TT, VOC, 4, prec);
+    kiln_eval_result before = { 0 }, after = { 0 };
+    CHECK_OK(kiln_evaluate(m, ds, NULL, &before));
+    CHECK_OK(kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 15, .batch_size = 32, .verbose = 0 }));
+    CHECK_OK(kiln_evaluate(m, ds, NULL, &after));
+    printf("kiln_fit on token ids (%s): loss %.3f -> %.3f, accuracy %.2f\n", what, before.loss, after.loss, after.accuracy);
+    CHECK_MSG(after.loss < 0.5 * before.loss && after.accuracy > 0.9, "%s: loss %g -> %g, accuracy %g", what, before.loss, after.loss, after.accuracy);
+    kiln_model_free(m);
+    kiln_dataset_free(ds);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+}
+
 #ifndef KILN_KERAS_DATA
 #define KILN_KERAS_DATA "tests/data/keras"
 #endif
@@ -268,5 +327,8 @@ int main(void) {
     test_tiny_lm(device_kind(), kiln_gpu_available() ? "cuda" : "cpu");
     test_attention_memory_linear();
     test_keras_model();
+    test_model_memory_linear();
+    test_fit_ids(KILN_PRECISION_FLOAT32, "float32");
+    test_fit_ids(KILN_PRECISION_MIXED_BFLOAT16, "mixed_bfloat16");
     return check_summary("test_transformer");
 }
