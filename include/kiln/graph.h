@@ -205,7 +205,9 @@ kiln_node *kiln_gather_rows(kiln_graph *g, kiln_node *x, kiln_node *idx);
 kiln_node *kiln_random_crop_flip(kiln_graph *g, kiln_node *x, kiln_node *keys, int pad, bool flip, bool training);
 
 /* ---- losses (mean over the batch) and metrics ---- */
-/* logits [N, C]; labels [N] i32/i64 class ids. Fused and numerically stable. */
+/* logits [N, C]; labels [N] i32/i64 class ids. Fused and numerically stable. Logits [..., C]
+ * with labels [...] (e.g. [B, T, V] and [B, T]) are the mean over every position, through
+ * aliasing reshapes: no [B, T, V] probability tensor is kept (the gradient recomputes them). */
 kiln_node *kiln_sparse_softmax_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels);
 /* labels [N, C] probabilities. */
 kiln_node *kiln_softmax_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels);

@@ -74,7 +74,8 @@ static void lm_build(lm *m) {
     o = kiln_reshape(g, kiln_transpose(g, o, perm), KILN_SHAPE(B * T, D));
     kiln_node *r = kiln_add(g, kiln_reshape(g, x, KILN_SHAPE(B * T, D)), kiln_matmul(g, o, w[7], false, false));
     m->logits = kiln_matmul(g, kiln_gelu_tanh(g, r), w[8], false, false);                            /* [B*T, V] */
-    m->loss = kiln_sparse_softmax_cross_entropy(g, m->logits, kiln_reshape(g, m->targets, KILN_SHAPE(B * T)));
+    /* the loss on [B, T, V] logits and [B, T] ids (reshaped to rows inside, no copy) */
+    m->loss = kiln_sparse_softmax_cross_entropy(g, kiln_reshape(g, m->logits, KILN_SHAPE(B, T, V)), m->targets);
     kiln_node *dw[9];
     CHECK_OK(kiln_gradients(g, m->loss, w, 9, dw));
     m->step = kiln_apply_adam(g, w, dw, 9, &(kiln_adam_opts){ .lr = 1e-2 });
