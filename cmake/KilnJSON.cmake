@@ -51,3 +51,6 @@ endif()
 if(TARGET test_model_scale)
   set_tests_properties(test_model_scale PROPERTIES TIMEOUT 60)
 endif()
+if(TARGET test_transformer)   # tests/data/keras/keras3/transformer.*: a Keras 3 model and its predictions
+  target_compile_definitions(test_transformer PRIVATE KILN_KERAS_DATA="${KILN_KERAS_DATA}")
+endif()

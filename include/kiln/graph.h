@@ -115,6 +115,8 @@ kiln_node *kiln_relu(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_leaky_relu(kiln_graph *g, kiln_node *x, double alpha);
 kiln_node *kiln_elu(kiln_graph *g, kiln_node *x, double alpha);
 kiln_node *kiln_gelu(kiln_graph *g, kiln_node *x);      /* exact (erf) form */
+/* GPT-2's tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+kiln_node *kiln_gelu_tanh(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_sigmoid(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_tanh(kiln_graph *g, kiln_node *x);
 kiln_node *kiln_softplus(kiln_graph *g, kiln_node *x);
@@ -191,6 +193,22 @@ kiln_node *kiln_sync_batch_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, k
  * identity when not. The mask depends on (seed, session step, element). */
 kiln_node *kiln_dropout(kiln_graph *g, kiln_node *x, double rate, uint64_t seed, bool training);
 
+/* ---- transformers ---- */
+/* Rows of table [V, D] (float) picked by ids [...] (i32/i64, e.g. [B, T]) -> [..., D]. An id
+ * outside [0, V) is a run-time KILN_INVALID_ARGUMENT naming the id and V. The table's gradient
+ * is the scatter-add of dy's rows by id (ids get none). */
+kiln_node *kiln_embedding_lookup(kiln_graph *g, kiln_node *table, kiln_node *ids);
+/* Layer normalisation over the last axis of x [..., D] (Keras LayerNormalization(axis=-1)):
+ * (x - mean) / sqrt(var + epsilon) * gamma + beta, gamma and beta [D], the biased variance. */
+kiln_node *kiln_layer_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, kiln_node *beta, double epsilon);
+/* Scaled dot-product attention, fused: softmax(q k^T * scale [+ causal mask]) v for q [B, H, Tq,
+ * Dh], k [B, H, Tk, Dh], v [B, H, Tk, Dh] -> [B, H, Tq, Dh]. scale <= 0: 1/sqrt(Dh). causal: query
+ * i sees keys j <= i + Tk - Tq (Tk >= Tq; the usual lower triangle when Tq == Tk). The kernels
+ * run an online softmax over key tiles, so no [Tq, Tk] matrix is stored: the op keeps O and each
+ * row's log-sum-exp, and its gradient recomputes the probabilities tile by tile from them
+ * (FlashAttention-2). Float dtypes; f32 on the cpu and cuda backends. */
+kiln_node *kiln_attention(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *v, bool causal, double scale);
+
 /* ---- data on the device: batches gathered and augmented where the data set lives ---- */
 /* Rows idx[i] of x along its first dim: x [N, ...], idx [B] i32 or i64 -> [B, ...]. An index
  * outside [0, N) is a run-time KILN_INVALID_ARGUMENT. Not differentiable (data, not weights). */
@@ -205,7 +223,9 @@ kiln_node *kiln_gather_rows(kiln_graph *g, kiln_node *x, kiln_node *idx);
 kiln_node *kiln_random_crop_flip(kiln_graph *g, kiln_node *x, kiln_node *keys, int pad, bool flip, bool training);
 
 /* ---- losses (mean over the batch) and metrics ---- */
-/* logits [N, C]; labels [N] i32/i64 class ids. Fused and numerically stable. */
+/* logits [N, C]; labels [N] i32/i64 class ids. Fused and numerically stable. Logits [..., C]
+ * with labels [...] (e.g. [B, T, V] and [B, T]) are the mean over every position, through
+ * aliasing reshapes: no [B, T, V] probability tensor is kept (the gradient recomputes them). */
 kiln_node *kiln_sparse_softmax_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels);
 /* labels [N, C] probabilities. */
 kiln_node *kiln_softmax_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels);

@@ -156,6 +156,39 @@ typedef struct kiln_merge_opts {
     int axis;                          /* Concatenate: axis counting the batch dim (0 -> -1, the last) */
 } kiln_merge_opts;
 
+/* Transformers (Keras's Embedding, LayerNormalization, MultiHeadAttention; keras_hub's
+ * PositionEmbedding). Embedding's input is token ids: Kiln's model input is f32, so ids are fed
+ * as floats (exact below 2^24) and truncated to integers, as Keras casts them; an id outside
+ * [0, input_dim) is a run-time error naming it. */
+typedef struct kiln_embedding_opts {
+    const char *name; kiln_layer *input;
+    int input_dim;                     /* vocabulary size */
+    int output_dim;
+    const kiln_init *embeddings_initializer;   /* NULL: RandomUniform(-0.05, 0.05) */
+} kiln_embedding_opts;
+typedef struct kiln_layer_norm_opts {
+    const char *name; kiln_layer *input;
+    double epsilon;                    /* 0 -> 1e-3 (Keras) */
+    bool no_center, no_scale;          /* Keras center=False (no beta) / scale=False (no gamma) */
+} kiln_layer_norm_opts;
+typedef struct kiln_mha_opts {
+    const char *name;
+    kiln_layer *const *inputs; int n_inputs;   /* query[, value[, key]]; 0: the previous layer (self-attention) */
+    int num_heads, key_dim;
+    bool causal;                       /* Keras's call argument use_causal_mask=True */
+    bool no_bias;
+    const kiln_init *kernel_initializer, *bias_initializer;   /* NULL: glorot_uniform, zeros */
+} kiln_mha_opts;
+typedef struct kiln_position_embedding_opts {
+    const char *name; kiln_layer *input;
+    int sequence_length;               /* >= the input's positions */
+    const kiln_init *initializer;      /* NULL: glorot_uniform (keras_hub) */
+} kiln_position_embedding_opts;
+kiln_layer *kiln_layer_embedding(kiln_model *m, const kiln_embedding_opts *o);
+kiln_layer *kiln_layer_layer_norm(kiln_model *m, const kiln_layer_norm_opts *o);             /* o may be NULL */
+kiln_layer *kiln_layer_multi_head_attention(kiln_model *m, const kiln_mha_opts *o);
+kiln_layer *kiln_layer_position_embedding(kiln_model *m, const kiln_position_embedding_opts *o);
+
 kiln_layer *kiln_layer_dense(kiln_model *m, const kiln_dense_opts *o);
 kiln_layer *kiln_layer_conv2d(kiln_model *m, const kiln_conv2d_opts *o);
 kiln_layer *kiln_layer_depthwise_conv2d(kiln_model *m, const kiln_conv2d_opts *o);

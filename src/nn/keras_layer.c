@@ -67,6 +67,21 @@ static const rule rules[] = {
     { "ReLU", "max_value", R_SPECIAL, NULL, NULL },
     { "ReLU", "negative_slope", R_SPECIAL, NULL, NULL },
     { "ReLU", "threshold", R_ZERO, NULL, "Kiln's relu switches at 0" },
+    { "Embedding", "embeddings_constraint", R_NULL, NULL, "Kiln has no weight constraints" },
+    { "Embedding", "mask_zero", R_FALSE, NULL, "Kiln has no masks (id 0 is an ordinary token)" },
+    { "Embedding", "input_length", R_ANY, NULL, NULL },            /* tf.keras 2: the input shape says it */
+    { "LayerNormalization", "axis", R_SPECIAL, NULL, NULL },        /* an int or Keras's list of one */
+    { "LayerNormalization", "rms_scaling", R_FALSE, NULL, "Kiln's LayerNormalization subtracts the mean" },
+    { "LayerNormalization", "beta_regularizer", R_NULL, NULL, "Kiln regularizes kernels only" },
+    { "LayerNormalization", "gamma_regularizer", R_NULL, NULL, "Kiln regularizes kernels only" },
+    { "LayerNormalization", "beta_constraint", R_NULL, NULL, "Kiln has no weight constraints" },
+    { "LayerNormalization", "gamma_constraint", R_NULL, NULL, "Kiln has no weight constraints" },
+    { "MultiHeadAttention", "output_shape", R_NULL, NULL, "Kiln's attention outputs the query's features" },
+    { "MultiHeadAttention", "attention_axes", R_SPECIAL, NULL, NULL },   /* null or the sequence axis ([1], as a built layer writes) */
+    { "MultiHeadAttention", "use_gate", R_FALSE, NULL, "Kiln's attention has no output gate" },
+    { "MultiHeadAttention", "sliding_window", R_NULL, NULL, "Kiln's attention sees every (earlier, when causal) position" },
+    { "MultiHeadAttention", "flash_attention", R_ANY, NULL, NULL },   /* which kernel: Kiln's is always fused */
+    { "PositionEmbedding", "seed", R_ANY, NULL, NULL },
 };
 #undef BN
 
@@ -376,7 +391,8 @@ static kiln_status add_opt(ctx *c, nn_keras_layer *out, nn_opt o) {
     return KILN_OK;
 }
 
-/* The special keys: InputLayer's shape, BatchNormalization's axis, ReLU's negative_slope. */
+/* The special keys: InputLayer's shape, BatchNormalization's and LayerNormalization's axis,
+ * MultiHeadAttention's attention_axes, ReLU's negative_slope. */
 static kiln_status special(ctx *c, const char *key, const cJSON *v, int in_rank, nn_keras_layer *out) {
     char b[120];
     if (!strcmp(key, "batch_shape") || !strcmp(key, "shape") || !strcmp(key, "batch_input_shape")) {
@@ -394,13 +410,20 @@ static kiln_status special(ctx *c, const char *key, const cJSON *v, int in_rank,
         for (int i = 0; i < s.rank; i++) o.val.ints.v[i] = s.dim[i];
         return add_opt(c, out, o);
     }
-    if (!strcmp(key, "axis")) {      /* BatchNormalization: the last axis only */
+    if (!strcmp(key, "axis")) {      /* BatchNormalization, LayerNormalization: the last axis only */
         int64_t a = 0;
         if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1) v = cJSON_GetArrayItem(v, 0);
         if (nn_json_int(v, &a) && (a == -1 || (in_rank > 0 && a == in_rank))) return KILN_OK;
         char last[24] = "";
         if (in_rank > 0) snprintf(last, sizeof last, " or %d", in_rank);
         return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln normalizes over the last axis only (-1%s)", shown(v, b, sizeof b), last);
+    }
+    if (!strcmp(key, "attention_axes")) {   /* MultiHeadAttention on (batch, T, features): axis 1 */
+        int64_t a = 0;
+        if (cJSON_IsNull(v)) return KILN_OK;
+        if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1) v = cJSON_GetArrayItem(v, 0);
+        if (nn_json_int(v, &a) && (a == 1 || a == -2)) return KILN_OK;
+        return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln attends over the sequence axis only (null or [1])", shown(v, b, sizeof b));
     }
     /* ReLU (opts[0] its activation): max_value 6 is relu6; a negative_slope is leaky_relu (0.2)
      * or a LeakyReLU layer with that slope; the two together are refused */

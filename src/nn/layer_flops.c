@@ -46,6 +46,16 @@ static int64_t flops(const kiln_layer *l, acc *c) {
     case NN_RESHAPE:
     case NN_DROPOUT:
     case NN_CONCAT: return 0;
+    case NN_EMBEDDING:
+    case NN_POS_EMBEDDING: return 0;    /* lookups */
+    case NN_LAYER_NORM: return mul(c, 5, out);
+    case NN_MHA: {    /* 3 input and 1 output projections (2 d k h per position), q k^T and p v (2 Tq Tk k h each) */
+        int64_t T = in.dim[0], D = in.dim[1], hk = mul(c, l->heads, l->key_dim);
+        int64_t tk = l->n_in > 1 ? l->in[1]->out.dim[0] : T;
+        int64_t proj = mul(c, mul(c, 2, T), mul(c, add(c, mul(c, 3, D), l->out.dim[1]), hk));
+        int64_t att = mul(c, mul(c, 4, mul(c, T, tk)), hk);
+        return add(c, proj, l->causal ? att / 2 : att);
+    }
     case NN_IMPORTED: return 0;     /* an ONNX graph: its ops are not counted (summary shows 0) */
     case NN_SEPCONV2D: {            /* depthwise multiply-adds at its output size, then the pointwise product */
         int64_t pix = mul(c, l->out.dim[0], l->out.dim[1]), mid = mul(c, in.dim[2], l->cfg ? l->cfg->depth_multiplier : 1);

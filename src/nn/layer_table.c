@@ -100,7 +100,7 @@ kiln_layer *nn_layer_begin(kiln_model *m, nn_kind k, const char *name, kiln_laye
     if (m->status != KILN_OK) { nn_check(m); return NULL; }
     if (n_in < 0 || (n_in > 0 && !in)) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: no input list (%d inputs)", name ? name : d->base, n_in); return NULL; }
     kiln_layer *prev = m->output;
-    if (d->max_in == 1 && n_in == 0) {
+    if (d->min_in == 1 && n_in == 0) {      /* one input, or more with the first alone allowed (MultiHeadAttention) */
         if (!prev) {
             nn_fail(m, KILN_INVALID_ARGUMENT, "%s: no input: this functional model has no layer yet; pass .input (from kiln_input())", name ? name : d->base);
             return NULL;

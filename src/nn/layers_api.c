@@ -188,3 +188,47 @@ static kiln_layer *alpha_typed(kiln_model *m, const kiln_alpha_opts *o, nn_kind 
 }
 kiln_layer *kiln_layer_leaky_relu(kiln_model *m, const kiln_alpha_opts *o) { return alpha_typed(m, o, NN_LEAKY_RELU); }
 kiln_layer *kiln_layer_elu(kiln_model *m, const kiln_alpha_opts *o) { return alpha_typed(m, o, NN_ELU); }
+
+/* ---- transformers ---- */
+kiln_layer *kiln_layer_embedding(kiln_model *m, const kiln_embedding_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "embedding: options are required (.input_dim, .output_dim)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_EMBEDDING);
+    c.name = o->name;
+    c.input_dim = o->input_dim;
+    c.units = o->output_dim;
+    if (o->embeddings_initializer) c.kernel_init = *o->embeddings_initializer;
+    return nn_layer_add(m, NN_EMBEDDING, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_layer_norm(kiln_model *m, const kiln_layer_norm_opts *o) {
+    kiln_layer_norm_opts d = { 0 };
+    if (!o) o = &d;
+    nn_layer_cfg c = nn_layer_defaults(NN_LAYER_NORM);
+    c.name = o->name;
+    if (o->epsilon) c.epsilon = o->epsilon;
+    c.center = !o->no_center;
+    c.scale_on = !o->no_scale;
+    return nn_layer_add(m, NN_LAYER_NORM, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_multi_head_attention(kiln_model *m, const kiln_mha_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "multi_head_attention: options are required (.num_heads, .key_dim)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_MHA);
+    c.name = o->name;
+    c.num_heads = o->num_heads;
+    c.key_dim = o->key_dim;
+    c.causal = o->causal;
+    c.use_bias = !o->no_bias;
+    if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
+    if (o->bias_initializer) c.bias_init = *o->bias_initializer;
+    return nn_layer_add(m, NN_MHA, &c, o->inputs, o->n_inputs);
+}
+
+kiln_layer *kiln_layer_position_embedding(kiln_model *m, const kiln_position_embedding_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "position_embedding: options are required (.sequence_length)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_POS_EMBEDDING);
+    c.name = o->name;
+    c.input_dim = o->sequence_length;
+    if (o->initializer) c.kernel_init = *o->initializer;
+    return nn_layer_add(m, NN_POS_EMBEDDING, &c, &o->input, o->input ? 1 : 0);
+}

@@ -174,6 +174,20 @@ static cJSON *tensor_json(wr *w, const kiln_layer *from) {
     return t;
 }
 
+/* MultiHeadAttention as Keras calls it: (query, value[, key]) positional, a self-attention's
+ * value being its query; use_causal_mask a call argument, not a config key; built from
+ * shapes_dict. */
+static const kiln_layer *mha_in(const kiln_layer *l, int j) { return l->in[j < l->n_in ? j : 0]; }
+static void mha_build_config(wr *w, cJSON *o, const kiln_layer *l) {
+    static const char *const keys[3] = { "query_shape", "value_shape", "key_shape" };
+    cJSON *b = add(w, o, "build_config", cJSON_CreateObject()), *d = add(w, b, "shapes_dict", cJSON_CreateObject());
+    for (int j = 0; j < (l->n_in > 2 ? 3 : 2); j++) add(w, d, keys[j], batched(w, mha_in(l, j)->out));
+}
+static void mha_node(wr *w, cJSON *args, cJSON *kwargs, const kiln_layer *l) {
+    for (int j = 0; j < (l->n_in > 2 ? 3 : 2); j++) add(w, args, NULL, tensor_json(w, mha_in(l, j)));
+    if (l->causal) add(w, kwargs, "use_causal_mask", cJSON_CreateTrue());
+}
+
 static cJSON *layer_json(wr *w, const kiln_model *m, const kiln_layer *l) {
     cJSON *c, *o = keras_object(w, "keras.layers", l->def->type, &c);
     if (l->kind == NN_INPUT) {
@@ -186,9 +200,13 @@ static cJSON *layer_json(wr *w, const kiln_model *m, const kiln_layer *l) {
         add_str(w, c, "name", l->name);
         add(w, c, "trainable", cJSON_CreateTrue());
         add(w, c, "dtype", float32_policy(w));
-        for (const nn_opt_spec *s = l->def->opts; s->key; s++) add(w, c, s->key, opt_json(w, s, l->cfg));
-        cJSON *b = add(w, o, "build_config", cJSON_CreateObject()), *shapes = cJSON_CreateArray();
-        if (l->n_in == 1) add(w, b, "input_shape", batched(w, l->in[0]->out));
+        for (const nn_opt_spec *s = l->def->opts; s->key; s++)
+            if (l->kind != NN_MHA || strcmp(s->key, "use_causal_mask") || !m->functional)   /* a Sequential model has no call to carry it */
+                add(w, c, s->key, opt_json(w, s, l->cfg));
+        if (l->kind == NN_MHA) mha_build_config(w, o, l);
+        cJSON *b = l->kind == NN_MHA ? NULL : add(w, o, "build_config", cJSON_CreateObject()), *shapes = cJSON_CreateArray();
+        if (!b) {
+        } else if (l->n_in == 1) add(w, b, "input_shape", batched(w, l->in[0]->out));
         else {
             for (int j = 0; j < l->n_in; j++) add(w, shapes, NULL, batched(w, l->in[j]->out));
             add(w, b, "input_shape", shapes);
@@ -201,8 +219,9 @@ static cJSON *layer_json(wr *w, const kiln_model *m, const kiln_layer *l) {
         cJSON *nodes = add(w, o, "inbound_nodes", cJSON_CreateArray());
         if (l->n_in > 0) {
             cJSON *node = add(w, nodes, NULL, cJSON_CreateObject()), *args = add(w, node, "args", cJSON_CreateArray());
-            add(w, node, "kwargs", cJSON_CreateObject());
-            if (l->n_in == 1) add(w, args, NULL, tensor_json(w, l->in[0]));
+            cJSON *kwargs = add(w, node, "kwargs", cJSON_CreateObject());
+            if (l->kind == NN_MHA) mha_node(w, args, kwargs, l);
+            else if (l->n_in == 1) add(w, args, NULL, tensor_json(w, l->in[0]));
             else {
                 cJSON *list = add(w, args, NULL, cJSON_CreateArray());
                 for (int j = 0; j < l->n_in; j++) add(w, list, NULL, tensor_json(w, l->in[j]));

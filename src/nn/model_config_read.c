@@ -39,20 +39,26 @@ typedef struct ins {
      * Divide / TrueDivide: x + 3.0, x * (1 / 6), as MobileNetV3 writes hard_sigmoid) */
     bool has_scalar, scalar_first;
     double scalar;
+    bool causal;             /* MultiHeadAttention called with use_causal_mask=True */
 } ins;
 
 /* Call arguments Kiln cannot honour: any kwarg that is not null, but Keras 3's recorded
  * "training" flag, which Keras 3 itself replaces by the flag of each run (fit: true, predict:
  * false), as Kiln does. tf.keras 2 keeps an explicit training=... (e.g. dropout at inference). */
-static kiln_status check_kwargs(rd *r, const char *lname, const cJSON *kw, bool keras3) {
+/* MultiHeadAttention's use_causal_mask becomes the layer's option of that name (in *causal) and
+ * return_attention_scores=False is its default. */
+static kiln_status check_kwargs(rd *r, const char *lname, const cJSON *kw, bool keras3, bool *causal) {
     const cJSON *e;
-    cJSON_ArrayForEach(e, kw)
+    cJSON_ArrayForEach(e, kw) {
+        if (causal && !strcmp(e->string, "use_causal_mask") && cJSON_IsBool(e)) { *causal = cJSON_IsTrue(e); continue; }
+        if (causal && !strcmp(e->string, "return_attention_scores") && cJSON_IsFalse(e)) continue;
         if (!cJSON_IsNull(e) && !(keras3 && !strcmp(e->string, "training") && cJSON_IsBool(e))) {
             char *p = cJSON_PrintUnformatted(e);
             bad(r, KILN_UNSUPPORTED, "layer '%s': it is called with %s=%.60s; Kiln calls layers on their inputs alone", lname, e->string, p ? p : "?");
             cJSON_free(p);
             return KILN_UNSUPPORTED;
         }
+    }
     return KILN_OK;
 }
 
@@ -78,14 +84,16 @@ static kiln_status add_input(rd *r, const char *lname, const cJSON *t, ins *out)
         return bad(r, KILN_UNSUPPORTED, "layer '%s': input '%s' is its call %lld, output %lld; Kiln supports layers called once with one output (no shared layers)",
                    lname, nm->valuestring, (long long)node, (long long)tensor);
     if (kw && !cJSON_IsObject(kw) && !cJSON_IsNull(kw)) return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': input '%s': the call arguments must be an object", lname, nm->valuestring);
-    if (kw && check_kwargs(r, lname, kw, false)) return KILN_UNSUPPORTED;
+    if (kw && check_kwargs(r, lname, kw, false, NULL)) return KILN_UNSUPPORTED;
     if (out->n == NN_MAX_MERGE) return bad(r, KILN_UNSUPPORTED, "layer '%s': more than %d inputs", lname, NN_MAX_MERGE);
     out->name[out->n++] = nm->valuestring;
     return KILN_OK;
 }
 
-static kiln_status read_inputs(rd *r, const char *lname, const cJSON *nodes, bool op, ins *out) {
+static kiln_status read_inputs(rd *r, const char *lname, const char *cls, const cJSON *nodes, bool op, ins *out) {
     out->n = 0;
+    out->causal = false;
+    bool mha = cls && !strcmp(cls, "MultiHeadAttention");
     if (!nodes || cJSON_IsNull(nodes)) return KILN_OK;
     if (!cJSON_IsArray(nodes)) return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': inbound_nodes must be a list", lname);
     int n = cJSON_GetArraySize(nodes);
@@ -98,7 +106,7 @@ static kiln_status read_inputs(rd *r, const char *lname, const cJSON *nodes, boo
     }
     const cJSON *args = get(node, "args"), *kw = get(node, "kwargs");
     if (!cJSON_IsObject(node) || !cJSON_IsArray(args)) return bad(r, KILN_INVALID_ARGUMENT, "layer '%s': an inbound node must be a list of inputs or {\"args\": [...], \"kwargs\": {...}}", lname);
-    if (kw && check_kwargs(r, lname, kw, true)) return KILN_UNSUPPORTED;
+    if (kw && check_kwargs(r, lname, kw, true, mha ? &out->causal : NULL)) return KILN_UNSUPPORTED;
     if (op && cJSON_GetArraySize(args) == 2) {          /* an operation's operands: tensors or a number */
         cJSON_ArrayForEach(t, args) {
             if (!cJSON_IsNumber(t)) { if (add_input(r, lname, t, out)) return KILN_INVALID_ARGUMENT; continue; }
@@ -107,6 +115,10 @@ static kiln_status read_inputs(rd *r, const char *lname, const cJSON *nodes, boo
             out->scalar_first = out->n == 0;
             out->scalar = t->valuedouble;
         }
+        return KILN_OK;
+    }
+    if (mha && cJSON_GetArraySize(args) > 1 && cJSON_GetArraySize(args) <= 3) {     /* MultiHeadAttention: (query, value[, key]) */
+        cJSON_ArrayForEach(t, args) if (add_input(r, lname, t, out)) return KILN_INVALID_ARGUMENT;
         return KILN_OK;
     }
     if (cJSON_GetArraySize(args) != 1) return bad(r, KILN_UNSUPPORTED, "layer '%s' is called with %d positional arguments; Kiln layers take one (a tensor or a list of tensors)", lname, cJSON_GetArraySize(args));
@@ -150,11 +162,13 @@ static kiln_status entry_of(rd *r, const cJSON *l, int i, const char **cls, cons
     return KILN_OK;
 }
 
-static kiln_status add_layer(rd *r, kiln_model *m, const char *cls, const cJSON *cfg, const char *name, kiln_layer *const *in, int n_in) {
+static kiln_status add_layer(rd *r, kiln_model *m, const char *cls, const cJSON *cfg, const char *name, kiln_layer *const *in, int n_in,
+                             bool causal) {
     int rank = n_in ? in[0]->out.rank : m->output ? m->output->out.rank : -1;
     nn_keras_layer kl;
     kiln_status st = nn_keras_layer_read(cls, name, cfg, rank, &kl, r->why, sizeof r->why);
     if (st) return st;
+    if (causal && kl.n_opts < NN_KERAS_MAX_OPTS) kl.opts[kl.n_opts++] = NN_BOOL("use_causal_mask", true);   /* the call's argument */
     if (kl.batch_input_shape && m->n_layers > 1)
         return bad(r, KILN_UNSUPPORTED, "layer '%s' (%s): 'batch_input_shape' on a layer that is not the first", name ? name : "?", cls);
     if (!nn_layer_from_options(m, kl.type, in, n_in, kl.opts, kl.n_opts)) return bad(r, kiln_model_status(m), "%s", kiln_model_error(m));
@@ -195,7 +209,7 @@ static kiln_status sequential(rd *r, const cJSON *cfg, const char *mname, kiln_m
         if ((st = entry_of(r, l, i - 1, &cls, &lc, &name))) break;
         if (!strcmp(cls, "InputLayer")) { st = bad(r, KILN_INVALID_ARGUMENT, "layer '%s': an InputLayer after the first layer of a Sequential model", name ? name : "?"); break; }
         if (get(l, "inbound_nodes") && cJSON_GetArraySize(get(l, "inbound_nodes")) > 1) { st = bad(r, KILN_UNSUPPORTED, "layer '%s' is shared", name ? name : "?"); break; }
-        if ((st = add_layer(r, m, cls, lc, name, NULL, 0))) break;
+        if ((st = add_layer(r, m, cls, lc, name, NULL, 0, false))) break;
     }
     if (st) { kiln_model_free(m); return st; }
     *out = m;
@@ -230,7 +244,7 @@ static kiln_status try_build(rd *r, kiln_model *m, fgraph *g, int i, int *stack,
     kiln_status st;
     if (e->x.n == 0 && strcmp(e->cls, "InputLayer"))
         return bad(r, KILN_INVALID_ARGUMENT, "layer '%s' (%s) has no inbound_nodes (no inputs)", e->name ? e->name : "?", e->cls);
-    if ((st = add_layer(r, m, e->cls, e->cfg, e->name, in, e->x.n))) return st;
+    if ((st = add_layer(r, m, e->cls, e->cfg, e->name, in, e->x.n, e->x.causal))) return st;
     e->done = true;
     int p = kiln_name_index_find(&g->names, m->layers[m->n_layers - 1]->name);   /* wake the layers waiting for it */
     for (int w = p >= 0 ? g->waiters[p] : -1; w >= 0; w = g->e[w].next_waiter) stack[(*sp)++] = w;
@@ -282,7 +296,7 @@ static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_m
         const char *name;
         const char *mod = str_of(l, "module");
         bool op = mod && !strcmp(mod, "keras.src.ops.numpy");
-        if ((st = entry_of(r, l, i, &e->cls, &e->cfg, &name)) || (st = read_inputs(r, name ? name : "?", get(l, "inbound_nodes"), op, &e->x))) break;
+        if ((st = entry_of(r, l, i, &e->cls, &e->cfg, &name)) || (st = read_inputs(r, name ? name : "?", e->cls, get(l, "inbound_nodes"), op, &e->x))) break;
         if (op && (st = op_layer(r, e, name, made))) break;
         e->name = name;
         e->next_waiter = g.waiters[i] = -1;

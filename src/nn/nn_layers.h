@@ -28,12 +28,15 @@ typedef struct nn_layer_cfg {
     double pointwise_l2;                   /* SeparableConv2D */
     double alpha;                          /* LeakyReLU negative_slope, ELU alpha */
     double scale, offset;                  /* Rescaling */
-    bool center, scale_on;                 /* BatchNormalization: beta / gamma present */
+    bool center, scale_on;                 /* BatchNormalization, LayerNormalization: beta / gamma present */
     bool keepdims;                         /* global pooling */
     int pads[4];                           /* ZeroPadding2D / Cropping2D: top, bottom, left, right */
     int size[2];                           /* UpSampling2D */
     nn_floats mean, variance;              /* Normalization: given values (n 0: null, weights) */
     kiln_shape noise;                      /* Dropout noise_shape, the batch included, 0 = None (rank 0: null) */
+    int input_dim;                         /* Embedding: vocabulary size; PositionEmbedding: sequence_length */
+    int num_heads, key_dim, value_dim;     /* MultiHeadAttention (value_dim 0: key_dim) */
+    bool causal;                           /* MultiHeadAttention: use_causal_mask */
 } nn_layer_cfg;
 
 /* ---- option values (what a model-file reader hands over) ---- */

@@ -46,6 +46,10 @@ struct kiln_layer {
     uint64_t seed;
     int axis;                 /* concat, resolved on the batched shape */
     kiln_shape target;        /* reshape (batch excluded, -1 resolved) */
+    int input_dim;            /* Embedding: vocabulary size; PositionEmbedding: sequence_length */
+    int heads, key_dim;       /* MultiHeadAttention */
+    bool center, scale;       /* LayerNormalization: beta, gamma */
+    bool causal;              /* MultiHeadAttention: use_causal_mask */
     struct nn_layer_cfg *cfg; /* the options it was made with, name cleared (the architecture a checkpoint stores) */
     nn_var *vars;             /* grown by nn_layer_add_var (an imported graph has hundreds) */
     int n_vars, cap_vars;

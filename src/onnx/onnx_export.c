@@ -382,6 +382,126 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
     }
 }
 
+/* ---- transformer layers: sequences (batch, T, features), never NCHW ---- */
+static const char *int64_init(ex *e, const char *base, const char *what, const int64_t *v, int n) {
+    kiln_tensor *t = kiln_tensor_new(KILN_I64, KILN_SHAPE(n));
+    if (!t) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+    memcpy(t->data, v, sizeof *v * (size_t)n);
+    char nm[300];
+    snprintf(nm, sizeof nm, "%s/%s", base, what);
+    const char *r = init(e, nm, t);
+    kiln_tensor_free(t);
+    return r;
+}
+
+/* A [d] initializer of ones or zeros (LayerNormalization without gamma / beta). */
+static const char *filled_init(ex *e, const kiln_layer *l, const char *what, int64_t d, float v) {
+    kiln_tensor *t = kiln_tensor_new(KILN_F32, KILN_SHAPE(d));
+    if (!t) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+    for (int64_t i = 0; i < d; i++) ((float *)t->data)[i] = v;
+    char nm[300];
+    snprintf(nm, sizeof nm, "%s/%s", l->name, what);
+    const char *r = init(e, nm, t);
+    kiln_tensor_free(t);
+    return r;
+}
+
+/* Weight `suffix` of l flattened to [a, b] (b 0: [a]), as an initializer. */
+static const char *flat_init(ex *e, const kiln_layer *l, const char *suffix, int64_t a, int64_t b) {
+    kiln_tensor *w = weight(e, l, suffix);
+    if (!w) return NULL;
+    w->shape = b ? KILN_SHAPE(a, b) : KILN_SHAPE(a);
+    char full[300];
+    snprintf(full, sizeof full, "%s/%s", l->name, suffix);
+    const char *r = init(e, full, w);
+    kiln_tensor_free(w);
+    return r;
+}
+
+/* x (N, T, D) -> (N, H, T, K) (k_last false) or (N, H, K, T) for k^T: MatMul, Add, Reshape, Transpose. */
+static const char *mha_heads(ex *e, const kiln_layer *l, const char *x, const char *which, bool k_last) {
+    char nm[40];
+    int64_t H = l->heads, K = l->key_dim;
+    int64_t D = l->in[0]->out.dim[1];
+    if (!strcmp(which, "value")) D = l->in[l->n_in > 1 ? 1 : 0]->out.dim[1];
+    if (!strcmp(which, "key")) D = l->in[l->n_in > 2 ? 2 : l->n_in > 1 ? 1 : 0]->out.dim[1];
+    snprintf(nm, sizeof nm, "%s/kernel", which);
+    const char *y = two(e, "MatMul", x, flat_init(e, l, nm, D, H * K), l->name);   /* [D, H, K] row-major is [D, H K] */
+    if (l->use_bias) {
+        snprintf(nm, sizeof nm, "%s/bias", which);
+        y = two(e, "Add", y, flat_init(e, l, nm, H * K, 0), l->name);
+    }
+    y = two(e, "Reshape", y, int64_init(e, l->name, which, (const int64_t[]){ 0, 0, H, K }, 4), l->name);
+    const char *t = one(e, "Transpose", y, l->name);
+    attr_ints(e, e->nodes[e->n_nodes - 1], "perm", k_last ? (const int64_t[]){ 0, 2, 3, 1 } : (const int64_t[]){ 0, 2, 1, 3 }, 4);
+    return t;
+}
+
+/* Attention as MatMul / Softmax: the [T, T] scores exist in the exported graph (opset 17 has no
+ * fused attention); causal: a constant [Tq, Tk] mask of 0 and -1e30 added before the softmax. */
+static const char *export_mha(ex *e, const kiln_layer *l, ev *vals) {
+    const char *q_in = vals[l->in[0]->index].name, *v_in = vals[l->in[l->n_in > 1 ? 1 : 0]->index].name;
+    const char *k_in = l->n_in > 2 ? vals[l->in[2]->index].name : v_in, *base = l->name;
+    int64_t Tq = l->in[0]->out.dim[0], Tk = l->in[l->n_in > 1 ? 1 : 0]->out.dim[0], HK = (int64_t)l->heads * l->key_dim;
+    const char *q = mha_heads(e, l, q_in, "query", false), *kt = mha_heads(e, l, k_in, "key", true), *v = mha_heads(e, l, v_in, "value", false);
+    const char *s = two(e, "Mul", two(e, "MatMul", q, kt, base), constant(e, base, 1.0 / sqrt((double)l->key_dim)), base);
+    if (l->causal) {
+        kiln_tensor *m = kiln_tensor_new(KILN_F32, KILN_SHAPE(Tq, Tk));
+        if (!m) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+        for (int64_t i = 0; i < Tq; i++)
+            for (int64_t j = 0; j < Tk; j++) ((float *)m->data)[i * Tk + j] = j <= i + Tk - Tq ? 0.0f : -1e30f;
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s/causal_mask", base);
+        s = two(e, "Add", s, init(e, nm, m), base);
+        kiln_tensor_free(m);
+    }
+    const char *p = one(e, "Softmax", s, base);
+    attr_int(e, e->nodes[e->n_nodes - 1], "axis", -1);
+    const char *o = one(e, "Transpose", two(e, "MatMul", p, v, base), base);
+    attr_ints(e, e->nodes[e->n_nodes - 1], "perm", (const int64_t[]){ 0, 2, 1, 3 }, 4);
+    o = two(e, "Reshape", o, int64_init(e, base, "merge_heads", (const int64_t[]){ 0, 0, HK }, 3), base);
+    o = two(e, "MatMul", o, flat_init(e, l, "attention_output/kernel", HK, l->out.dim[1]), base);
+    return l->use_bias ? two(e, "Add", o, weight_init(e, l, "attention_output/bias", NULL), base) : o;
+}
+
+static void export_transformer(ex *e, kiln_layer *l, ev *vals) {
+    ev *x = &vals[l->in[0]->index], *y = &vals[l->index];
+    const char *base = l->name;
+    switch (l->kind) {
+    case NN_EMBEDDING: {       /* float ids truncated as Kiln does: Cast to int64 (toward zero), Gather */
+        const char *ids = one(e, "Cast", x->name, base);
+        attr_int(e, e->nodes[e->n_nodes - 1], "to", ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+        y->name = two(e, "Gather", weight_init(e, l, "embeddings", NULL), ids, base);
+        attr_int(e, e->nodes[e->n_nodes - 1], "axis", 0);
+        return;
+    }
+    case NN_LAYER_NORM: {
+        int64_t d = l->out.dim[l->out.rank - 1];
+        const char *g = l->scale ? weight_init(e, l, "gamma", NULL) : filled_init(e, l, "gamma", d, 1.0f);
+        const char *b = l->center ? weight_init(e, l, "beta", NULL) : filled_init(e, l, "beta", d, 0.0f);
+        const char *out = vname(e, base, "LayerNormalization");
+        Onnx__NodeProto *n = node(e, "LayerNormalization", (const char *[]){ x->name, g, b }, 3, out);
+        attr_int(e, n, "axis", -1);
+        attr_float(e, n, "epsilon", l->epsilon);
+        y->name = out;
+        return;
+    }
+    case NN_POS_EMBEDDING: {   /* the first T rows, expanded to x's shape */
+        kiln_tensor *w = weight(e, l, "embeddings");
+        if (!w) return;
+        w->shape.dim[0] = l->out.dim[0];      /* rows are contiguous: the first T of them */
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s/embeddings", base);
+        const char *p = init(e, nm, w);
+        kiln_tensor_free(w);
+        y->name = two(e, "Expand", p, one(e, "Shape", x->name, base), base);
+        return;
+    }
+    case NN_MHA: y->name = export_mha(e, l, vals); return;
+    default: ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s) has no ONNX export", l->name, kiln_layer_type(l));
+    }
+}
+
 /* One layer: its output into out[l->index]. */
 static void export_layer(ex *e, kiln_layer *l, ev *vals) {
     ev *x = l->n_in ? &vals[l->in[0]->index] : NULL;
@@ -508,6 +628,9 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
         y->nchw = nchw;
         return;
     }
+    case NN_EMBEDDING: case NN_LAYER_NORM: case NN_POS_EMBEDDING: case NN_MHA:
+        export_transformer(e, l, vals);
+        return;
     default:
         if (!export_apps_layer(e, l, vals)) ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s) has no ONNX export", l->name, kiln_layer_type(l));
     }

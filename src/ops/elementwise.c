@@ -136,6 +136,7 @@ kiln_node *kiln_relu(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_RELU
 kiln_node *kiln_leaky_relu(kiln_graph *g, kiln_node *x, double alpha) { return unary(g, KILN_OP_LEAKY_RELU, x, alpha); }
 kiln_node *kiln_elu(kiln_graph *g, kiln_node *x, double alpha) { return unary(g, KILN_OP_ELU, x, alpha); }
 kiln_node *kiln_gelu(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_GELU, x, 0); }
+kiln_node *kiln_gelu_tanh(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_GELU_TANH, x, 0); }
 kiln_node *kiln_sigmoid(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_SIGMOID, x, 0); }
 kiln_node *kiln_tanh(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_TANH, x, 0); }
 kiln_node *kiln_softplus(kiln_graph *g, kiln_node *x) { return unary(g, KILN_OP_SOFTPLUS, x, 0); }
@@ -239,6 +240,7 @@ static kiln_status grad_unary(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_n
     case KILN_OP_LEAKY_RELU: dx[0] = act_grad(g, KILN_OP_LEAKY_RELU_GRAD, x, dy, alpha); break;
     case KILN_OP_ELU: dx[0] = act_grad(g, KILN_OP_ELU_GRAD, x, dy, alpha); break;
     case KILN_OP_GELU: dx[0] = act_grad(g, KILN_OP_GELU_GRAD, x, dy, 0); break;
+    case KILN_OP_GELU_TANH: dx[0] = act_grad(g, KILN_OP_GELU_TANH_GRAD, x, dy, 0); break;
     case KILN_OP_SIGMOID: dx[0] = act_grad(g, KILN_OP_SIGMOID_GRAD, y, dy, 0); break;
     case KILN_OP_TANH: dx[0] = act_grad(g, KILN_OP_TANH_GRAD, y, dy, 0); break;
     /* through y as Relu: 0 < y < cap exactly when 0 < x < cap */
@@ -284,6 +286,7 @@ const kiln_op_def kiln_opdef_relu = { "Relu", 1, 1, UNARY_FLAGS, infer_unary, gr
 const kiln_op_def kiln_opdef_leaky_relu = { "LeakyRelu", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
 const kiln_op_def kiln_opdef_elu = { "Elu", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
 const kiln_op_def kiln_opdef_gelu = { "Gelu", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
+const kiln_op_def kiln_opdef_gelu_tanh = { "GeluTanh", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
 const kiln_op_def kiln_opdef_sigmoid = { "Sigmoid", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
 const kiln_op_def kiln_opdef_tanh = { "Tanh", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
 const kiln_op_def kiln_opdef_softplus = { "Softplus", 1, 1, UNARY_FLAGS, infer_unary, grad_unary, kiln_ref_unary, NULL };
@@ -293,6 +296,7 @@ const kiln_op_def kiln_opdef_relu_grad = { "ReluGrad", 2, 2, AGRAD_FLAGS, infer_
 const kiln_op_def kiln_opdef_leaky_relu_grad = { "LeakyReluGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
 const kiln_op_def kiln_opdef_elu_grad = { "EluGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
 const kiln_op_def kiln_opdef_gelu_grad = { "GeluGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
+const kiln_op_def kiln_opdef_gelu_tanh_grad = { "GeluTanhGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
 const kiln_op_def kiln_opdef_sigmoid_grad = { "SigmoidGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
 const kiln_op_def kiln_opdef_tanh_grad = { "TanhGrad", 2, 2, AGRAD_FLAGS, infer_act_grad, NULL, kiln_ref_act_grad, NULL };
 

@@ -224,7 +224,19 @@ const kiln_op_def kiln_opdef_accuracy = { "Accuracy", 2, 2, KILN_OPF_NO_GRAD, ac
 static kiln_node *bin(kiln_graph *g, kiln_op op, kiln_node *a, kiln_node *b) {
     return kiln_node_new(g, op, (kiln_node *[]){ a, b }, 2, NULL);
 }
+/* Sequence logits [..., C] with labels [...] (a language model's [B, T, V] and [B, T]) are seen
+ * as [N, C] and [N] through reshapes, which alias: the fused op keeps no probabilities (its
+ * gradient op recomputes them into dlogits). */
 kiln_node *kiln_sparse_softmax_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels) {
+    if (logits && labels && logits->shape.rank > 2 && labels->shape.rank == logits->shape.rank - 1) {
+        bool lead = true;
+        for (int d = 0; d < labels->shape.rank; d++) lead = lead && labels->shape.dim[d] == logits->shape.dim[d];
+        int64_t C = logits->shape.dim[logits->shape.rank - 1], N = kiln_shape_numel(labels->shape);
+        if (lead) {
+            logits = kiln_reshape(g, logits, KILN_SHAPE(N, C));
+            labels = kiln_reshape(g, labels, KILN_SHAPE(N));
+        }
+    }
     return bin(g, KILN_OP_SPARSE_SOFTMAX_XENT, logits, labels);
 }
 kiln_node *kiln_softmax_cross_entropy(kiln_graph *g, kiln_node *logits, kiln_node *labels) {

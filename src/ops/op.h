@@ -38,6 +38,7 @@ typedef struct kiln_attrs {
     uint64_t seed;                         /* dropout (already mixed with the node id) */
     kiln_dtype to;                         /* cast */
     int n_vars;                            /* optimizers: number of (var, grad) groups */
+    bool causal;                           /* attention: query i sees keys j <= i + Tk - Tq (alpha: the scale) */
     bool acc_f32;                          /* matmul, conv2d and its backprops: f16/bf16 inputs,
                                               f32 accumulation and f32 output (mixed precision) */
 } kiln_attrs;
@@ -140,6 +141,9 @@ bool kiln_autocast_operands(kiln_graph *g, kiln_node **a, kiln_node **b);
 static inline bool kiln_is_half_cast(const kiln_node *x) {
     return x->op == KILN_OP_CAST && (x->dtype == KILN_BF16 || x->dtype == KILN_F16) && x->in[0]->dtype == KILN_F32;
 }
+/* Attention with its packed output [B, H, Tq, Dh + 1] (O, then the row's log-sum-exp):
+ * src/ops/attention.c; kiln_attention slices O out of it. scale <= 0: 1/sqrt(Dh). */
+kiln_node *kiln_attention_packed(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *v, bool causal, double scale);
 /* Scalar constant of x's dtype. */
 kiln_node *kiln_scalar_like(kiln_graph *g, kiln_node *x, double v);
 

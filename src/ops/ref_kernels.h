@@ -89,4 +89,14 @@ kiln_status kiln_ref_loss_scale_update(const kiln_kctx *c);
 /* ---- data_ops.c ---- */
 kiln_status kiln_ref_gather_rows(const kiln_kctx *c);
 kiln_status kiln_ref_random_crop_flip(const kiln_kctx *c);
+/* ---- transformer.c, attention.c ---- */
+/* Embedding checks every id against [0, V): a bad one is the caller's data error naming it. */
+kiln_status kiln_ref_embedding(const kiln_kctx *c);
+kiln_status kiln_ref_embedding_grad(const kiln_kctx *c);
+kiln_status kiln_ref_layer_norm(const kiln_kctx *c);
+kiln_status kiln_ref_layer_norm_grad(const kiln_kctx *c);
+kiln_status kiln_ref_layer_norm_gamma_grad(const kiln_kctx *c);
+kiln_status kiln_ref_attention(const kiln_kctx *c);
+kiln_status kiln_ref_attention_grad(const kiln_kctx *c);
+
 #endif

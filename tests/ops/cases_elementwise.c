@@ -35,6 +35,7 @@ UNARY_BUILDER(leaky, kiln_leaky_relu(g, x[0], 0.2))
 UNARY_BUILDER(elu, kiln_elu(g, x[0], 1.0))
 UNARY_BUILDER(elu05, kiln_elu(g, x[0], 0.5))
 UNARY_BUILDER(gelu, kiln_gelu(g, x[0]))
+UNARY_BUILDER(gelu_tanh, kiln_gelu_tanh(g, x[0]))
 UNARY_BUILDER(sigmoid, kiln_sigmoid(g, x[0]))
 UNARY_BUILDER(tanh, kiln_tanh(g, x[0]))
 UNARY_BUILDER(softplus, kiln_softplus(g, x[0]))
@@ -60,6 +61,7 @@ GRAD_BUILDER(relu_grad, KILN_OP_RELU_GRAD, 0)
 GRAD_BUILDER(leaky_grad, KILN_OP_LEAKY_RELU_GRAD, 0.2)
 GRAD_BUILDER(elu_grad, KILN_OP_ELU_GRAD, 1.0)
 GRAD_BUILDER(gelu_grad, KILN_OP_GELU_GRAD, 0)
+GRAD_BUILDER(gelu_tanh_grad, KILN_OP_GELU_TANH_GRAD, 0)
 GRAD_BUILDER(sigmoid_grad, KILN_OP_SIGMOID_GRAD, 0)
 GRAD_BUILDER(tanh_grad, KILN_OP_TANH_GRAD, 0)
 GRAD_BUILDER(clipped_relu_grad, KILN_OP_CLIPPED_RELU_GRAD, 1.5)
@@ -123,6 +125,7 @@ const op_case cases_elementwise[] = {
     UN(KILN_OP_ELU, "elu 1.0 negative", S(3, 5), -2, -0.1, b_elu, DT_FLOATS, true),
     UN(KILN_OP_ELU, "elu 0.5 negative", S(3, 5), -2, -0.1, b_elu05, DT_FLOATS, true),
     UN(KILN_OP_GELU, "gelu [3,5]", S(3, 5), -3, 3, b_gelu, DT_FLOATS, true),
+    UN(KILN_OP_GELU_TANH, "gelu tanh approximation [4,6]", S(4, 6), -4, 4, b_gelu_tanh, DT_FLOATS, true),
     UN(KILN_OP_SIGMOID, "sigmoid [3,5]", S(3, 5), -4, 4, b_sigmoid, DT_FLOATS, true),
     UN(KILN_OP_TANH, "tanh [3,5]", S(3, 5), -3, 3, b_tanh, DT_FLOATS, true),
     UN(KILN_OP_SOFTPLUS, "softplus [3,5]", S(3, 5), -4, 4, b_softplus, DT_FLOATS, true),
@@ -149,6 +152,7 @@ const op_case cases_elementwise[] = {
     AG(KILN_OP_LEAKY_RELU_GRAD, "leaky_relu_grad 0.2 x,dy [3,7]", -2, 2, b_leaky_grad),
     AG(KILN_OP_ELU_GRAD, "elu_grad 1.0 x,dy [3,7]", -2, 2, b_elu_grad),
     AG(KILN_OP_GELU_GRAD, "gelu_grad x,dy [3,7]", -3, 3, b_gelu_grad),
+    AG(KILN_OP_GELU_TANH_GRAD, "gelu_tanh_grad x,dy [3,7]", -4, 4, b_gelu_tanh_grad),
     AG(KILN_OP_SIGMOID_GRAD, "sigmoid_grad y,dy [3,7]", 0, 1, b_sigmoid_grad),
     AG(KILN_OP_TANH_GRAD, "tanh_grad y,dy [3,7]", -1, 1, b_tanh_grad),
     AG(KILN_OP_CLIPPED_RELU_GRAD, "clipped_relu_grad 1.5 y,dy [3,7]", -1, 2, b_clipped_relu_grad),

@@ -41,6 +41,6 @@ typedef struct op_case {
 /* Each family file defines one of these (name: cases_<family>, n_cases_<family>). */
 #define OP_CASES(family) extern const op_case cases_##family[]; extern const int n_cases_##family;
 OP_CASES(elementwise) OP_CASES(reduce_shape) OP_CASES(matmul_conv_pool) OP_CASES(norm_loss_optim)
-OP_CASES(data) OP_CASES(mixed)
+OP_CASES(data) OP_CASES(mixed) OP_CASES(transformer)
 #undef OP_CASES
 #endif

@@ -2,7 +2,8 @@
  * against ref (random inputs, NaN/Inf parity, guard bytes around outputs, a per-op error bound),
  * and every gradient against central finite differences.
  * KILN_TEST_SEED=<n> reproduces a run; the seed is printed. KILN_TEST_HALF=1 also runs every case
- * that lists f32 in f16 and bf16 (the CUDA simulator's test_ops_half_cudasim). */
+ * that lists f32 in f16 and bf16 (the CUDA simulator's test_ops_half_cudasim). KILN_TEST_ONLY=<text>
+ * runs only the cases whose label contains it (while working on an op). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ typedef struct { const op_case *cases; const int *n; } case_table;
 static const case_table tables[] = {
     { cases_elementwise, &n_cases_elementwise }, { cases_reduce_shape, &n_cases_reduce_shape },
     { cases_matmul_conv_pool, &n_cases_matmul_conv_pool }, { cases_norm_loss_optim, &n_cases_norm_loss_optim },
-    { cases_data, &n_cases_data }, { cases_mixed, &n_cases_mixed },
+    { cases_data, &n_cases_data }, { cases_mixed, &n_cases_mixed }, { cases_transformer, &n_cases_transformer },
 };
 #define N_TABLES (int)(sizeof tables / sizeof tables[0])
 
@@ -252,6 +253,7 @@ int main(void) {
         for (int i = 0; i < *tables[t].n; i++) {
             const op_case *c = &tables[t].cases[i];
             if (!kiln_op_get(c->op)->ref) continue;
+            if (getenv("KILN_TEST_ONLY") && !strstr(c->label, getenv("KILN_TEST_ONLY"))) continue;
             for (int dt = 0; dt < KILN_DTYPE_COUNT; dt++) {
                 unsigned dts = c->dtypes | (getenv("KILN_TEST_HALF") && (c->dtypes & DT_F32) ? DT_F16 | DT_BF16 : 0);
                 if (!(dts & (1u << dt))) continue;

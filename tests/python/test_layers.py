@@ -31,12 +31,37 @@ def run_tiny(model, in_shape):
     assert p.shape == (16, 2) and p.dtype == np.float32
 
 
+def _ids_model(first, in_shape=(6,)):
+    """Token ids (floats, as Kiln's inputs are) through `first`, then Flatten and Dense(2)."""
+    inp = keras.Input(shape=in_shape)
+    return keras.Model(inp, layers.Dense(2)(layers.Flatten()(first(inp))))
+
+
+def _run_ids(model, in_shape, vocab):
+    x = np.random.default_rng(0).integers(0, vocab, size=(16,) + in_shape).astype(np.float32)
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    assert np.isfinite(model.fit(x, np.arange(16) % 2, batch_size=8, epochs=1, verbose=0).history["loss"][0])
+    assert model.predict(x).shape == (16, 2)
+
+
+# layers on token ids or sequences (None, T, features): their own tiny models
+SEQUENCE_LAYERS = {
+    "Embedding": lambda cls, c: _run_ids(_ids_model(lambda t: cls(*required_args(c))(t)), (6,), 4),
+    "MultiHeadAttention": lambda cls, c: _run_ids(_ids_model(
+        lambda t: (lambda e: cls(*required_args(c))(e, e, use_causal_mask=True))(layers.Embedding(4, 8)(t))), (6,), 4),
+    "PositionEmbedding": lambda cls, c: _run_ids(_ids_model(lambda t: cls(6)(layers.Embedding(4, 8)(t))), (6,), 4),
+}
+
+
 @pytest.mark.parametrize("c", TABLE, ids=[c["class_name"] for c in TABLE])
 def test_every_generated_layer_runs(c):
     cls = getattr(layers, c["class_name"])
     assert cls.__name__ == c["class_name"] and issubclass(cls, layers.Layer)
     sig = inspect.signature(cls)
     assert [p for p in sig.parameters][: len(c["options"])] == [o["name"] for o in c["options"]]
+    if c["class_name"] in SEQUENCE_LAYERS:
+        SEQUENCE_LAYERS[c["class_name"]](cls, c)
+        return
     if c["max_inputs"] != 1:
         # merge layer: two branches of one input
         inp = keras.Input(shape=(6, 6, 3))

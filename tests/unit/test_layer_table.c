@@ -24,7 +24,8 @@ static void test_table(void) {
                                          "GlobalAveragePooling2D", "Flatten", "Reshape", "Dropout", "BatchNormalization", "Activation",
                                          "Concatenate", "Add", "ImportedGraph", "ZeroPadding2D", "Cropping2D", "UpSampling2D",
                                          "GlobalMaxPooling2D", "SeparableConv2D", "Rescaling", "Normalization", "LeakyReLU", "ELU",
-                                         "Multiply", "Subtract", "Average", "Maximum", "Minimum" };
+                                         "Multiply", "Subtract", "Average", "Maximum", "Minimum", "Embedding", "LayerNormalization",
+                                         "MultiHeadAttention", "PositionEmbedding" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
         nn_kind k;
@@ -46,6 +47,7 @@ static kiln_model *model_for(nn_kind t, kiln_layer **in, int *n_in) {
     in[0] = x;
     if (t == NN_INPUT) *n_in = 0;
     if (t == NN_DENSE) in[0] = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = x });
+    if (t == NN_MHA || t == NN_POS_EMBEDDING) in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
     if (t == NN_CONCAT || t == NN_ADD || t == NN_MULTIPLY || t == NN_SUBTRACT || t == NN_AVERAGE || t == NN_MAXIMUM || t == NN_MINIMUM) { in[1] = kiln_layer_activation(m, &(kiln_activation_opts){ .input = x, .activation = KILN_RELU }); *n_in = 2; }
     return m;
 }
@@ -62,6 +64,9 @@ static int required_opts(nn_kind t, nn_opt *o) {
     case NN_ACTIVATION: o[0] = NN_STR("activation", "tanh"); return 1;
     case NN_SEPCONV2D: o[0] = NN_INT("filters", 2); o[1] = NN_INT("kernel_size", 3); return 2;
     case NN_RESCALING: o[0] = NN_FLOAT("scale", 0.5); return 1;
+    case NN_EMBEDDING: o[0] = NN_INT("input_dim", 10); o[1] = NN_INT("output_dim", 3); return 2;
+    case NN_MHA: o[0] = NN_INT("num_heads", 2); o[1] = NN_INT("key_dim", 3); return 2;
+    case NN_POS_EMBEDDING: o[0] = NN_INT("sequence_length", 40); return 1;
     default: return 0;
     }
 }
@@ -266,6 +271,34 @@ static void test_keras_apps_layers_same(void) {
     kiln_model_free(m);
 }
 
+/* A transformer block over a (6, 4) sequence: LayerNormalization, causal self-attention (query
+ * and value the same layer, as Keras calls it), PositionEmbedding added back, typed and by options. */
+static void test_transformer_same(void) {
+    kiln_model *a = kiln_model_new("tf");
+    kiln_layer *x = kiln_input(a, KILN_SHAPE(6, 4));
+    kiln_layer *n = kiln_layer_layer_norm(a, &(kiln_layer_norm_opts){ .input = x, .epsilon = 1e-5 });
+    kiln_layer *h = kiln_layer_multi_head_attention(a, &(kiln_mha_opts){ .inputs = (kiln_layer *[]){ n, n }, .n_inputs = 2, .num_heads = 2, .key_dim = 3, .causal = true });
+    kiln_layer *p = kiln_layer_position_embedding(a, &(kiln_position_embedding_opts){ .input = h, .sequence_length = 8 });
+    kiln_layer *s = kiln_layer_add(a, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ h, p, x }, .n_inputs = 3 });
+    kiln_layer *n2 = kiln_layer_layer_norm(a, &(kiln_layer_norm_opts){ .input = s, .no_center = true });
+    kiln_layer *f = kiln_layer_flatten(a, &(kiln_layer_opts){ .input = n2 });
+    kiln_layer *out = kiln_layer_dense(a, &(kiln_dense_opts){ .input = f, .units = 3 });
+    CHECK_OK(kiln_model_functional(a, &x, 1, &out, 1));
+
+    kiln_model *b = kiln_model_new("tf");
+    x = nn_layer_from_options(b, "InputLayer", NULL, 0, (nn_opt[]){ NN_INTS("shape", 6, 4) }, 1);
+    n = nn_layer_from_options(b, "LayerNormalization", &x, 1, (nn_opt[]){ NN_FLOAT("epsilon", 1e-5) }, 1);
+    h = nn_layer_from_options(b, "MultiHeadAttention", (kiln_layer *[]){ n, n }, 2,
+                              (nn_opt[]){ NN_INT("num_heads", 2), NN_INT("key_dim", 3), NN_INT("value_dim", 3), NN_BOOL("use_causal_mask", true) }, 4);
+    p = nn_layer_from_options(b, "PositionEmbedding", &h, 1, (nn_opt[]){ NN_INT("sequence_length", 8) }, 1);
+    s = nn_layer_from_options(b, "Add", (kiln_layer *[]){ h, p, x }, 3, NULL, 0);
+    n2 = nn_layer_from_options(b, "LayerNormalization", &s, 1, (nn_opt[]){ NN_BOOL("center", false) }, 1);
+    f = nn_layer_from_options(b, "Flatten", &n2, 1, NULL, 0);
+    out = nn_layer_from_options(b, "Dense", &f, 1, (nn_opt[]){ NN_INT("units", 3) }, 1);
+    CHECK_OK(kiln_model_functional(b, &x, 1, &out, 1));
+    check_same(a, b, "transformer");
+}
+
 /* One bad layer per model: NULL, a sticky error naming the layer and what is wrong. */
 static void expect_error(const char *type, const nn_opt *o, int n, const char *want1, const char *want2) {
     kiln_model *m = kiln_sequential("bad", KILN_SHAPE(8, 8, 3));
@@ -290,6 +323,7 @@ static void test_errors(void) {
     expect_error("Conv2D", (nn_opt[]){ NN_INT("kernel_size", 3) }, 1, "conv2d (Conv2D)", "missing option 'filters'");
     expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_NULL("kernel_size") }, 2, "conv2d (Conv2D)", "missing option 'kernel_size'");
     expect_error("Conv2D", (nn_opt[]){ NN_INT("filters", 4), NN_INT("filters", 5), NN_INT("kernel_size", 3) }, 3, "'filters'", "twice");
+    expect_error("Activation", (nn_opt[]){ NN_STR("activation", "swoosh") }, 1, "'activation'", "unknown activation 'swoosh' (linear, relu");   /* swish is known since issue 29 */
     expect_error("Activation", (nn_opt[]){ NN_STR("activation", "swoosh") }, 1, "'activation'", "unknown activation 'swoosh' (linear, relu");   /* swish is known since issue 29 */
     expect_error("Dropout", (nn_opt[]){ NN_BOOL("rate", true) }, 1, "dropout (Dropout)", "'rate'");
     expect_error("Dropout", (nn_opt[]){ NN_FLOAT("rate", 1.5) }, 1, "dropout (Dropout)", "rate 1.5");
@@ -322,6 +356,7 @@ int main(void) {
     test_sequential_same();
     test_functional_same();
     test_keras_apps_layers_same();
+    test_transformer_same();
     test_errors();
     return check_summary("test_layer_table");
 }

@@ -121,7 +121,7 @@ class Layer:
         shape = given.pop("input_shape", None)
         if "batch_input_shape" in given:
             shape = tuple(given.pop("batch_input_shape"))[1:]
-        if "input_dim" in given:
+        if "input_dim" in given and not any(o["name"] == "input_dim" for o in opts):   # Keras 2's Dense(input_dim=); Embedding's is its own
             shape = (given.pop("input_dim"),)
         given.pop("batch_size", None)
         if shape is not None:
@@ -232,7 +232,28 @@ class Layer:
             raise ValueError(f"layer '{self.name}' is not built yet; count_params needs its input shape")
         return int(l[3])
 
+    def _attention_call(self, query, args, kwargs):
+        """Keras's mha(query, value, key=None, use_causal_mask=False): the inputs, in that order."""
+        if len(args) > 2:
+            raise TypeError(f"{self.name}: called with {len(args) + 1} positional arguments (query, value, key)")
+        value = args[0] if args else kwargs.pop("value", None)
+        key = args[1] if len(args) > 1 else kwargs.pop("key", None)
+        if value is None:
+            raise TypeError(f"{self.name}: MultiHeadAttention is called as layer(query, value[, key])")
+        if kwargs.pop("use_causal_mask", False):
+            self._config["use_causal_mask"] = True
+        if kwargs.pop("return_attention_scores", False):
+            raise NotImplementedError(f"{self.name}: return_attention_scores: Kiln's fused attention keeps no [T, T] scores")
+        for k in ("attention_mask", "query_mask", "value_mask", "key_mask"):
+            if kwargs.get(k, None) is not None:
+                raise NotImplementedError(f"{self.name}: {k}: Kiln's attention takes the causal mask only (use_causal_mask=True)")
+            kwargs.pop(k, None)
+        return [query, value] + ([key] if key is not None else []), kwargs
+
     def __call__(self, inputs, *args, **kwargs):
+        if self._class_name == "MultiHeadAttention" and not isinstance(inputs, (list, tuple)):
+            inputs, kwargs = self._attention_call(inputs, args, kwargs)
+            args = ()
         training = kwargs.pop("training", None)
         if args or kwargs or training is not None:
             extra = list(kwargs) + (["training"] if training is not None else []) + (["positional"] if args else [])
@@ -327,7 +348,7 @@ def _merge_function(cls):
 CLASSES = {}
 for _c in layer_classes():
     CLASSES[_c["class_name"]] = globals()[_c["class_name"]] = _make_class(_c)
-    if _c["max_inputs"] != 1:
+    if _c["min_inputs"] > 1:      # merge layers: keras.layers.add(...), concatenate(...)
         globals()[_snake(_c["class_name"])] = _merge_function(CLASSES[_c["class_name"]])
 for _alias, _target in {"Convolution2D": "Conv2D", "MaxPool2D": "MaxPooling2D", "AvgPool2D": "AveragePooling2D",
                         "GlobalAvgPool2D": "GlobalAveragePooling2D"}.items():

@@ -3,6 +3,8 @@
 #include "backend/cpu/cpu_internal.h"
 
 kiln_kernel_fn cpu_data_kernel(const kiln_node *n);   /* cpu_data.c */
+kiln_kernel_fn cpu_transformer_kernel(const kiln_node *n);   /* cpu_transformer.c */
+size_t cpu_transformer_workspace(const kiln_node *n);
 
 kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
     if (n && n->op == KILN_OP_CAST) return cpu_cast_kernel(n);
@@ -28,6 +30,9 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
         return cpu_all_finite_kernel(n);
     case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA:
         return cpu_norm_kernel(n);
+    case KILN_OP_EMBEDDING: case KILN_OP_EMBEDDING_GRAD: case KILN_OP_LAYER_NORM: case KILN_OP_LAYER_NORM_GRAD:
+    case KILN_OP_LAYER_NORM_GAMMA_GRAD: case KILN_OP_ATTENTION: case KILN_OP_ATTENTION_GRAD:
+        return cpu_transformer_kernel(n);
     default: break;
     }
     kiln_kernel_fn f = cpu_elementwise_kernel(n);
@@ -43,6 +48,8 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
         return cpu_dnnl_conv_kernel(n) ? cpu_dnnl_conv_workspace(n) : cpu_conv_workspace(n);
     case KILN_OP_BATCH_NORM: case KILN_OP_BATCH_NORM_GRAD: case KILN_OP_BN_GRAD_GAMMA:
         return cpu_norm_workspace(n);
+    case KILN_OP_LAYER_NORM_GAMMA_GRAD:
+        return cpu_transformer_workspace(n);
     case KILN_OP_MATMUL:
         return cpu_bf16_matmul_workspace(n);
     default:

@@ -98,6 +98,7 @@ UNARY_KERNEL(k_elu, x > 0.0f ? x : alpha * expm1f(x))
 UNARY_KERNEL(k_sigmoid, sigmoidf(x))
 UNARY_KERNEL(k_tanh, tanhf(x))
 UNARY_KERNEL(k_gelu, 0.5f * x * (1.0f + erff(x * 0.70710678f)))
+UNARY_KERNEL(k_gelu_tanh, 0.5f * x * (1.0f + tanhf(0.79788456f * (x + 0.044715f * x * x * x))))
 UNARY_KERNEL(k_pow, powf(x, alpha))
 UNARY_KERNEL(k_sign, x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x)   /* keeps NaN and 0 */
 UNARY_KERNEL(k_softplus, (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x))))
@@ -131,6 +132,11 @@ GRAD_KERNEL(k_relu_grad, x > 0.0f ? g : 0.0f)
 GRAD_KERNEL(k_leaky_relu_grad, x > 0.0f ? g : alpha * g)
 GRAD_KERNEL(k_elu_grad, x > 0.0f ? g : g * alpha * expf(x))
 GRAD_KERNEL(k_gelu_grad, g * (0.5f * (1.0f + erff(x * 0.70710678f)) + x * expf(-0.5f * x * x) * 0.39894228f))
+static inline float gelu_tanh_dx(float x) {
+    float t = tanhf(0.79788456f * (x + 0.044715f * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.79788456f * (1.0f + 0.134145f * x * x);
+}
+GRAD_KERNEL(k_gelu_tanh_grad, g * gelu_tanh_dx(x))
 GRAD_KERNEL(k_sigmoid_grad, g * x * (1.0f - x))      /* x is y = sigmoid(input) */
 GRAD_KERNEL(k_tanh_grad, g * (1.0f - x * x))         /* x is y = tanh(input) */
 GRAD_KERNEL(k_clipped_relu_grad, x > 0.0f && x < alpha ? g : 0.0f)   /* x is y */
@@ -270,6 +276,7 @@ kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
         case KILN_OP_SIGMOID_GRAD: case KILN_OP_TANH_GRAD: case KILN_OP_CLIPPED_RELU_GRAD: case KILN_OP_SWISH_GRAD:
         case KILN_OP_HARD_SIGMOID_GRAD: case KILN_OP_HARD_SWISH_GRAD: case KILN_OP_SELU_GRAD: case KILN_OP_SOFTSIGN_GRAD:
         case KILN_OP_MISH_GRAD:
+        case KILN_OP_GELU_TANH_GRAD:
             if (!kiln_shape_equal(a, n->shape) || !kiln_shape_equal(b, n->shape)) return NULL;
             switch (n->op) {
             case KILN_OP_CLIPPED_RELU_GRAD: return k_clipped_relu_grad;
@@ -283,6 +290,7 @@ kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
             case KILN_OP_LEAKY_RELU_GRAD: return k_leaky_relu_grad;
             case KILN_OP_ELU_GRAD: return k_elu_grad;
             case KILN_OP_GELU_GRAD: return k_gelu_grad;
+            case KILN_OP_GELU_TANH_GRAD: return k_gelu_tanh_grad;
             case KILN_OP_SIGMOID_GRAD: return k_sigmoid_grad;
             default: return k_tanh_grad;
             }
@@ -312,6 +320,7 @@ kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
     case KILN_OP_SOFTPLUS: return k_softplus;
     case KILN_OP_ERF: return k_erf;
     case KILN_OP_GELU: return k_gelu;
+    case KILN_OP_GELU_TANH: return k_gelu_tanh;
     case KILN_OP_POW: return k_pow;
     case KILN_OP_SIGN: return k_sign;
     case KILN_OP_SWISH: return k_swish;

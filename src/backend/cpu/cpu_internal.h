@@ -70,6 +70,7 @@ void cpu_sgemm1(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* Kernel lookups per family: NULL when the node's shape/attrs are not handled here. */
+kiln_kernel_fn cpu_attention_kernel(const kiln_node *n);   /* cpu_attention.c: Attention, AttentionGrad */
 /* The fused epilogue on rows [rows, C] of an output: y = relu(y + bias) (NaN passes relu, as
  * the Relu kernel does); nothing when the step has none. */
 static inline void cpu_epilogue(const kiln_kctx *c, float *y, int64_t rows, int64_t C) {

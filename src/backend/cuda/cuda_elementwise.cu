@@ -57,6 +57,7 @@ template <typename C> __device__ __forceinline__ C unary_op(int op, C x, C alpha
     case KILN_OP_LEAKY_RELU: return x > (C)0 ? x : alpha * x;
     case KILN_OP_ELU: return x > (C)0 ? x : alpha * m_expm1(x);
     case KILN_OP_GELU: return (C)0.5 * x * ((C)1 + m_erf(x * (C)0.70710678118654752440));
+    case KILN_OP_GELU_TANH: return (C)0.5 * x * ((C)1 + m_tanh((C)0.79788456080286535588 * (x + (C)0.044715 * x * x * x)));
     case KILN_OP_SIGMOID: return m_sigmoid(x);
     case KILN_OP_TANH: return m_tanh(x);
     case KILN_OP_SOFTPLUS: return m_max(x, (C)0) + m_log1p(m_exp(-m_abs(x)));
@@ -81,6 +82,10 @@ template <typename C> __device__ __forceinline__ C act_grad_op(int op, C x, C dy
         C cdf = (C)0.5 * ((C)1 + m_erf(x * (C)0.70710678118654752440));
         C pdf = m_exp((C)-0.5 * x * x) * (C)0.39894228040143267794;
         return dy * (cdf + x * pdf);
+    }
+    case KILN_OP_GELU_TANH_GRAD: {
+        C t = m_tanh((C)0.79788456080286535588 * (x + (C)0.044715 * x * x * x));
+        return dy * ((C)0.5 * ((C)1 + t) + (C)0.5 * x * ((C)1 - t * t) * (C)0.79788456080286535588 * ((C)1 + (C)0.134145 * x * x));
     }
     case KILN_OP_SIGMOID_GRAD: return dy * x * ((C)1 - x);
     case KILN_OP_TANH_GRAD: return dy * ((C)1 - x * x);
@@ -344,12 +349,12 @@ kiln_kernel_fn cu_elementwise_kernel(const kiln_node *n) {
     case KILN_OP_POW: case KILN_OP_ABS: case KILN_OP_SIGN: case KILN_OP_RELU: case KILN_OP_LEAKY_RELU: case KILN_OP_ELU:
     case KILN_OP_GELU: case KILN_OP_SIGMOID: case KILN_OP_TANH: case KILN_OP_SOFTPLUS: case KILN_OP_ERF:
     case KILN_OP_SWISH: case KILN_OP_CLIPPED_RELU: case KILN_OP_HARD_SIGMOID: case KILN_OP_HARD_SWISH: case KILN_OP_SELU:
-    case KILN_OP_SOFTSIGN: case KILN_OP_MISH:
+    case KILN_OP_SOFTSIGN: case KILN_OP_MISH: case KILN_OP_GELU_TANH:
         return fl || (in && int_ok(n->op, false)) ? k_unary : NULL;
     case KILN_OP_RELU_GRAD: case KILN_OP_LEAKY_RELU_GRAD: case KILN_OP_ELU_GRAD: case KILN_OP_GELU_GRAD:
     case KILN_OP_SIGMOID_GRAD: case KILN_OP_TANH_GRAD: case KILN_OP_CLIPPED_RELU_GRAD: case KILN_OP_SWISH_GRAD:
     case KILN_OP_HARD_SIGMOID_GRAD: case KILN_OP_HARD_SWISH_GRAD: case KILN_OP_SELU_GRAD: case KILN_OP_SOFTSIGN_GRAD:
-    case KILN_OP_MISH_GRAD:
+    case KILN_OP_MISH_GRAD: case KILN_OP_GELU_TANH_GRAD:
         return fl ? k_act_grad : NULL;
     case KILN_OP_BIAS_ADD:
         return fl ? k_bias_add : NULL;

@@ -209,6 +209,11 @@ kiln_kernel_fn cu_sync_bn_kernel(const kiln_node *n);   /* cuda_sync_bn.cu */
 size_t cu_norm_workspace(const kiln_node *n);
 kiln_kernel_fn cu_data_kernel(const kiln_node *n);
 kiln_kernel_fn cu_precision_kernel(const kiln_node *n);   /* cuda_precision.cu: loss scaling */
+/* Embedding, LayerNorm (cuda_transformer.cu) and Attention (cuda_attention.cu) */
+kiln_kernel_fn cu_transformer_kernel(const kiln_node *n);
+size_t cu_transformer_workspace(const kiln_node *n);
+kiln_kernel_fn cu_attention_kernel(const kiln_node *n);
+size_t cu_attention_workspace(const kiln_node *n);
 /* Applies the kctx epilogue (fused BiasAdd + Relu) to c->out; conv/matmul kernels call it last. */
 kiln_status cu_epilogue(const kiln_kctx *c);   /* GatherRows, RandomCropFlip (cuda_data.cu) */
 

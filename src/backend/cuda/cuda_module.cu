@@ -240,7 +240,10 @@ static kiln_status dev_sync(const kiln_backend *b) {
     if (e->set == 1) {
         const kiln_node *n = (const kiln_node *)(uintptr_t)e->node;
         const kiln_op_def *def = cu.host->op_get ? cu.host->op_get((kiln_op)e->op) : NULL;
-        if (e->op == KILN_OP_GATHER_ROWS)
+        if (e->op == KILN_OP_EMBEDDING || e->op == KILN_OP_EMBEDDING_GRAD)
+            s = cu_fail(KILN_INVALID_ARGUMENT, "%s (%s): token id %lld at position %lld is outside [0, %lld) (vocabulary size %lld; found on GPU %d)",
+                        n ? n->name : "?", def ? def->name : "?", e->a, e->b, e->c, e->c, cu_cur);
+        else if (e->op == KILN_OP_GATHER_ROWS)
             s = cu_fail(KILN_INVALID_ARGUMENT, "%s (%s): index %lld in row %lld is outside [0, %lld) (x has %lld rows; found on GPU %d)",
                         n ? n->name : "?", def ? def->name : "?", e->a, e->b, e->c, e->c, cu_cur);
         else
@@ -278,6 +281,7 @@ static kiln_kernel_fn kernel_for(const kiln_node *n) {
     if ((f = cu_sync_bn_kernel(n))) return f;
     if ((f = cu_data_kernel(n))) return f;
     if ((f = cu_precision_kernel(n))) return f;
+    if ((f = cu_transformer_kernel(n))) return f;
     return cu_loss_optim_kernel(n);
 }
 
@@ -307,6 +311,8 @@ static size_t dev_workspace(const kiln_backend *b, const kiln_node *n) {
         return cu_dnn_ops_workspace(n);
     case KILN_OP_MAX_POOL_GRAD:
         return cu_pool_workspace(n);
+    case KILN_OP_LAYER_NORM_GAMMA_GRAD: case KILN_OP_ATTENTION_GRAD:
+        return cu_transformer_workspace(n);
     default:
         return cu_loss_optim_workspace(n);
     }

@@ -11,6 +11,7 @@
 #define INV_SQRT_2PI 0.39894228040143267794
 #define SELU_ALPHA 1.6732632423543772848170429916717
 #define SELU_SCALE 1.0507009873554804934193349852946
+#define SQRT_2_PI 0.79788456080286535588   /* sqrt(2/pi), GeluTanh */
 
 static bool is_int(kiln_dtype t) { return t == KILN_I32 || t == KILN_I64; }
 
@@ -52,6 +53,7 @@ double kiln_ref_unary_scalar(kiln_op op, double x, double alpha) {
     case KILN_OP_LEAKY_RELU: return x > 0 ? x : alpha * x;
     case KILN_OP_ELU: return x > 0 ? x : alpha * expm1(x);
     case KILN_OP_GELU: return 0.5 * x * (1.0 + erf(x * SQRT1_2));
+    case KILN_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(SQRT_2_PI * (x + 0.044715 * x * x * x)));
     case KILN_OP_SIGMOID: return sigmoid(x);
     case KILN_OP_TANH: return tanh(x);
     case KILN_OP_SOFTPLUS: return fmax(x, 0.0) + log1p(exp(-fabs(x)));  /* stable for large |x| */
@@ -78,6 +80,10 @@ double kiln_ref_act_grad_scalar(kiln_op op, double x, double dy, double alpha) {
         double cdf = 0.5 * (1.0 + erf(x * SQRT1_2));
         double pdf = exp(-0.5 * x * x) * INV_SQRT_2PI;
         return dy * (cdf + x * pdf);
+    }
+    case KILN_OP_GELU_TANH_GRAD: {   /* 0.5 (1 + t) + 0.5 x (1 - t^2) u', u = sqrt(2/pi) (x + 0.044715 x^3) */
+        double t = tanh(SQRT_2_PI * (x + 0.044715 * x * x * x));
+        return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * SQRT_2_PI * (1.0 + 3.0 * 0.044715 * x * x));
     }
     case KILN_OP_SIGMOID_GRAD: return dy * x * (1.0 - x);               /* x is y here */
     case KILN_OP_TANH_GRAD: return dy * (1.0 - x * x);                  /* x is y here */

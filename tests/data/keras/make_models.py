@@ -132,7 +132,7 @@ def bad_models(k):
                              ["dense_l1", "kernel_regularizer", "L1"])
     out["bias_regularizer"] = (seq("m", L.Flatten(), L.Dense(4, bias_regularizer="l2", name="dense_b")), ["dense_b", "bias_regularizer"])
     out["relu_max5"] = (seq("m", L.ReLU(max_value=5.0, name="relu5")), ["relu5", "max_value"])
-    out["unknown_layer"] = (seq("m", L.LayerNormalization(name="ln")), ["ln", "LayerNormalization"])
+    out["unknown_layer"] = (seq("m", L.GroupNormalization(groups=1, name="gn")), ["gn", "GroupNormalization"])
     out["frozen"] = (seq("m", L.Flatten(), L.Dense(4, trainable=False, name="frozen")), ["frozen", "trainable"])
     out["orthogonal"] = (seq("m", L.Flatten(), L.Dense(4, kernel_initializer="orthogonal", name="orth")), ["orth", "kernel_initializer", "Orthogonal"])
     out["bilinear"] = (seq("m", L.UpSampling2D(interpolation="bilinear", name="up")), ["up", "interpolation", "bilinear"])
