@@ -281,6 +281,16 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
     const char *base = l->name;
     const nn_layer_cfg *c = l->cfg;
     switch (l->kind) {
+    case NN_RELU: {             /* Relu or Clip, minus slope * Relu(-x) */
+        const char *v = c->max_value > 0 ? NULL : one(e, "Relu", x->name, base);
+        if (!v) {
+            v = vname(e, base, "Clip");
+            node(e, "Clip", (const char *[]){ x->name, constant(e, base, 0.0), constant(e, base, c->max_value) }, 3, v);
+        }
+        if (c->alpha != 0) v = two(e, "Sub", v, two(e, "Mul", one(e, "Relu", one(e, "Neg", x->name, base), base), constant(e, base, c->alpha), base), base);
+        *y = (ev){ .name = v, .nchw = x->nchw };
+        return true;
+    }
     case NN_RESCALING: case NN_LEAKY_RELU: case NN_ELU: {      /* elementwise: any layout */
         const char *v = x->name;
         if (l->kind == NN_RESCALING) {
