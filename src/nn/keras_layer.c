@@ -391,8 +391,8 @@ static kiln_status add_opt(ctx *c, nn_keras_layer *out, nn_opt o) {
     return KILN_OK;
 }
 
-/* The special keys: InputLayer's shape, BatchNormalization's and LayerNormalization's axis,
- * MultiHeadAttention's attention_axes, ReLU's negative_slope. */
+/* The special keys: InputLayer's shape, BatchNormalization's, LayerNormalization's and Normalization's
+ * axis, MultiHeadAttention's attention_axes. */
 static kiln_status special(ctx *c, const char *key, const cJSON *v, int in_rank, nn_keras_layer *out) {
     char b[120];
     if (!strcmp(key, "batch_shape") || !strcmp(key, "shape") || !strcmp(key, "batch_input_shape")) {
@@ -425,25 +425,24 @@ static kiln_status special(ctx *c, const char *key, const cJSON *v, int in_rank,
         if (nn_json_int(v, &a) && (a == 1 || a == -2)) return KILN_OK;
         return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln attends over the sequence axis only (null or [1])", shown(v, b, sizeof b));
     }
-    /* ReLU (opts[0] its activation): max_value 6 is relu6; a negative_slope is leaky_relu (0.2)
-     * or a LeakyReLU layer with that slope; the two together are refused */
-    bool plain = out->opts[0].val.kind == NN_V_STR && !strcmp(out->opts[0].val.s, "relu");
-    if (!strcmp(key, "max_value")) {
-        if (cJSON_IsNull(v)) return KILN_OK;
-        if (num_is(v, 6) && plain) { out->opts[0].val.s = "relu6"; return KILN_OK; }
-        return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln's ReLU takes max_value null or 6 (relu6)%s", shown(v, b, sizeof b),
-                   plain ? "" : ", without a negative_slope");
-    }
-    if (!strcmp(key, "negative_slope")) {
-        if (cJSON_IsNull(v) || num_is(v, 0)) return KILN_OK;
-        if (!plain || !cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-            return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln's ReLU takes a negative_slope without a max_value", shown(v, b, sizeof b));
-        if (fabs(v->valuedouble - 0.2) < 1e-7) { out->opts[0].val.s = "leaky_relu"; return KILN_OK; }
-        out->type = "LeakyReLU";
-        out->opts[0] = NN_FLOAT("negative_slope", v->valuedouble);
-        return KILN_OK;
-    }
-    return KILN_OK;
+    return KILN_OK;     /* ReLU's max_value and negative_slope: relu_options read them first */
+}
+
+/* Keras's ReLU: an Activation when it is one of Kiln's (relu, relu6 = max_value 6, leaky_relu =
+ * negative_slope 0.2), else Kiln's ReLU type with its max_value and negative_slope. */
+static kiln_status relu_options(ctx *c, const cJSON *cfg, nn_keras_layer *out) {
+    const cJSON *mx = cJSON_GetObjectItemCaseSensitive(cfg, "max_value"), *sl = cJSON_GetObjectItemCaseSensitive(cfg, "negative_slope");
+    char b[120];
+    if (mx && !cJSON_IsNull(mx) && (!cJSON_IsNumber(mx) || !(mx->valuedouble > 0) || !isfinite(mx->valuedouble)))
+        return bad(c, KILN_UNSUPPORTED, "max_value", "is %s; Kiln's ReLU takes null or a number > 0", shown(mx, b, sizeof b));
+    if (sl && !cJSON_IsNull(sl) && (!cJSON_IsNumber(sl) || !(sl->valuedouble >= 0) || !isfinite(sl->valuedouble)))
+        return bad(c, KILN_INVALID_ARGUMENT, "negative_slope", "is %s; it must be a number >= 0", shown(sl, b, sizeof b));
+    double m = cJSON_IsNumber(mx) ? mx->valuedouble : 0, s = cJSON_IsNumber(sl) ? sl->valuedouble : 0;
+    const char *act = m == 0 && s == 0 ? "relu" : m == 6 && s == 0 ? "relu6" : m == 0 && fabs(s - 0.2) < 1e-7 ? "leaky_relu" : NULL;
+    if (act) return add_opt(c, out, NN_STR("activation", act));
+    out->type = "ReLU";
+    kiln_status st = m > 0 ? add_opt(c, out, NN_FLOAT("max_value", m)) : KILN_OK;
+    return st ? st : add_opt(c, out, NN_FLOAT("negative_slope", s));
 }
 
 kiln_status nn_keras_layer_read(const char *cls, const char *name, const cJSON *cfg, int in_rank, nn_keras_layer *out, char *why, size_t why_n) {
@@ -452,16 +451,16 @@ kiln_status nn_keras_layer_read(const char *cls, const char *name, const cJSON *
     bool relu = !strcmp(cls, "ReLU");
     nn_kind kind;
     if (!nn_layer_kind_named(relu ? "Activation" : cls, &kind)) {
-        char known[512];
+        char known[1024];
         size_t p = 0;
-        for (int i = 0; i < NN_KIND_COUNT && p < sizeof known; i++) p += (size_t)snprintf(known + p, sizeof known - p, "%s, ", nn_kind_type((nn_kind)i));
-        snprintf(why, why_n, "layer '%s': unknown type '%s'; known types: %sReLU", c.name, cls, known);
+        for (int i = 0; i < NN_KIND_COUNT && p < sizeof known; i++) p += (size_t)snprintf(known + p, sizeof known - p, "%s%s", i ? ", " : "", nn_kind_type((nn_kind)i));
+        snprintf(why, why_n, "layer '%s': unknown type '%s'; known types: %s", c.name, cls, known);
         return KILN_INVALID_ARGUMENT;
     }
     const nn_layer_def *d = nn_layer_def_of(kind);
     out->type = d->type;
     kiln_status st;
-    if (relu && (st = add_opt(&c, out, NN_STR("activation", "relu")))) return st;     /* opts[0]: special() may make it leaky */
+    if (relu && (st = relu_options(&c, cfg, out))) return st;
     if (name && (st = add_opt(&c, out, NN_STR("name", name)))) return st;
     const cJSON *e;
     cJSON_ArrayForEach(e, cfg) {

@@ -99,13 +99,6 @@ kiln_status kiln_layer_classes_json(char **out) {
         for (const nn_opt_spec *s = d->opts; s && s->key; s++) cJSON_AddItemToArray(opts, option(s->key, type_names[s->type], default_json(s)));
         cJSON_AddItemToArray(all, layer_class(d->type, d->base, d->min_in, d->max_in, opts));
     }
-    /* Keras's ReLU layer: Kiln's Activation("relu"), or its leaky_relu with negative_slope 0.2
-     * (keras_layer.c refuses other values, naming them) */
-    cJSON *relu = cJSON_CreateArray();
-    cJSON_AddItemToArray(relu, option("max_value", "float", cJSON_CreateNull()));
-    cJSON_AddItemToArray(relu, option("negative_slope", "float", cJSON_CreateNumber(0)));
-    cJSON_AddItemToArray(relu, option("threshold", "float", cJSON_CreateNumber(0)));
-    cJSON_AddItemToArray(all, layer_class("ReLU", "re_lu", 1, 1, relu));
     *out = all ? nn_json_print(all) : NULL;
     cJSON_Delete(all);
     return *out ? KILN_OK : kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_layer_classes_json: out of host memory");

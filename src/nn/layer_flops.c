@@ -67,6 +67,7 @@ static int64_t flops(const kiln_layer *l, acc *c) {
     case NN_NORMALIZATION: return mul(c, 2, out);
     case NN_LEAKY_RELU:
     case NN_ELU: return out;
+    case NN_RELU: return l->cfg && l->cfg->alpha != 0 ? mul(c, 4, out) : out;
     case NN_MULTIPLY:
     case NN_SUBTRACT:
     case NN_MAXIMUM:

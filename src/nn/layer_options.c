@@ -147,7 +147,7 @@ kiln_layer *nn_layer_from_options(kiln_model *m, const char *type, kiln_layer *c
     }
     nn_kind k;
     if (!nn_layer_kind_named(type, &k)) {
-        char known[512];
+        char known[1024];
         size_t p = 0;
         for (int i = 0; i < NN_KIND_COUNT && p < sizeof known; i++) p += (size_t)snprintf(known + p, sizeof known - p, "%s%s", i ? ", " : "", nn_kind_type((nn_kind)i));
         nn_fail(m, KILN_INVALID_ARGUMENT, "layer '%s': unknown type '%s'; known types: %s", name ? name : "?", type ? type : "", known);

@@ -68,6 +68,27 @@ static kiln_node *norm_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
 }
 const nn_layer_def nn_def_normalization = { "Normalization", "normalization", norm_opts, 1, 1, norm_shape, norm_vars, norm_forward };
 
+/* ---- ReLU with a max_value other than 6 or a slope other than 0.2 (Keras's ReLU layer; the
+ * plain ones are Activation layers): min(relu(x), max_value) - negative_slope * relu(-x) ---- */
+static const nn_opt_spec relu_opts[] = {
+    { "max_value", NN_T_FLOAT, NN_CFG(max_value), 0, NN_DNULL },    /* null: no upper bound */
+    { "negative_slope", NN_T_FLOAT, NN_CFG(alpha), 0, NN_DFLOAT(0) },
+    { NULL },
+};
+static kiln_status relu_shape(kiln_layer *l, const nn_layer_cfg *c) {
+    if (!(c->max_value >= 0) || !(c->alpha >= 0))
+        return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "max_value (%g) must be > 0 or null and negative_slope (%g) >= 0", c->max_value, c->alpha);
+    l->out = l->in[0]->out;
+    return KILN_OK;
+}
+static kiln_node *relu_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
+    const nn_layer_cfg *c = l->cfg;
+    kiln_node *y = c->max_value > 0 ? kiln_clipped_relu(f->g, x, c->max_value) : kiln_relu(f->g, x);
+    if (c->alpha == 0) return y;
+    return kiln_sub(f->g, y, kiln_mul(f->g, kiln_relu(f->g, kiln_neg(f->g, x)), kiln_scalar_like(f->g, x, c->alpha)));
+}
+const nn_layer_def nn_def_relu = { "ReLU", "re_lu", relu_opts, 1, 1, relu_shape, NULL, relu_forward };
+
 /* ---- LeakyReLU (negative_slope, Keras 3's default 0.3), ELU (alpha) ---- */
 static const nn_opt_spec leaky_opts[] = {
     { "negative_slope", NN_T_FLOAT, NN_CFG(alpha), 0, NN_DFLOAT(0.3) },

@@ -109,6 +109,7 @@ static cJSON *opt_json(wr *w, const nn_opt_spec *s, const nn_layer_cfg *c) {
     }
     case NN_T_FLOAT: {
         double d = *(const double *)p;
+        if (s->dflt.kind == NN_V_NULL && d == 0) return cJSON_CreateNull();     /* ReLU's max_value None */
         if (!strstr(s->key, "_regularizer")) return nn_json_num(d);
         if (d == 0) return cJSON_CreateNull();          /* the L2 factor, as Keras writes the regularizer */
         cJSON *cfg, *o = keras_object(w, "keras.regularizers", "L2", &cfg);

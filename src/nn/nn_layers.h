@@ -26,7 +26,8 @@ typedef struct nn_layer_cfg {
     kiln_init kernel_init, bias_init;
     kiln_init pointwise_init;              /* SeparableConv2D (kernel_init: its depthwise kernel) */
     double pointwise_l2;                   /* SeparableConv2D */
-    double alpha;                          /* LeakyReLU negative_slope, ELU alpha */
+    double alpha;                          /* LeakyReLU / ReLU negative_slope, ELU alpha */
+    double max_value;                      /* ReLU (0: none) */
     double scale, offset;                  /* Rescaling */
     bool center, scale_on;                 /* BatchNormalization, LayerNormalization: beta / gamma present */
     bool keepdims;                         /* global pooling */

@@ -274,6 +274,15 @@ static void window_attrs(ex *e, Onnx__NodeProto *n, const kiln_layer *l, int dil
     attr_ints(e, n, "pads", pads, 4);
 }
 
+/* Batch norm's gamma / beta: the weight, or (scale / center false) a constant of ones / zeros. */
+static const char *bn_param(ex *e, const kiln_layer *l, const char *suffix, bool has, double v) {
+    if (has) return weight_init(e, l, suffix, NULL);
+    int64_t ch = l->out.dim[l->out.rank - 1];
+    kiln_tensor *t = kiln_tensor_new(KILN_F32, KILN_SHAPE(ch));
+    for (int64_t i = 0; t && i < ch; i++) ((float *)t->data)[i] = (float)v;
+    return const_tensor(e, l->name, t);
+}
+
 /* The layer types keras.applications brought (issue 29); false for a type it does not know. */
 static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
     ev *x = &vals[l->in[0]->index], *y = &vals[l->index];
@@ -281,6 +290,16 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
     const char *base = l->name;
     const nn_layer_cfg *c = l->cfg;
     switch (l->kind) {
+    case NN_RELU: {             /* Relu or Clip, minus slope * Relu(-x) */
+        const char *v = c->max_value > 0 ? NULL : one(e, "Relu", x->name, base);
+        if (!v) {
+            v = vname(e, base, "Clip");
+            node(e, "Clip", (const char *[]){ x->name, constant(e, base, 0.0), constant(e, base, c->max_value) }, 3, v);
+        }
+        if (c->alpha != 0) v = two(e, "Sub", v, two(e, "Mul", one(e, "Relu", one(e, "Neg", x->name, base), base), constant(e, base, c->alpha), base), base);
+        *y = (ev){ .name = v, .nchw = x->nchw };
+        return true;
+    }
     case NN_RESCALING: case NN_LEAKY_RELU: case NN_ELU: {      /* elementwise: any layout */
         const char *v = x->name;
         if (l->kind == NN_RESCALING) {
@@ -365,7 +384,7 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
     }
     case NN_MULTIPLY: case NN_SUBTRACT: case NN_AVERAGE: case NN_MAXIMUM: case NN_MINIMUM: {
         bool nchw = rank == 3 && x->nchw;
-        const char *ins[NN_MAX_MERGE];
+        const char *ins[NN_MAX_MERGE] = { 0 };
         for (int i = 0; i < l->n_in; i++) {
             if (l->in[i]->out.rank != l->out.rank) { ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s): inputs of different ranks have no ONNX export", l->name, kiln_layer_type(l)); return true; }
             ins[i] = order(e, &vals[l->in[i]->index], nchw, rank);
@@ -544,12 +563,12 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
         bool avg = l->kind == NN_GAP, keep = l->out.rank == 3;
         if (x->nchw) {           /* keepdims: NCHW [N, C, 1, 1] stays an image */
             const char *g = one(e, avg ? "GlobalAveragePool" : "GlobalMaxPool", x->name, base);
-            y->name = keep ? g : one(e, "Flatten", g, base);
-            y->nchw = keep;
+            *y = (ev){ .name = keep ? g : one(e, "Flatten", g, base), .nchw = keep };
         } else {
             y->name = one(e, avg ? "ReduceMean" : "ReduceMax", x->name, base);
-            attr_ints(e, e->nodes[e->n_nodes - 1], "axes", (const int64_t[]){ 1, 2 }, 2);
-            attr_int(e, e->nodes[e->n_nodes - 1], "keepdims", keep);
+            Onnx__NodeProto *n = e->nodes[e->n_nodes - 1];
+            attr_ints(e, n, "axes", (const int64_t[]){ 1, 2 }, 2);
+            attr_int(e, n, "keepdims", keep);
         }
         return;
     }
@@ -570,18 +589,10 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
         y->name = two(e, "Reshape", order(e, x, false, rank), s, base);
         return;
     }
-    case NN_DROPOUT:           /* inference: the identity */
-        *y = (ev){ .name = x->name, .nchw = x->nchw, .other = x->other };
-        return;
+    case NN_DROPOUT: *y = *x; return;      /* inference: the identity */
     case NN_BN: {
-        int64_t ch = l->out.dim[l->out.rank - 1];
-        double *fill = kiln_calloc((size_t)ch, sizeof *fill);     /* center / scale false: constant zeros / ones */
-        if (!fill) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return; }
-        const char *beta = l->cfg->center ? weight_init(e, l, "beta", NULL) : const_f32(e, base, fill, (int)ch);
-        for (int64_t i = 0; i < ch; i++) fill[i] = 1;
-        const char *gamma = l->cfg->scale_on ? weight_init(e, l, "gamma", NULL) : const_f32(e, base, fill, (int)ch);
-        kiln_free(fill);
-        const char *ins[5] = { NULL, gamma, beta, weight_init(e, l, "moving_mean", NULL), weight_init(e, l, "moving_variance", NULL) };
+        const char *ins[5] = { NULL, bn_param(e, l, "gamma", l->cfg->scale_on, 1), bn_param(e, l, "beta", l->cfg->center, 0),
+                               weight_init(e, l, "moving_mean", NULL), weight_init(e, l, "moving_variance", NULL) };
         int64_t mv[KILN_MAX_DIMS], back[KILN_MAX_DIMS];
         bool permute = rank >= 2 && rank != 3;      /* channels (Kiln: the last axis) to axis 1 and back */
         if (rank == 3) { ins[0] = order(e, x, true, rank); y->nchw = true; }

@@ -2,7 +2,8 @@
 # The judge of issue 29: keras.applications of Keras 3 (tensorflow-cpu from PyPI, through
 # scripts/pyenv.sh; exit 77 = skipped when PyPI cannot be reached), each built with
 # weights=None, classes=10 and a small input, written with model.to_json(); Kiln loads each with
-# Keras's exact count_params() and trains one step (keras_apps_check). ConvNeXtTiny is listed
+# Keras's exact count_params() and trains one step (keras_apps_check), and given Keras's weights
+# predicts what Keras predicts (compare_predictions.py). ConvNeXtTiny is listed
 # but expected to be refused until LayerNormalization / LayerScale and nested models exist.
 # Usage: test_keras_apps.sh path/to/keras_apps_check SOURCE_DIR
 set -u -o pipefail
@@ -33,6 +34,12 @@ for n in VGG16 ResNet50 ResNet50V2 MobileNet MobileNetV2 MobileNetV3Small DenseN
 done
 fail=0
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$C" "${args[@]}" || fail=1
+# the same predictions as Keras with Keras's weights (and issue 29's layers in one small model)
+jsons=("$S/tests/data/keras/keras3/apps_layers.json")
+for ((i = 0; i < ${#args[@]}; i += 2)); do jsons+=("${args[i]}"); done
+TF_CPP_MIN_LOG_LEVEL=3 CUDA_VISIBLE_DEVICES= "$PY" "$S/tests/keras/compare_predictions.py" "$C" "$tmp" "${jsons[@]}" 2>&1 |
+  grep -v "^WARNING\|^I0000\|oneDNN custom operations\|no GPU found"
+[ "${PIPESTATUS[0]}" = 0 ] || fail=1
 # still refused (another issue's layers): the reason is named, not a crash
 why=$("$C" "$tmp/ConvNeXtTiny.json" "$(cat "$tmp/ConvNeXtTiny.count")" 2>&1)
 if grep -q "does not load" <<<"$why"; then echo "test_keras_apps: ConvNeXtTiny still refused: $(grep "does not load" <<<"$why" | cut -c1-300)"

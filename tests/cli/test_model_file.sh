@@ -23,7 +23,7 @@ for f in "$D"/keras3/*.json "$D"/tf_keras2/*.json; do
 done
 # refused files: the message names the layer and the key
 expect_fail "channels_first is refused" "layer 'conv_cf' \(Conv2D\): 'data_format' is \"channels_first\"" "$K" summary --model-file "$D/errors/channels_first.json"
-expect_fail "ReLU max_value 5 is refused" "layer 'relu5' \(ReLU\): 'max_value'" "$K" train --model-file "$D/errors/relu_max5.json" --data synthetic
+expect_fail "ReLU threshold is refused" "layer 'relu_t' \(ReLU\): 'threshold'" "$K" train --model-file "$D/errors/relu_threshold.json" --data synthetic
 expect_fail "an unknown layer is refused" "layer 'gn': unknown type 'GroupNormalization'" "$K" summary --model-file "$D/errors/unknown_layer.json"
 expect_fail "a missing file is named" "model file '$tmp/none.json'" "$K" summary --model-file "$tmp/none.json"
 printf '{"class_name": "Sequential", "config": {"layers": [' > "$tmp/cut.json"

@@ -53,7 +53,8 @@ static inline kiln_model *apps_model(void) {
     kiln_layer *se = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = g, .filters = 8, .kernel = 1, .activation = KILN_HARD_SIGMOID });
     kiln_layer *mu = kiln_layer_multiply(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ s, se }, .n_inputs = 2 });
     kiln_layer *b2 = kiln_layer_batch_norm(m, &(kiln_batch_norm_opts){ .input = mu, .no_scale = true, .no_center = true, .momentum = 0.5 });
-    kiln_layer *hs = kiln_layer_activation(m, &(kiln_activation_opts){ .input = b2, .activation = KILN_HARD_SILU });
+    kiln_layer *rg = kiln_layer_from_config(m, "ReLU", "{\"max_value\": 4, \"negative_slope\": 0.1}", &b2, 1);
+    kiln_layer *hs = kiln_layer_activation(m, &(kiln_activation_opts){ .input = rg, .activation = KILN_HARD_SILU });
     kiln_layer *cr = kiln_layer_cropping2d(m, &(kiln_pad2d_opts){ .input = hs, .top = 1, .left = 1 });
     kiln_layer *dn = kiln_layer_max_pool2d(m, &(kiln_pool_opts){ .input = cr, .size = 2 });
     kiln_layer *up = kiln_layer_upsampling2d(m, &(kiln_upsampling2d_opts){ .input = dn, .size = 2 });

@@ -24,7 +24,7 @@ static void test_table(void) {
                                          "GlobalAveragePooling2D", "Flatten", "Reshape", "Dropout", "BatchNormalization", "Activation",
                                          "Concatenate", "Add", "ImportedGraph", "ZeroPadding2D", "Cropping2D", "UpSampling2D",
                                          "GlobalMaxPooling2D", "SeparableConv2D", "Rescaling", "Normalization", "LeakyReLU", "ELU",
-                                         "Multiply", "Subtract", "Average", "Maximum", "Minimum", "Embedding", "LayerNormalization",
+                                         "Multiply", "Subtract", "Average", "Maximum", "Minimum", "ReLU", "Embedding", "LayerNormalization",
                                          "MultiHeadAttention", "PositionEmbedding" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {

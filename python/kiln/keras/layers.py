@@ -24,7 +24,7 @@ _KERAS_EXTRA = {
     "axis", "center", "scale", "beta_initializer", "gamma_initializer", "moving_mean_initializer",
     "moving_variance_initializer", "beta_regularizer", "gamma_regularizer", "beta_constraint",
     "gamma_constraint", "synchronized", "renorm", "renorm_clipping", "renorm_momentum", "fused",
-    "virtual_batch_size", "adjustment", "groups",
+    "virtual_batch_size", "adjustment", "groups", "threshold", "invert", "interpolation", "pointwise_constraint",
 }
 _COMMON = ("name", "trainable", "dtype")
 # Keras's positional order leaves Kiln's table (which lacks keys such as data_format, axis,

@@ -100,6 +100,7 @@ def apps_layers(k):
     g = L.Conv2D(8, 1, activation="hard_sigmoid", name="se")(g)
     s = L.Multiply(name="excite")([s, g])
     s = L.BatchNormalization(center=False, scale=False, name="bn_plain")(s)
+    s = L.ReLU(4.0, negative_slope=0.1, name="relu_general")(s)
     s = L.Activation("hard_silu", name="hswish")(s)
     c = L.Cropping2D(((1, 0), (1, 0)), name="crop")(s)
     u = L.UpSampling2D((2, 2), name="up")(L.MaxPooling2D(name="down")(c))
@@ -131,7 +132,7 @@ def bad_models(k):
     out["l1_regularizer"] = (seq("m", L.Flatten(), L.Dense(4, kernel_regularizer=k.regularizers.L1(0.01), name="dense_l1")),
                              ["dense_l1", "kernel_regularizer", "L1"])
     out["bias_regularizer"] = (seq("m", L.Flatten(), L.Dense(4, bias_regularizer="l2", name="dense_b")), ["dense_b", "bias_regularizer"])
-    out["relu_max5"] = (seq("m", L.ReLU(max_value=5.0, name="relu5")), ["relu5", "max_value"])
+    out["relu_threshold"] = (seq("m", L.ReLU(threshold=0.5, name="relu_t")), ["relu_t", "threshold"])
     out["unknown_layer"] = (seq("m", L.GroupNormalization(groups=1, name="gn")), ["gn", "GroupNormalization"])
     out["frozen"] = (seq("m", L.Flatten(), L.Dense(4, trainable=False, name="frozen")), ["frozen", "trainable"])
     out["orthogonal"] = (seq("m", L.Flatten(), L.Dense(4, kernel_initializer="orthogonal", name="orth")), ["orth", "kernel_initializer", "Orthogonal"])
