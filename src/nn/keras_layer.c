@@ -36,6 +36,7 @@ static const rule rules[] = {
     { NULL, "quantization_config", R_NULL, NULL, "Kiln does not quantize layers" },
     { NULL, "lora_rank", R_NULL, NULL, "Kiln has no LoRA layers" },
     { NULL, "lora_alpha", R_ANY, NULL, NULL },                     /* used only with lora_rank */
+    { "InputLayer", "dtype", R_SPECIAL, NULL, NULL },             /* float32, or integer token ids */
     { "InputLayer", "batch_shape", R_SPECIAL, NULL, NULL },
     { "InputLayer", "shape", R_SPECIAL, NULL, NULL },
     { "InputLayer", "batch_size", R_ANY, NULL, NULL },             /* Kiln picks the batch size */
@@ -391,8 +392,8 @@ static kiln_status add_opt(ctx *c, nn_keras_layer *out, nn_opt o) {
     return KILN_OK;
 }
 
-/* The special keys: InputLayer's shape, BatchNormalization's, LayerNormalization's and Normalization's
- * axis, MultiHeadAttention's attention_axes. */
+/* The special keys: InputLayer's shape and dtype, BatchNormalization's, LayerNormalization's and
+ * Normalization's axis, MultiHeadAttention's attention_axes. */
 static kiln_status special(ctx *c, const char *key, const cJSON *v, int in_rank, nn_keras_layer *out) {
     char b[120];
     if (!strcmp(key, "batch_shape") || !strcmp(key, "shape") || !strcmp(key, "batch_input_shape")) {
@@ -417,6 +418,11 @@ static kiln_status special(ctx *c, const char *key, const cJSON *v, int in_rank,
         char last[24] = "";
         if (in_rank > 0) snprintf(last, sizeof last, " or %d", in_rank);
         return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln normalizes over the last axis only (-1%s)", shown(v, b, sizeof b), last);
+    }
+    if (!strcmp(key, "dtype")) {   /* InputLayer: ids of an Embedding may be int32 / int64; Kiln feeds them as f32 (exact below 2^24) */
+        if (nn_keras_float32(v) || (cJSON_IsString(v) && (!strcmp(v->valuestring, "int32") || !strcmp(v->valuestring, "int64"))))
+            return KILN_OK;
+        return bad(c, KILN_UNSUPPORTED, key, "is %s; Kiln's inputs are float32 (or int32 / int64 token ids, fed as floats)", shown(v, b, sizeof b));
     }
     if (!strcmp(key, "attention_axes")) {   /* MultiHeadAttention on (batch, T, features): axis 1 */
         int64_t a = 0;

@@ -321,6 +321,24 @@ static void test_keras_model(void) {
     kiln_model_free(m);
 }
 
+/* keras.Input(shape=(4,), dtype="int32") before an Embedding: ids fed as floats. */
+static void test_int_input_json(void) {
+    static const char *js = "{\"module\": \"keras\", \"class_name\": \"Sequential\", \"config\": {\"name\": \"s\", \"layers\": ["
+        "{\"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [null, 4], \"dtype\": \"int32\", \"name\": \"ids\"}},"
+        "{\"class_name\": \"Embedding\", \"config\": {\"name\": \"e\", \"input_dim\": 7, \"output_dim\": 3}}]}}";
+    kiln_model *m = NULL;
+    CHECK_OK(kiln_model_from_json(js, &m));
+    kiln_tensor *x = kiln_tensor_new(KILN_F32, KILN_SHAPE(2, 4)), *y = NULL, *w = NULL;
+    for (int i = 0; i < 8; i++) kiln_tensor_set(x, i, i % 7);
+    if (m) CHECK_OK(kiln_predict(m, x, NULL, &y));
+    if (m) CHECK_OK(kiln_model_get_weight(m, "e/embeddings", &w));
+    if (y && w) CHECK(kiln_tensor_get(y, 5 * 3 + 1) == kiln_tensor_get(w, 5 * 3 + 1));   /* position 5 holds id 5 */
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    kiln_tensor_free(w);
+    kiln_model_free(m);
+}
+
 int main(void) {
     test_bad_id(KILN_BACKEND_REF, "ref");
     test_bad_id(KILN_BACKEND_CPU, "cpu");
@@ -328,6 +346,7 @@ int main(void) {
     test_tiny_lm(device_kind(), kiln_gpu_available() ? "cuda" : "cpu");
     test_attention_memory_linear();
     test_keras_model();
+    test_int_input_json();
     test_model_memory_linear();
     test_fit_ids(KILN_PRECISION_FLOAT32, "float32");
     test_fit_ids(KILN_PRECISION_MIXED_BFLOAT16, "mixed_bfloat16");
