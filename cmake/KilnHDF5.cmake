@@ -46,6 +46,7 @@ set_target_properties(keras_probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BI
 add_executable(test_keras_hostile ${_ksrc}/test_keras_hostile.c ${CMAKE_CURRENT_SOURCE_DIR}/tests/unit/check.c)
 target_include_directories(test_keras_hostile PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR}/tests/unit)
 target_link_libraries(test_keras_hostile PRIVATE kiln_static)
+target_compile_definitions(test_keras_hostile PRIVATE KILN_KERAS_FILES="${CMAKE_CURRENT_SOURCE_DIR}/tests/data/keras/files")
 add_test(NAME test_keras_hostile COMMAND test_keras_hostile WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(test_keras_hostile PROPERTIES SKIP_RETURN_CODE 77)
 # Keras-made files read by Kiln and Kiln's exports read by Keras (tensorflow-cpu from PyPI)

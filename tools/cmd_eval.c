@@ -12,7 +12,7 @@
 static void eval_usage(FILE *f) {
     fprintf(f,
         "usage: kiln eval --load PATH [--data SPEC] [--batch-size N] [--threads N]\n"
-        "       kiln eval --model-file F.onnx [--load PATH] [--data SPEC] ...\n\n"
+        "       kiln eval --model-file F.onnx|F.keras|F.h5 [--load PATH] [--data SPEC] ...\n\n"
         "Loads a checkpoint saved by 'kiln train --save PATH' and prints the loss and accuracy on\n"
         "every example of the test set; for a source without a test split (an image folder without\n"
         "test/ or val/ sub-folders) on every example of it, and says so. The model is the one\n"

@@ -16,7 +16,7 @@
 static void predict_usage(FILE *f) {
     fprintf(f,
         "usage: kiln predict --load PATH [--data SPEC] [--count N]\n"
-        "       kiln predict --model-file F.onnx [--load PATH] [--data SPEC] [--count N]\n"
+        "       kiln predict --model-file F.onnx|F.keras|F.h5 [--load PATH] [--data SPEC] [--count N]\n"
         "       kiln predict --load PATH --image FILE [FILE...]\n\n"
         "Loads a checkpoint and prints the predicted class, the true label and the confidence for\n"
         "the first N test images; or, with --image, the three most likely classes of each PNG or\n"

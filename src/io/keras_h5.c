@@ -5,6 +5,7 @@
 #include <string.h>
 #include "core/core.h"
 #include "io/keras_h5.h"
+#include "io/read_file.h"
 
 static const uint8_t SIG[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
 
@@ -263,21 +264,60 @@ static kiln_status index_file(keras_h5 *h) {
                           "layer_names attribute)", h->what);
 }
 
+static kiln_status open_image(const uint8_t *image, size_t n, const char *what, keras_h5 **out);
+
+static uint64_t le64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* libhdf5 1.10 copies a global heap object (where variable-length strings live: model_config, the
+ * layer names) by the size its header claims without checking it against the heap collection, so a
+ * damaged size overruns memory. Every collection ("GCOL", version 1) is walked here first and must
+ * hold its objects. */
+static bool heaps_sound(const uint8_t *b, size_t n) {
+    for (size_t off = 0; off + 16 <= n; off++) {
+        if (b[off] != 'G' || memcmp(b + off, "GCOL\1\0\0\0", 8)) continue;
+        uint64_t size = le64(b + off + 8);
+        if (size < 16 || size > n - off) return false;
+        size_t p = off + 16, end = off + (size_t)size;
+        while (end - p >= 16) {
+            uint64_t len = le64(b + p + 8);
+            if (!(b[p] | b[p + 1])) break;                 /* object 0: the free space, last */
+            if (len > end - p - 16) return false;
+            p += 16 + (size_t)((len + 7) & ~(uint64_t)7);
+            if (p > end) return false;
+        }
+    }
+    return true;
+}
+
 kiln_status keras_h5_open(const char *path, const uint8_t *image, size_t n, const char *what, keras_h5 **out) {
-    static unsigned seq;
     *out = NULL;
+    if (!path) return open_image(image, n, what, out);
+    uint8_t *buf = NULL;
+    size_t bn = 0;
+    kiln_status st = kiln_file_read_all(path, "Keras file", (uint64_t)64 << 30, &buf, &bn);
+    if (!st) st = open_image(buf, bn, what, out);
+    kiln_free(buf);
+    return st;
+}
+
+static kiln_status open_image(const uint8_t *image, size_t n, const char *what, keras_h5 **out) {
+    static unsigned seq;
+    if (!heaps_sound(image, n))
+        return kiln_set_error(KILN_IO_ERROR, "%s: a damaged HDF5 file (a global heap object runs past its collection)", what);
     quiet();
     keras_h5 *h = kiln_calloc(1, sizeof *h);
     if (!h) return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of host memory", what);
     snprintf(h->what, sizeof h->what, "%s", what);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     char name[64];
-    if (!path) {      /* an in-memory image: the core driver, nothing written back */
-        snprintf(name, sizeof name, "kiln-keras-image-%u", seq++);
-        H5Pset_fapl_core(fapl, 1 << 20, 0);
-        H5Pset_file_image(fapl, (void *)image, n);
-    }
-    h->file = H5Fopen(path ? path : name, H5F_ACC_RDONLY, fapl);
+    snprintf(name, sizeof name, "kiln-keras-image-%u", seq++);
+    H5Pset_fapl_core(fapl, 1 << 20, 0);     /* the image in memory (core driver), nothing written back */
+    H5Pset_file_image(fapl, (void *)image, n);
+    h->file = H5Fopen(name, H5F_ACC_RDONLY, fapl);
     H5Pclose(fapl);
     kiln_status st = h->file < 0 ? fail(what, KILN_IO_ERROR, "not an HDF5 file Kiln can read; is it damaged or truncated?", NULL) : index_file(h);
     if (st) { keras_h5_close(h); return st; }

@@ -17,7 +17,7 @@ bool keras_h5_available(void);
 bool keras_h5_sniff(const uint8_t *buf, size_t n);
 
 typedef struct keras_h5 keras_h5;
-/* Opens path, or when path is NULL the n-byte file image (copied), and indexes its layers.
+/* Opens path (read whole), or when path is NULL the n-byte file image (copied), and indexes its layers.
  * what names it in messages. */
 kiln_status keras_h5_open(const char *path, const uint8_t *image, size_t n, const char *what, keras_h5 **out);
 void keras_h5_close(keras_h5 *h);

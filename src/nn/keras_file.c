@@ -27,7 +27,7 @@ static kiln_status no_hdf5(const char *what) {
 static kiln_status sniff(const char *path, const char *what, int *kind) {
     FILE *f;
     uint64_t size;
-    kiln_status st = kiln_file_open_read(path, what, &f, &size);
+    kiln_status st = kiln_file_open_read(path, "Keras file", &f, &size);
     if (st) return st;
     uint8_t head[4096];
     size_t n = fread(head, 1, sizeof head, f);
@@ -47,7 +47,9 @@ static kiln_status put(kiln_model *m, const char *name, const kiln_tensor *t) {
 
 static int find_layer(const keras_h5 *h, const char *name, const char *key) {
     for (int i = 0; i < keras_h5_layer_count(h); i++) if (!strcmp(keras_h5_layer_name(h, i), name)) return i;
-    for (int i = 0; key && i < keras_h5_layer_count(h); i++) if (!strcmp(keras_h5_layer_key(h, i), key)) return i;
+    /* a Keras 3 file without layer names (before Keras 3.x wrote them): by key, as Keras loads it */
+    for (int i = 0; key && i < keras_h5_layer_count(h); i++)
+        if (!strcmp(keras_h5_layer_key(h, i), key) && !strcmp(keras_h5_layer_name(h, i), key)) return i;
     return -1;
 }
 
@@ -131,7 +133,7 @@ static kiln_status open_zip(const char *path, const char *what, char **config, k
     uint8_t *buf = NULL, *w = NULL;
     size_t n = 0, wn = 0, cn = 0;
     kiln_zip z;
-    kiln_status st = kiln_file_read_all(path, what, MAX_WEIGHTS, &buf, &n);
+    kiln_status st = kiln_file_read_all(path, "Keras file", MAX_WEIGHTS, &buf, &n);
     if (!st) st = kiln_zip_open(&z, what, buf, n);
     if (!st && config) st = member(&z, "config.json", MAX_CONFIG, (uint8_t **)config, &cn);
     if (!st && config && strlen(*config) != cn) st = kiln_set_error(KILN_INVALID_ARGUMENT, "%s: config.json holds a NUL byte", what);
