@@ -7,6 +7,8 @@
     "  --model-file FILE   the model as Keras model JSON (what Keras' model.to_json() writes, Keras 3\n" \
     "                      or tf.keras 2; docs/models.md, \"Keras model files\", lists its layers)\n" \
     "                      or an ONNX file (FILE.onnx: its network and weights; docs/models.md \"ONNX\")\n" \
+    "                      or a Keras file with its weights (FILE.keras of Keras 3, FILE.h5 of\n" \
+    "                      tf.keras 2 or Keras 3's legacy save; eval / predict need no --load then)\n" \
     "                      instead of a built-in --model\n"
 
 #define DATA_HELP \

@@ -40,7 +40,9 @@ int cli_check_shapes(const cli_ctx *c, const char *cmd, const char *model, kiln_
 int cli_use_model_file(cli_ctx *c, const char *cmd) {
     args *a = &c->a;
     if (a->model) { fprintf(stderr, "kiln %s: give --model NAME or --model-file FILE, not both\n", cmd); return 2; }
-    if (kiln_model_from_json_file(a->model_file, &c->arch) != KILN_OK) return cli_fail(cmd, 2);
+    kiln_status st = cli_is_keras(a->model_file) ? kiln_model_from_keras_file(a->model_file, &c->arch)
+                                                 : kiln_model_from_json_file(a->model_file, &c->arch);
+    if (st != KILN_OK) return cli_fail(cmd, 2);
     snprintf(c->model_name, sizeof c->model_name, "%s", kiln_model_name(c->arch));
     a->model = c->model_name;
     return 0;
@@ -53,6 +55,24 @@ kiln_model *cli_keras_file_model(cli_ctx *c, const char *cmd, int classes) {
     if (out.rank == 1 && out.dim[0] > 1 && out.dim[0] < classes) {
         fprintf(stderr, "kiln %s: model '%s' in %s has %lld outputs but --data %s has %d classes\n", cmd, kiln_model_name(m), c->a.model_file,
                 (long long)out.dim[0], c->a.data, classes);
+        kiln_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+bool cli_is_keras(const char *path) {
+    size_t n = path ? strlen(path) : 0;
+    return (n > 6 && !strcmp(path + n - 6, ".keras")) || (n > 3 && !strcmp(path + n - 3, ".h5")) || (n > 5 && !strcmp(path + n - 5, ".hdf5"));
+}
+
+bool cli_keras_own_weights(const args *a) { return a->model_file && cli_is_keras(a->model_file) && !a->load; }
+
+kiln_model *cli_keras_file_compiled(cli_ctx *c, const char *cmd, int classes, kiln_dtype labels) {
+    kiln_model *m = cli_keras_file_model(c, cmd, classes);
+    kiln_compile_opts co = m ? cli_compile_opts(&c->a, m, labels, kiln_adam(1e-3), (kiln_lr_schedule){ 0 }) : (kiln_compile_opts){ 0 };
+    if (m && kiln_compile(m, &co) != KILN_OK) {
+        cli_fail(cmd, 1);
         kiln_model_free(m);
         return NULL;
     }

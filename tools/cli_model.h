@@ -17,13 +17,20 @@ kiln_shape cli_model_input(const cli_ctx *c, const char *model);
 /* The model must take the data's examples as they are: 0, or 2 after a message. */
 int cli_check_shapes(const cli_ctx *c, const char *cmd, const char *model, kiln_shape data);
 
-/* --model-file F.json: builds the model the Keras JSON describes once, into c->arch, and points
+/* --model-file F.json | F.keras | F.h5: builds the model the Keras file describes (with the
+ * .keras / .h5 file's weights) once, into c->arch, and points
  * a.model at its name, so the paths that use a checkpoint's architecture use it; with --load the
  * checkpoint gives only the weights. 0, or 2 after a message. */
 int cli_use_model_file(cli_ctx *c, const char *cmd);
 /* The --model-file (Keras JSON) model for training on data with `classes` classes, taken from
  * c->arch; NULL after a message when it has fewer outputs than classes. */
 kiln_model *cli_keras_file_model(cli_ctx *c, const char *cmd, int classes);
+/* A Keras model file with weights by its name (.keras, .h5, .hdf5), and whether --model-file
+ * names one with no --load: the model keeps the file's own weights. */
+bool cli_is_keras(const char *path);
+bool cli_keras_own_weights(const args *a);
+/* cli_keras_file_model compiled for labels (eval, predict with the file's weights). */
+kiln_model *cli_keras_file_compiled(cli_ctx *c, const char *cmd, int classes, kiln_dtype labels);
 /* --model-file F.onnx: the model for data examples of shape data (rank 0: any) and classes classes
  * (0: any), not compiled; NULL after a message. */
 kiln_model *cli_onnx_file_model(const args *a, const char *cmd, kiln_shape data, int classes);

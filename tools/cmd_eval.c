@@ -12,7 +12,7 @@
 static void eval_usage(FILE *f) {
     fprintf(f,
         "usage: kiln eval --load PATH [--data SPEC] [--batch-size N] [--threads N]\n"
-        "       kiln eval --model-file F.onnx [--load PATH] [--data SPEC] ...\n\n"
+        "       kiln eval --model-file F.onnx|F.keras|F.h5 [--load PATH] [--data SPEC] ...\n\n"
         "Loads a checkpoint saved by 'kiln train --save PATH' and prints the loss and accuracy on\n"
         "every example of the test set; for a source without a test split (an image folder without\n"
         "test/ or val/ sub-folders) on every example of it, and says so. The model is the one\n"
@@ -37,10 +37,11 @@ static void eval_usage(FILE *f) {
 int cmd_eval(cli_ctx *c) {
     args *a = &c->a;
     if (a->help) { eval_usage(stdout); return 0; }
-    if (!a->load && !cli_onnx_file(a)) { fprintf(stderr, "kiln eval: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file FILE.onnx\n"); return 2; }
+    bool own = cli_keras_own_weights(a);     /* --model-file model.keras / model.h5: its own weights */
+    if (!a->load && !cli_onnx_file(a) && !own) { fprintf(stderr, "kiln eval: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file FILE.onnx|FILE.keras|FILE.h5\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
-    kiln_safetensors *ck = cli_onnx_file(a) ? NULL : cli_checkpoint_read(c, "eval");
-    if (!ck && !cli_onnx_file(a)) return 1;
+    kiln_safetensors *ck = cli_onnx_file(a) || own ? NULL : cli_checkpoint_read(c, "eval");
+    if (!ck && !cli_onnx_file(a) && !own) return 1;
     data_src ds;
     if (cli_open_data(c, "eval", false, &ds)) { kiln_safetensors_free(ck); return 1; }
     int rc = cli_onnx_file(a) ? 0 : cli_check_shapes(c, "eval", a->model, kiln_data_example_shape(ds.test));
@@ -52,6 +53,7 @@ int cmd_eval(cli_ctx *c) {
     if (rc) goto out;
     cli_say_whole(&ds, a->data);
     m = cli_onnx_file(a) ? cli_onnx_file_model_loaded(a, "eval", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test))
+        : own ? cli_keras_file_compiled(c, "eval", kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test))
                          : cli_checkpoint_model(c, "eval", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test));
     if (!m) { rc = 1; goto out; }
     vp = cli_eval_pipeline(a, ds.test, ds.images);

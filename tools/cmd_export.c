@@ -1,4 +1,5 @@
-/* kiln export: a saved model as an ONNX file (kiln_model_export_onnx). */
+/* kiln export: a saved model as an ONNX file (kiln_model_export_onnx) or a Keras 3 .keras file
+ * (kiln_model_save_keras). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,26 +9,35 @@
 #include "io/read_file.h"
 #include "io/path_guard.h"
 #include "tools/commands.h"
+#include "tools/cli_model.h"
 
 static void export_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln export --load PATH [--model NAME | --model-file F.json] --output FILE.onnx [--probabilities]\n\n"
+        "usage: kiln export --load PATH [--model NAME | --model-file F.json|F.keras|F.h5] --output FILE.onnx|FILE.keras\n"
+        "                   [--probabilities]\n"
+        "       kiln export --model-file F.keras|F.h5 --output FILE.onnx|FILE.keras\n\n"
         "Writes the model a checkpoint holds, with its weights, as an ONNX file (opset 17) that\n"
-        "onnxruntime, TensorRT, OpenVINO or PyTorch can run. The ONNX model takes the same input\n"
-        "as Kiln, NHWC [N, height, width, channels] with any batch size N, and outputs what the\n"
-        "Kiln model outputs: logits for the built-in models (see --probabilities). Dropout is left\n"
-        "out and batch normalization uses its moving statistics (inference).\n\n"
+        "onnxruntime, TensorRT, OpenVINO or PyTorch can run, or as a Keras 3 .keras file that\n"
+        "keras.models.load_model reads (config.json, model.weights.h5, metadata.json), chosen by the\n"
+        "output's name. Both take the same input as Kiln, NHWC [N, height, width, channels] with any\n"
+        "batch size N. The ONNX model outputs what the Kiln model outputs: logits for the built-in\n"
+        "models (see --probabilities); Dropout is left out and batch normalization uses its moving\n"
+        "statistics (inference). The .keras file is the model as Kiln holds it, layer for layer.\n\n"
         "options:\n"
         "  --load PATH         the checkpoint (from kiln train --save PATH)\n"
         "  --model NAME        the built-in model to load it into (default: the model the\n"
         "                      checkpoint describes; models: %s)\n"
-        "  --model-file F.json the model a Kiln architecture JSON file describes (kiln_model_to_json)\n"
-        "  --output, -o FILE   the ONNX file to write (replaced atomically)\n"
-        "  --probabilities     end with a Softmax, so the outputs are class probabilities\n\n"
-        "example:\n"
+        "  --model-file F      the model a Keras file describes: architecture JSON (Keras's or\n"
+        "                      kiln_model_to_json's), or a .keras / .h5 file, whose own weights are\n"
+        "                      exported when --load is not given\n"
+        "  --output, -o FILE   the file to write (replaced atomically): FILE.onnx or FILE.keras\n"
+        "  --probabilities     ONNX: end with a Softmax, so the outputs are class probabilities\n\n"
+        "examples:\n"
         "  kiln train --epochs 2 --save model.safetensors\n"
         "  kiln export --load model.safetensors -o model.onnx\n"
-        "  python3 -c \"import onnxruntime as ort; s = ort.InferenceSession('model.onnx'); print(s.get_inputs()[0].shape)\"\n",
+        "  python3 -c \"import onnxruntime as ort; s = ort.InferenceSession('model.onnx'); print(s.get_inputs()[0].shape)\"\n"
+        "  kiln export --load model.safetensors -o model.keras\n"
+        "  python3 -c \"import keras; keras.models.load_model('model.keras').summary()\"\n",
         kiln_model_preset_names());
 }
 
@@ -62,18 +72,27 @@ int cmd_export(int argc, char **argv) {
         if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) { fprintf(stderr, "kiln export: option %s needs a value (see kiln export --help)\n", o); return 2; }
         *dst = argv[++i];
     }
-    if (!load) { fprintf(stderr, "kiln export: --load PATH is required (a checkpoint from kiln train --save PATH)\n"); return 2; }
-    if (!out) { fprintf(stderr, "kiln export: --output FILE.onnx is required\n"); return 2; }
+    bool own = file && cli_is_keras(file) && !load;      /* a .keras / .h5 file's own weights */
+    size_t on = out ? strlen(out) : 0;
+    bool keras = on > 6 && !strcmp(out + on - 6, ".keras");
+    if (!load && !own) { fprintf(stderr, "kiln export: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file F.keras|F.h5\n"); return 2; }
+    if (!out) { fprintf(stderr, "kiln export: --output FILE.onnx is required (or FILE.keras for Keras 3)\n"); return 2; }
+    if (!keras && !cli_is_onnx(out)) { fprintf(stderr, "kiln export: --output %s: name it FILE.onnx (ONNX) or FILE.keras (Keras 3)\n", out); return 2; }
+    if (keras && probs) { fprintf(stderr, "kiln export: --probabilities is for ONNX files; a .keras file keeps the model's own output\n"); return 2; }
     if (model && file) { fprintf(stderr, "kiln export: --model and --model-file both name a model; give one\n"); return 2; }
     /* the output must not be an input: writing it would destroy the file being read */
-    const char *same = kiln_same_file(out, load) ? "--load" : file && kiln_same_file(out, file) ? "--model-file" : NULL;
+    const char *same = load && kiln_same_file(out, load) ? "--load" : file && kiln_same_file(out, file) ? "--model-file" : NULL;
     if (same) {
         fprintf(stderr, "kiln export: --output %s is the same file as %s %s: writing it would destroy the input; give the ONNX "
                 "file another name\n", out, same, !strcmp(same, "--load") ? load : file);
         return 2;
     }
     if (file && cli_is_onnx(file)) { fprintf(stderr, "kiln export: --model-file %s is already an ONNX file\n", file); return 2; }
-    if (!kiln_onnx_available()) {
+    if (keras && !kiln_keras_files_available()) {
+        fprintf(stderr, "kiln export: this kiln was built without HDF5, which .keras files need (apt-get install libhdf5-dev and rebuild)\n");
+        return 1;
+    }
+    if (!keras && !kiln_onnx_available()) {
         fprintf(stderr, "kiln export: this kiln was built without ONNX support; install protobuf-c and ONNX's headers "
                 "(apt-get install libprotobuf-c-dev protobuf-c-compiler libonnx-dev) and rebuild\n");
         return 1;
@@ -81,8 +100,10 @@ int cmd_export(int argc, char **argv) {
     kiln_safetensors *f = NULL;
     kiln_model *m = NULL, *ck = NULL;
     int rc = 0;
-    if (kiln_safetensors_load(load, &f) != KILN_OK) return fail(1);
-    if (file) {
+    if (load && kiln_safetensors_load(load, &f) != KILN_OK) return fail(1);
+    if (file && cli_is_keras(file)) {
+        if (kiln_model_from_keras_file(file, &m) != KILN_OK) rc = fail(1);
+    } else if (file) {
         char *json = read_text(file);
         if (!json) rc = 1;
         else if (kiln_model_from_json(json, &m) != KILN_OK) rc = fail(1);
@@ -93,9 +114,15 @@ int cmd_export(int argc, char **argv) {
         m = kiln_model_preset(model, kiln_model_input_shape(ck), o.rank == 1 ? (int)o.dim[0] : 0);
         if (!m) rc = fail(2);
     } else { m = ck; ck = NULL; }
-    if (!rc && kiln_model_load_opts(m, load, &(kiln_load_opts){ .file = f }) != KILN_OK) rc = fail(1);
-    if (!rc && kiln_model_export_onnx(m, out, &(kiln_onnx_export_opts){ .probabilities = probs }) != KILN_OK) rc = fail(1);
-    if (!rc) {
+    if (!rc && load && kiln_model_load_opts(m, load, &(kiln_load_opts){ .file = f }) != KILN_OK) rc = fail(1);
+    if (!rc && keras && kiln_model_save_keras(m, out) != KILN_OK) rc = fail(1);
+    if (!rc && !keras && kiln_model_export_onnx(m, out, &(kiln_onnx_export_opts){ .probabilities = probs }) != KILN_OK) rc = fail(1);
+    if (!rc && keras) {
+        char in[64], o[64];
+        printf("Exported %s (epoch %d) to %s: input %s NHWC, output %s, Keras 3 (keras.models.load_model)\n", kiln_model_name(m),
+               kiln_model_epoch(m), out, kiln_shape_str(kiln_model_input_shape(m), in, sizeof in),
+               kiln_shape_str(kiln_model_output_shape(m), o, sizeof o));
+    } else if (!rc) {
         char in[64], o[64];
         printf("Exported %s (epoch %d) to %s: input %s NHWC, output %s%s, ONNX opset 17\n", kiln_model_name(m), kiln_model_epoch(m), out,
                kiln_shape_str(kiln_model_input_shape(m), in, sizeof in), kiln_shape_str(kiln_model_output_shape(m), o, sizeof o),

@@ -16,7 +16,7 @@
 static void predict_usage(FILE *f) {
     fprintf(f,
         "usage: kiln predict --load PATH [--data SPEC] [--count N]\n"
-        "       kiln predict --model-file F.onnx [--load PATH] [--data SPEC] [--count N]\n"
+        "       kiln predict --model-file F.onnx|F.keras|F.h5 [--load PATH] [--data SPEC] [--count N]\n"
         "       kiln predict --load PATH --image FILE [FILE...]\n\n"
         "Loads a checkpoint and prints the predicted class, the true label and the confidence for\n"
         "the first N test images; or, with --image, the three most likely classes of each PNG or\n"
@@ -83,9 +83,11 @@ static int predict_images(cli_ctx *c) {
                 a->count > 0 ? "count" : "validation-split");
         return 2;
     }
-    kiln_safetensors *ck = cli_onnx_file(a) ? NULL : cli_checkpoint_read(c, "predict");
-    if (!ck && !cli_onnx_file(a)) return 1;
-    kiln_model *m = cli_onnx_file(a) ? cli_onnx_file_model_loaded(a, "predict", KILN_SCALAR, 0) : cli_checkpoint_model_alone(c, "predict", ck);
+    bool own = cli_keras_own_weights(a);
+    kiln_safetensors *ck = cli_onnx_file(a) || own ? NULL : cli_checkpoint_read(c, "predict");
+    if (!ck && !cli_onnx_file(a) && !own) return 1;
+    kiln_model *m = cli_onnx_file(a) ? cli_onnx_file_model_loaded(a, "predict", KILN_SCALAR, 0)
+                  : own ? cli_keras_file_compiled(c, "predict", 0, KILN_I32) : cli_checkpoint_model_alone(c, "predict", ck);
     kiln_safetensors_free(ck);
     if (!m) return 1;
     bool fashion = false;
@@ -146,11 +148,12 @@ static int print_predictions(const args *a, const kiln_model *m, const kiln_tens
 int cmd_predict(cli_ctx *c) {
     const args *a = &c->a;
     if (a->help) { predict_usage(stdout); return 0; }
-    if (!a->load && !cli_onnx_file(a)) { fprintf(stderr, "kiln predict: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file FILE.onnx\n"); return 2; }
+    if (!a->load && !cli_onnx_file(a) && !cli_keras_own_weights(a)) { fprintf(stderr, "kiln predict: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file FILE.onnx|FILE.keras|FILE.h5\n"); return 2; }
     if (a->threads) kiln_set_num_threads(a->threads);
     if (a->n_images) return predict_images(c);
-    kiln_safetensors *ck = cli_onnx_file(a) ? NULL : cli_checkpoint_read(c, "predict");
-    if (!ck && !cli_onnx_file(a)) return 1;
+    bool own = cli_keras_own_weights(a);     /* --model-file model.keras / model.h5: its own weights */
+    kiln_safetensors *ck = cli_onnx_file(a) || own ? NULL : cli_checkpoint_read(c, "predict");
+    if (!ck && !cli_onnx_file(a) && !own) return 1;
     data_src ds;
     if (cli_open_data(c, "predict", false, &ds)) { kiln_safetensors_free(ck); return 1; }
     int count = a->count > 0 ? a->count : 10, rc = 0;     /* --count: 0 when not given */
@@ -163,6 +166,7 @@ int cmd_predict(cli_ctx *c) {
     if ((rc = cli_onnx_file(a) ? 0 : cli_check_shapes(c, "predict", a->model, kiln_data_example_shape(ds.test)))) goto done;
     cli_say_whole(&ds, a->data);
     m = cli_onnx_file(a) ? cli_onnx_file_model_loaded(a, "predict", kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test))
+        : own ? cli_keras_file_compiled(c, "predict", kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test))
                          : cli_checkpoint_model(c, "predict", ck, kiln_data_example_shape(ds.test), kiln_data_num_classes(ds.test), kiln_data_label_dtype(ds.test));
     if (!m) { rc = 1; goto done; }
     d = kiln_data_batch(ds.test, count, false);       /* the first `count` test examples */

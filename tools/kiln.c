@@ -23,7 +23,7 @@ static const command commands[] = {
     { "devices", cmd_devices, NULL, "list the CPU and GPUs Kiln can use, with memory and versions" },
     { "bench", cmd_bench, NULL, "time training and inference on each device (CPU vs GPU table)" },
     { "plot", cmd_plot, NULL, "draw learning curves (loss, accuracy) from a history CSV to PNG or SVG" },
-    { "export", cmd_export, NULL, "write a saved model as an ONNX file (for onnxruntime, TensorRT, ...)" },
+    { "export", cmd_export, NULL, "write a saved model as an ONNX file (for onnxruntime, TensorRT, ...) or a Keras 3 .keras file" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

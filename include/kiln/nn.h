@@ -585,6 +585,22 @@ kiln_status kiln_model_to_json(const kiln_model *m, char **out);
 kiln_status kiln_model_from_json(const char *json, kiln_model **out);
 /* kiln_model_from_json on the text of a file (model.json); errors name the file. */
 kiln_status kiln_model_from_json_file(const char *path, kiln_model **out);
+/* ---- Keras model files with their weights (needs HDF5: libhdf5-dev at build time) ----
+ * kiln_model_from_keras_file: the model and weights of a Keras 3 .keras file (a zip of
+ * config.json, model.weights.h5, metadata.json) or a legacy .h5 file (tf.keras 2 or Keras 3's
+ * model.save("m.h5"): the model_config attribute and model_weights), BatchNormalization's moving
+ * statistics included; not compiled (predict needs no compile). The architecture is read as
+ * kiln_model_from_json reads Keras JSON. A .weights.h5 file (weights only) is refused, saying so.
+ * kiln_model_load_keras_weights: the weights of a .weights.h5, .keras or .h5 file onto m, matched
+ * by layer name (Keras 3 files: else by the key Keras gives each layer); a weighted layer missing
+ * on either side, a different weight count or shape is an error naming the layer and weight.
+ * kiln_model_save_keras: a .keras file (written atomically) that Keras 3's
+ * keras.models.load_model reads: config.json is kiln_model_to_json's, the weights in Keras 3's
+ * layout. Without HDF5 each says what to install (kiln_keras_files_available() is false). */
+kiln_status kiln_model_from_keras_file(const char *path, kiln_model **out);
+kiln_status kiln_model_load_keras_weights(kiln_model *m, const char *path);
+kiln_status kiln_model_save_keras(kiln_model *m, const char *path);
+bool kiln_keras_files_available(void);
 /* True when the model's output passes through softmax or sigmoid (as Keras models usually end):
  * compile it with .from_logits = false. Kiln's built-in models output logits. */
 bool kiln_model_outputs_probabilities(const kiln_model *m);

@@ -381,6 +381,11 @@ kiln_status kiln_model_from_json(const char *json, kiln_model **out) {
     return from_json(json, "model architecture", out);
 }
 
+kiln_status nn_model_from_json_named(const char *json, const char *what, kiln_model **out) {
+    *out = NULL;
+    return from_json(json, what, out);
+}
+
 kiln_status kiln_model_from_json_file(const char *path, kiln_model **out) {
     if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_from_json_file: NULL out");
     *out = NULL;

@@ -29,5 +29,7 @@ bool nn_keras_float32(const cJSON *v);
 /* A Keras batched shape [null, d1, ...] (or, with batched false, [d1, ...]) -> s. false when it
  * is not one. */
 bool nn_keras_shape(const cJSON *v, bool batched, kiln_shape *s);
+/* kiln_model_from_json with what naming the text in messages ("model file 'm.keras'"). */
+kiln_status nn_model_from_json_named(const char *json, const char *what, kiln_model **out);
 
 #endif

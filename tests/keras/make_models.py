@@ -1,0 +1,78 @@
+"""Keras-made model files for tests/keras/test_keras_files.sh: every layer type Kiln reads, in
+Sequential and Functional models, trained a little (so BatchNormalization's moving statistics are
+not their initial zeros and ones), each saved as NAME.keras (Keras 3), NAME.h5 (the legacy HDF5
+format), NAME.weights.h5 and NAME.json (model.to_json()), with inputs x_NAME.f32 (raw float32) and
+Keras's predictions y_NAME.npy. Usage: make_models.py OUTDIR"""
+import os, sys, warnings
+import numpy as np
+import keras
+from keras import layers as L
+
+warnings.filterwarnings("ignore")
+out = sys.argv[1]
+keras.utils.set_random_seed(29)
+
+
+def seq_mlp():
+    return keras.Sequential([keras.Input((8,)), L.Dense(16, activation="relu"), L.Dropout(0.25),
+                             L.Dense(5, activation="softmax")], name="seq_mlp")
+
+
+def seq_cnn():
+    return keras.Sequential([
+        keras.Input((12, 12, 3)), L.Conv2D(6, 3, padding="same", activation="relu"), L.BatchNormalization(momentum=0.5),
+        L.MaxPooling2D(2), L.DepthwiseConv2D(3, depth_multiplier=2, padding="same"), L.BatchNormalization(momentum=0.5),
+        L.Activation("tanh"), L.AveragePooling2D(2), L.Flatten(), L.Dense(10)], name="seq_cnn")
+
+
+def func_branches():
+    inp = keras.Input((10, 10, 2))
+    a = L.Conv2D(4, 3, padding="same", name="conv_a")(inp)
+    b = L.Conv2D(4, 1, use_bias=False, name="conv_b")(inp)
+    s = L.Activation("relu")(L.BatchNormalization(momentum=0.3)(L.Add()([a, b])))
+    c = L.Concatenate()([s, a])
+    c = L.DepthwiseConv2D(3, strides=2, padding="valid")(c)
+    d = L.Dense(6, activation="relu")(L.GlobalAveragePooling2D()(c))
+    d = L.Dropout(0.5)(L.Flatten()(L.Reshape((2, 3))(d)))
+    return keras.Model(inp, L.Dense(3, activation="softmax")(d), name="func_branches")
+
+
+def func_pool():   # the same layer classes twice over, so Keras 3's weight keys get _1, _2
+    inp = keras.Input((16, 16, 1))
+    x = L.Conv2D(3, 3, activation="relu")(inp)
+    x = L.MaxPooling2D(2)(x)
+    y = L.Conv2D(3, 3, padding="same")(x)
+    y = L.BatchNormalization(momentum=0.4)(y)
+    x = L.Add()([x, L.Activation("sigmoid")(y)])
+    x = L.Conv2D(4, 2, strides=2)(x)
+    x = L.BatchNormalization(momentum=0.4)(x)
+    x = L.AveragePooling2D(2, padding="same")(x)
+    x = L.Reshape((-1,))(x)
+    return keras.Model(inp, L.Dense(4)(x), name="func_pool")
+
+
+def cli_cnn():     # takes the CLI's synthetic 28x28x1 images, 10 classes
+    return keras.Sequential([keras.Input((28, 28, 1)), L.Conv2D(4, 3, activation="relu"), L.BatchNormalization(momentum=0.5),
+                             L.MaxPooling2D(2), L.Flatten(), L.Dense(10, activation="softmax")], name="cli_cnn")
+
+
+rng = np.random.RandomState(1)
+for make in (seq_mlp, seq_cnn, func_branches, func_pool, cli_cnn):
+    m = make()
+    name = m.name
+    shape = tuple(m.input_shape[1:])
+    x = rng.randn(64, *shape).astype(np.float32) * 2 + 0.5
+    m.compile(optimizer="adam", loss="mse")
+    m.fit(x, rng.randn(64, *m.output_shape[1:]).astype(np.float32), epochs=3, batch_size=16, verbose=0)
+    for l in m.layers:
+        if isinstance(l, L.BatchNormalization):
+            mm, mv = l.moving_mean.numpy(), l.moving_variance.numpy()
+            assert not np.allclose(mm, 0) and not np.allclose(mv, 1), "%s: moving statistics still initial" % l.name
+    m.save(os.path.join(out, name + ".keras"))
+    m.save(os.path.join(out, name + ".h5"))
+    m.save_weights(os.path.join(out, name + ".weights.h5"))
+    open(os.path.join(out, name + ".json"), "w").write(m.to_json())
+    xt = rng.randn(7, *shape).astype(np.float32)
+    xt.tofile(os.path.join(out, "x_%s.f32" % name))
+    np.save(os.path.join(out, "y_%s.npy" % name), m.predict(xt, verbose=0))
+    print(name)
