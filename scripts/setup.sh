@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libdnnl-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist
       clang libclang-rt-14-dev strace libcjson-dev libcairo2-dev libprotobuf-c-dev protobuf-c-compiler
-      libonnx-dev libonnx-testdata libopenmpi-dev openmpi-bin python3-venv python3-dev)
+      libonnx-dev libonnx-testdata libopenmpi-dev openmpi-bin python3-venv python3-dev libhdf5-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
