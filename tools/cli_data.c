@@ -59,7 +59,9 @@ int cli_check_data_opts(const args *a, const char *cmd) {
  * ids, 250000 would make a model of 250,001 classes, which the CSV reader refuses) */
 static bool value_labels(const args *a) {
     kiln_loss_kind k;
-    return a->loss && kiln_loss_from_name(a->loss, &k) == KILN_OK && k == KILN_LOSS_MSE;
+    if (!a->loss || kiln_loss_from_name(a->loss, &k) != KILN_OK) return false;
+    return k == KILN_LOSS_MSE || k == KILN_LOSS_MAE || k == KILN_LOSS_HUBER || k == KILN_LOSS_LOG_COSH || k == KILN_LOSS_POISSON ||
+           k == KILN_LOSS_HINGE || k == KILN_LOSS_SQUARED_HINGE;
 }
 
 kiln_status cli_open_train(const args *a, const char *spec, kiln_data **out) {
@@ -81,9 +83,11 @@ kiln_status cli_open_test(const args *a, const char *spec, const kiln_data *trai
     return st;
 }
 
+/* the losses of values (and hinge's -1/1 targets) train one output unit; kl_divergence,
+ * categorical_hinge and cosine_similarity compare a row with the class id's one-hot row */
 static bool single_output_loss(const args *a) {
     kiln_loss_kind k;
-    return a->loss && kiln_loss_from_name(a->loss, &k) == KILN_OK && (k == KILN_LOSS_BINARY_CROSSENTROPY || k == KILN_LOSS_MSE);
+    return a->loss && kiln_loss_from_name(a->loss, &k) == KILN_OK && (k == KILN_LOSS_BINARY_CROSSENTROPY || value_labels(a));
 }
 
 int cli_output_units(const args *a, const kiln_data *train) {
@@ -102,7 +106,8 @@ kiln_loss_kind cli_loss(const args *a, const kiln_model *m, kiln_dtype labels) {
 unsigned cli_metrics(const args *a, kiln_loss_kind loss) {
     unsigned bits = 0;
     if (a->metrics && parse_metrics(a->metrics, &bits, NULL) == 0) return bits;
-    return loss == KILN_LOSS_MSE ? 0 : KILN_METRIC_ACCURACY;
+    bool values = loss == KILN_LOSS_MSE || loss == KILN_LOSS_MAE || loss == KILN_LOSS_HUBER || loss == KILN_LOSS_LOG_COSH || loss == KILN_LOSS_POISSON;
+    return values ? 0 : KILN_METRIC_ACCURACY;
 }
 
 int cli_print_values(const kiln_tensor *out, const kiln_tensor *y, int count) {

@@ -316,13 +316,26 @@ typedef enum kiln_loss_kind {
     KILN_LOSS_CATEGORICAL_CROSSENTROPY,              /* labels: class ids, one-hot encoded inside */
     KILN_LOSS_BINARY_CROSSENTROPY,                   /* one output unit; labels 0/1 */
     KILN_LOSS_MSE,                                   /* one unit: the label as value; else one-hot */
+    /* Keras' formulas, each the mean over the batch of a per-example loss over the target: one
+     * unit: the label as value; else the one-hot row of the class id (as mse). */
+    KILN_LOSS_MAE,                                   /* mean |p - t| */
+    KILN_LOSS_HUBER,                                 /* huber_delta (0 -> 1.0) */
+    KILN_LOSS_LOG_COSH,                              /* mean log(cosh(p - t)) */
+    KILN_LOSS_KL_DIVERGENCE,                         /* sum t log(t / p), both clipped to [1e-7, 1] */
+    KILN_LOSS_POISSON,                               /* mean p - t log(p + 1e-7) */
+    KILN_LOSS_HINGE,                                 /* mean max(1 - t p, 0); labels 0/1 become -1/1 */
+    KILN_LOSS_SQUARED_HINGE,                         /* mean max(1 - t p, 0)^2; likewise */
+    KILN_LOSS_CATEGORICAL_HINGE,                     /* max(max((1 - t) p) - sum t p + 1, 0) */
+    KILN_LOSS_COSINE_SIMILARITY,                     /* -cos(t, p): Keras' sign, -1 is best */
     KILN_LOSS_COUNT
 } kiln_loss_kind;
 /* Keras' name of a loss ("sparse_categorical_crossentropy", "categorical_crossentropy",
- * "binary_crossentropy", "mse"); "?" out of range. */
+ * "binary_crossentropy", "mse", "mae", "huber", "log_cosh", "kl_divergence", "poisson", "hinge",
+ * "squared_hinge", "categorical_hinge", "cosine_similarity"); "?" out of range. */
 const char *kiln_loss_name(kiln_loss_kind k);
-/* The loss a Keras name gives: those four, "mean_squared_error" and the CamelCase class names
- * ("BinaryCrossentropy", ...). INVALID_ARGUMENT naming the known ones otherwise. */
+/* The loss a Keras name gives: those, their long forms ("mean_squared_error",
+ * "mean_absolute_error", "kld", "huber_loss", "logcosh") and the CamelCase class names
+ * ("BinaryCrossentropy", "Huber", ...). INVALID_ARGUMENT naming the known ones otherwise. */
 kiln_status kiln_loss_from_name(const char *name, kiln_loss_kind *out);
 enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
 /* Precision policy (Keras mixed_precision policies, PyTorch autocast). Variables (master weights)
@@ -367,6 +380,10 @@ typedef struct kiln_compile_opts {
      * in the forward pass and the matching terms in the backward pass. Default (false):
      * per-replica statistics, as TensorFlow's MirroredStrategy. One process alone: the same as off. */
     bool sync_batchnorm;
+    double huber_delta;                /* KILN_LOSS_HUBER's delta (Keras' Huber(delta)); 0 -> 1.0 */
+    /* More metrics, Keras' names, comma-separated (e.g. "precision,recall,auc,mae"): see
+     * kiln_metric_parse. Their values are in kiln_logs.metrics / val_metrics in this order. */
+    const char *metric_list;
 } kiln_compile_opts;
 kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o);
 

@@ -35,9 +35,10 @@ kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *wha
     if (st) return st;
     int64_t units = m->output->out.dim[0];
     kiln_loss_kind loss = m->copts.loss;
-    if (f32 && ((loss != KILN_LOSS_MSE && loss != KILN_LOSS_BINARY_CROSSENTROPY) || units != 1))
+    bool value_loss = loss != KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && loss != KILN_LOSS_CATEGORICAL_CROSSENTROPY;
+    if (f32 && (!value_loss || units != 1))
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the data's labels are values, not class ids (not all whole numbers >= 0): "
-                              "train them with mse (regression) or binary_crossentropy (targets in [0, 1]) and a model with one "
+                              "train them with mse, mae, huber, ... (regression) or binary_crossentropy (targets in [0, 1]) and a model with one "
                               "output unit (model '%s' outputs %lld, loss %s)", what, m->name, (long long)units, kiln_loss_name(loss));
     if (kiln_data_cardinality(d) < 0)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the pipeline is infinite (kiln_data_repeat(-1)); one pass is one epoch, so bound it with kiln_data_take", what);

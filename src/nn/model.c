@@ -214,6 +214,8 @@ kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o) {
     if ((unsigned)c.loss >= KILN_LOSS_COUNT) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: unknown loss %d", (int)c.loss);
     if ((unsigned)c.schedule.kind >= KILN_LR_KIND_COUNT) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: unknown lr schedule %d", (int)c.schedule.kind);
     if (c.top_k <= 0) c.top_k = 5;
+    if (c.huber_delta < 0 || !isfinite(c.huber_delta))
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: huber_delta %g must be positive (0: Keras' default 1.0)", c.huber_delta);
     kiln_shape out = m->output->out;
     char b[96];
     if (out.rank != 1)

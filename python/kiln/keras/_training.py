@@ -16,6 +16,10 @@ from ._dataset import Dataset
 from . import losses, metrics as M, optimizers as O
 
 
+# losses of one value per example with one output unit (float targets; hinge's -1/1 too)
+_VALUE_LOSSES = ("mse", "mae", "huber", "log_cosh", "poisson", "hinge", "squared_hinge")
+
+
 def _refuse(what, **given):
     for k, (v, default) in given.items():
         if v is not default and not (isinstance(v, (int, float, str, bool)) and v == default):
@@ -49,6 +53,7 @@ class Training:
             self._strategy = _state.current_strategy()
         device = _state.current_device() or self._device or "auto"
         self._compile_kw = dict(loss=loss_name, from_logits=from_logits, metrics=bits, top_k=top_k,
+                                huber_delta=float(getattr(loss, "delta", 0.0) or 0.0),
                                 precision=_state.precision, device=device, threads=_state.threads,
                                 log_device_placement=_state.log_device_placement)
         self._c_compiled, self._sched_key = False, None
@@ -113,14 +118,15 @@ class Training:
         loss, units = self._compile_kw["loss"], int(np.prod(self._c.output_shape()))
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.reshape(n)
-        if y.ndim == 2 and loss in ("categorical_crossentropy", "mse") and units == y.shape[1] and units > 1:
+        onehot_losses = ("categorical_crossentropy", "kl_divergence", "categorical_hinge", "cosine_similarity") + _VALUE_LOSSES
+        if y.ndim == 2 and loss in onehot_losses and units == y.shape[1] and units > 1:
             if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):
                 raise ValueError(f"{what}: Kiln's {loss} takes one-hot rows (or class ids); soft labels are not supported")
             return np.ascontiguousarray(y.argmax(axis=1), dtype=np.int32)
         if y.ndim != 1:
             raise ValueError(f"{what} has shape {y.shape}; Kiln's {loss} takes class ids [N] (or one-hot rows "
                              f"[N, {units}] for categorical_crossentropy)" + (" and mse fits one value per example" if loss == "mse" else ""))
-        if loss == "mse" and units == 1:
+        if loss in _VALUE_LOSSES and units == 1:
             return np.ascontiguousarray(y, dtype=np.float32)
         if not np.issubdtype(y.dtype, np.integer):
             if not (np.isfinite(y).all() and (y == np.round(y)).all()):
