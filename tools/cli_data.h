@@ -31,4 +31,9 @@ kiln_loss_kind cli_loss(const args *a, const kiln_model *m, kiln_dtype labels);
 unsigned cli_metrics(const args *a, kiln_loss_kind loss);
 /* kiln predict for value labels (mse): the first count outputs next to their labels. */
 int cli_print_values(const kiln_tensor *out, const kiln_tensor *y, int count);
+/* cli_output.c: kiln predict --output FILE.npy|FILE.csv (float32 [N, outputs]; a header and a
+ * row per example); 0, or 1 after a message. */
+bool cli_output_kind_ok(const char *path);
+int cli_write_predictions(const char *path, const kiln_tensor *out);
+
 #endif
