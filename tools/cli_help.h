@@ -57,8 +57,10 @@
     "                                                         the outputs against the class id's one-hot row\n" \
     "                      built-in models get one output unit for binary_crossentropy, mse, mae, huber,\n" \
     "                      log_cosh, poisson, hinge and squared_hinge\n" \
-    "  --metrics LIST      accuracy (binary accuracy for one output unit), top_k (top-5), none;\n" \
-    "                      comma-separated (default: accuracy, none for mse)\n"
+    "  --metrics LIST      accuracy (binary accuracy for one output unit), top_k (top-5), none,\n" \
+    "                      and Keras' precision, recall, auc (ROC), mae, mse, rmse,\n" \
+    "                      top_k_categorical_accuracy:K (shown under these names, val_ for validation);\n" \
+    "                      comma-separated (default: accuracy, none for mse and other value losses)\n"
 
 #define PRECISION_HELP \
     "  --precision P       float32 (default); mixed_bfloat16 (bf16): convolutions and dense layers\n" \

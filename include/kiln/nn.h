@@ -338,6 +338,19 @@ const char *kiln_loss_name(kiln_loss_kind k);
  * ("BinaryCrossentropy", "Huber", ...). INVALID_ARGUMENT naming the known ones otherwise. */
 kiln_status kiln_loss_from_name(const char *name, kiln_loss_kind *out);
 enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
+/* kiln_compile_opts.metric_list: up to KILN_MAX_METRICS entries "NAME[:K][@DISPLAY]", NAME one of
+ * Keras' binary_accuracy (threshold 0.5), categorical_accuracy, sparse_categorical_accuracy,
+ * top_k_categorical_accuracy / sparse_top_k_categorical_accuracy (:K, default 5), precision,
+ * recall (threshold 0.5), auc (ROC, 200 thresholds, trapezoids as Keras' AUC()), mae
+ * (mean_absolute_error), mse (mean_squared_error), rmse (root_mean_squared_error). Targets as the
+ * losses': one unit: the label's value; else the class id's one-hot row. Counts over the epoch
+ * (precision, recall, auc: confusion counts; not a mean of batch values). DISPLAY: the name in
+ * logs, CSV, TensorBoard and progress (default NAME as given). */
+#define KILN_MAX_METRICS 16
+/* Checks a metric_list (as kiln_compile would): INVALID_ARGUMENT naming the first bad entry. */
+kiln_status kiln_metric_list_check(const char *list);
+/* The display name of compiled metric i of metric_list, NULL past the end. */
+const char *kiln_model_metric_name(const kiln_model *m, int i);
 /* Precision policy (Keras mixed_precision policies, PyTorch autocast). Variables (master weights)
  * and optimizer state stay f32 in every policy, so checkpoints hold f32 and load in any policy.
  *   FLOAT32         everything in f32 (the default)
@@ -382,7 +395,7 @@ typedef struct kiln_compile_opts {
     bool sync_batchnorm;
     double huber_delta;                /* KILN_LOSS_HUBER's delta (Keras' Huber(delta)); 0 -> 1.0 */
     /* More metrics, Keras' names, comma-separated (e.g. "precision,recall,auc,mae"): see
-     * kiln_metric_parse. Their values are in kiln_logs.metrics / val_metrics in this order. */
+     * KILN_MAX_METRICS. Their values are in kiln_logs.metrics / val_metrics in this order. */
     const char *metric_list;
 } kiln_compile_opts;
 kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o);
@@ -397,6 +410,8 @@ typedef struct kiln_logs {
     double lr, seconds, images_per_sec;
     int64_t skipped_steps;      /* mixed_float16: steps skipped for non-finite gradients, in all of training */
     double loss_scale;          /* mixed_float16: the loss scale at the end of the epoch (else 0) */
+    int n_metrics;              /* compile's metric_list, in its order (kiln_model_metric_name) */
+    double metrics[KILN_MAX_METRICS], val_metrics[KILN_MAX_METRICS];
 } kiln_logs;
 /* Return true to stop training (after the current batch / epoch). */
 typedef bool (*kiln_callback_fn)(kiln_model *m, const kiln_logs *logs, void *user);
@@ -533,7 +548,10 @@ void kiln_model_reset_history(kiln_model *m);
 int kiln_model_epoch(const kiln_model *m);     /* epochs completed (restored by kiln_model_load) */
 
 typedef struct kiln_eval_opts { int batch_size; /* 0: the fit batch size, else 32 */ int verbose; } kiln_eval_opts;
-typedef struct kiln_eval_result { double loss, accuracy, top_k; int64_t count; double seconds; } kiln_eval_result;
+typedef struct kiln_eval_result {
+    double loss, accuracy, top_k; int64_t count; double seconds;
+    int n_metrics; double metrics[KILN_MAX_METRICS];   /* compile's metric_list */
+} kiln_eval_result;
 /* Evaluates every example of d (the partial last batch included). o may be NULL. Goes through
  * kiln_evaluate_data on kiln_data_batch(kiln_data_from_dataset(d, false), batch_size, false). */
 kiln_status kiln_evaluate(kiln_model *m, const kiln_dataset *d, const kiln_eval_opts *o, kiln_eval_result *out);

@@ -22,11 +22,30 @@ PyObject *kpy_logs_dict(const kiln_logs *l) {
         PUT("val_accuracy", PyFloat_FromDouble(l->val_accuracy));
         PUT("val_top_k", PyFloat_FromDouble(l->val_top_k));
     }
+    for (int i = 0; i < l->n_metrics && i < KILN_MAX_METRICS; i++) {   /* compile's metric_list as m0, m1, ... */
+        char key[16];
+        snprintf(key, sizeof key, "m%d", i);
+        PUT(key, PyFloat_FromDouble(l->metrics[i]));
+        if (l->has_val) { snprintf(key, sizeof key, "val_m%d", i); PUT(key, PyFloat_FromDouble(l->val_metrics[i])); }
+    }
     PUT("lr", PyFloat_FromDouble(l->lr));
     PUT("seconds", PyFloat_FromDouble(l->seconds));
     PUT("images_per_sec", PyFloat_FromDouble(l->images_per_sec));
 #undef PUT
     return d;
+}
+
+/* evaluate's result: loss, accuracy, top_k, count and compile's metric_list as m0, m1, ... */
+static PyObject *eval_dict(const kiln_eval_result *e) {
+    PyObject *r = Py_BuildValue("{sdsdsdsL}", "loss", e->loss, "accuracy", e->accuracy, "top_k", e->top_k, "count", (long long)e->count);
+    for (int i = 0; r && i < e->n_metrics && i < KILN_MAX_METRICS; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "m%d", i);
+        PyObject *v = PyFloat_FromDouble(e->metrics[i]);
+        if (!v || PyDict_SetItemString(r, key, v) < 0) Py_CLEAR(r);
+        Py_XDECREF(v);
+    }
+    return r;
 }
 
 /* x (f32) and y (i32 class ids or f32 values) as borrowed views; y may be None. */
@@ -252,7 +271,7 @@ PyObject *kpy_model_evaluate(PyObject *self, PyObject *args, PyObject *kw) {
         st = kiln_evaluate_data(m, d, &(kiln_eval_opts){ .verbose = verbose }, &e);
         Py_END_ALLOW_THREADS
         if (st) kpy_raise(st, NULL);
-        else r = Py_BuildValue("{sdsdsdsL}", "loss", e.loss, "accuracy", e.accuracy, "top_k", e.top_k, "count", (long long)e.count);
+        else r = eval_dict(&e);
     }
     kiln_data_free(d);
     kpy_view_release(&xv);
@@ -322,5 +341,5 @@ PyObject *kpy_model_evaluate_data(PyObject *self, PyObject *args, PyObject *kw) 
     Py_END_ALLOW_THREADS
     Py_DECREF(data_o);
     if (st) return kpy_raise(st, NULL);
-    return Py_BuildValue("{sdsdsdsL}", "loss", e.loss, "accuracy", e.accuracy, "top_k", e.top_k, "count", (long long)e.count);
+    return eval_dict(&e);
 }

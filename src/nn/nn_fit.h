@@ -12,6 +12,12 @@
 void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const kiln_tensor *y, int64_t n,
                       double *correct, double *topk);
 
+/* metrics.c: compile's metric_list: parsed at compile; counts reset before an epoch or an
+ * evaluation, updated by nn_batch_metrics, read as values */
+typedef struct nn_metric_set nn_metric_set;
+void nn_metrics_reset(const kiln_model *m);
+int nn_metrics_values(const kiln_model *m, double *out);   /* count of values written */
+
 /* progress.c */
 typedef struct nn_progress {
     int verbose;              /* 0 none, 1 bar, 2 line per epoch */
@@ -20,6 +26,7 @@ typedef struct nn_progress {
     int64_t steps;
     unsigned metrics;
     int top_k;
+    const kiln_model *m;      /* the names of compile's metric_list */
     double t0, last_draw;
 } nn_progress;
 void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epoch, int epochs, int64_t steps);

@@ -108,6 +108,7 @@ struct kiln_model {
     /* compile */
     bool compiled;
     kiln_compile_opts copts;
+    struct nn_metric_set *mset;   /* copts.metric_list parsed, with its running counts (metrics.c) */
     char device[32];
     kiln_precision precision;  /* the policy in effect (src/nn/precision.c): copts' or FLOAT32 */
     /* graph and session */

@@ -46,14 +46,14 @@ class Training:
                 auto_scale_loss=(auto_scale_loss, True), **{k: (v, None) for k, v in kwargs.items()})
         opt = O.get(optimizer)
         loss_name, from_logits = losses.resolve(loss) if loss is not None else (None, False)
-        bits, top_k, order = M.resolve(metrics)
+        bits, top_k, order, metric_list = M.resolve(metrics)
         self.optimizer, self.loss, self._metrics = opt, loss, order
         opt._model = self
         if _state.current_strategy() is not None and self._strategy is None:
             self._strategy = _state.current_strategy()
         device = _state.current_device() or self._device or "auto"
         self._compile_kw = dict(loss=loss_name, from_logits=from_logits, metrics=bits, top_k=top_k,
-                                huber_delta=float(getattr(loss, "delta", 0.0) or 0.0),
+                                huber_delta=float(getattr(loss, "delta", 0.0) or 0.0), metric_list=metric_list,
                                 precision=_state.precision, device=device, threads=_state.threads,
                                 log_device_placement=_state.log_device_placement)
         self._c_compiled, self._sched_key = False, None
@@ -161,8 +161,9 @@ class Training:
         if kind is None:
             raise ValueError(f"{who}: monitor '{monitor}' is not one of this model's logs "
                              f"({', '.join(['loss'] + [n for n, _ in self._metrics])}, and their val_ forms)")
-        kiln = ("val_" if val else "") + kind
-        want = "min" if kind == "loss" else "max"
+        listed = kind.startswith("m") and kind[1:].isdigit()     # Kiln's C callbacks know it by its name
+        kiln = ("val_" if val else "") + (base if listed else kind)
+        want = "min" if kind == "loss" or (listed and not any(w in base for w in ("auc", "precision", "recall", "acc"))) else "max"
         if mode not in ("auto", want):
             raise NotImplementedError(f"{who}: mode '{mode}' for '{monitor}': Kiln {want}imizes it")
         return kiln
