@@ -341,7 +341,8 @@ enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
 /* kiln_compile_opts.metric_list: up to KILN_MAX_METRICS entries "NAME[:K][@DISPLAY]", NAME one of
  * Keras' binary_accuracy (threshold 0.5), categorical_accuracy, sparse_categorical_accuracy,
  * top_k_categorical_accuracy / sparse_top_k_categorical_accuracy (:K, default 5), precision,
- * recall (threshold 0.5), auc (ROC, 200 thresholds, trapezoids as Keras' AUC()), mae
+ * recall (threshold 0.5), auc (ROC, 200 thresholds, predictions clipped to [0, 1], trapezoids as
+ * Keras' AUC()), mae
  * (mean_absolute_error), mse (mean_squared_error), rmse (root_mean_squared_error). Targets as the
  * losses': one unit: the label's value; else the class id's one-hot row. Counts over the epoch
  * (precision, recall, auc: confusion counts; not a mean of batch values). DISPLAY: the name in

@@ -125,6 +125,7 @@ static void update_one(metric *t, const float *r, int64_t c, double label, bool 
         case MK_PRECISION: case MK_RECALL: t->tp += pp && yp; t->fp += pp && !yp; t->fn += !pp && yp; break;
         case MK_AUC:
             if (yp) t->npos += 1; else t->nneg += 1;
+            p = p < 0 ? 0 : p > 1 ? 1 : p;   /* Keras clips the predictions to [0, 1] */
             for (int i = 0; i < AUC_T && p > auc_threshold(i); i++) (yp ? t->pos : t->neg)[i] += 1;
             break;
         case MK_MAE: t->sum += fabs(d); t->count += 1; break;
