@@ -522,6 +522,13 @@ typedef struct kiln_fit_opts {
      * that step's update. Slow; for finding where numbers go wrong. Without it a non-finite loss
      * stops training too, naming the epoch, step and the first layer whose weights went non-finite. */
     bool debug_numerics;
+    /* Keras' sample_weight: one weight per example of the training data, by its number in the
+     * source (kiln_fit's dataset, the rows of kiln_data_from_arrays), borrowed. The training loss
+     * is sum(w_i * loss_i) / B over each batch of B (Keras' sum_over_batch_size), for every loss;
+     * validation losses and all metrics are unweighted. Not with accumulate_steps > 1, devices,
+     * dist or data_on_device (INVALID_ARGUMENT). NULL: every weight 1. */
+    const float *sample_weight;
+    int64_t n_sample_weight;           /* at least the source's example count */
 } kiln_fit_opts;
 /* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
  * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf.

@@ -161,12 +161,15 @@ typedef struct fit_args {
     unsigned long long seed;
     double split;
     const char *devices;
+    PyObject *sw;                  /* sample_weight: f32 [N] or None */
+    const float *w; int64_t n_w;   /* its view's data */
 } fit_args;
 
 /* Runs kiln_fit_data with the GIL released; the pipelines and views are the caller's. */
 static kiln_status run_fit(kiln_model *m, kiln_data *train, kiln_data *val, const fit_args *a, kiln_callback *cbs, int n_cb) {
     kiln_fit_opts o = { .epochs = a->epochs, .initial_epoch = a->initial, .validation_data = val, .verbose = a->verbose,
-                        .callbacks = cbs, .n_callbacks = n_cb, .steps_per_epoch = a->steps, .devices = a->devices };
+                        .callbacks = cbs, .n_callbacks = n_cb, .steps_per_epoch = a->steps, .devices = a->devices,
+                        .sample_weight = a->w, .n_sample_weight = a->n_w };
     kiln_status st;
     Py_BEGIN_ALLOW_THREADS
     st = kiln_fit_data(m, train, &o);
@@ -214,11 +217,12 @@ static PyObject *fit_result(kiln_model *m, kiln_status st, fit_ctx *ctx, int bef
 
 PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kws[] = { "x", "y", "batch_size", "epochs", "initial_epoch", "shuffle", "seed", "validation_split", "validation_x",
-                           "validation_y", "verbose", "callbacks", "on_batch_end", "on_epoch_end", "steps_per_epoch", "devices", NULL };
+                           "validation_y", "verbose", "callbacks", "on_batch_end", "on_epoch_end", "steps_per_epoch", "devices",
+                           "sample_weight", NULL };
     fit_args a = { .vx = Py_None, .vy = Py_None, .cbs = Py_None, .on_batch = Py_None, .on_epoch = Py_None, .batch = 32, .epochs = 1,
-                   .shuffle = 1, .verbose = 1 };
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iiipKdOOiOOOiz", kws, &a.x, &a.y, &a.batch, &a.epochs, &a.initial, &a.shuffle, &a.seed,
-                                     &a.split, &a.vx, &a.vy, &a.verbose, &a.cbs, &a.on_batch, &a.on_epoch, &a.steps, &a.devices))
+                   .shuffle = 1, .verbose = 1, .sw = Py_None };
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iiipKdOOiOOOizO", kws, &a.x, &a.y, &a.batch, &a.epochs, &a.initial, &a.shuffle, &a.seed,
+                                     &a.split, &a.vx, &a.vy, &a.verbose, &a.cbs, &a.on_batch, &a.on_epoch, &a.steps, &a.devices, &a.sw))
         return NULL;
     kiln_model *m = MODEL(self);
     if (a.batch < 1) return PyErr_Format(PyExc_ValueError, "batch_size %d must be at least 1", a.batch);
@@ -227,9 +231,14 @@ PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
     int n_cb = 0;
     fit_ctx ctx;
     if (callbacks(&a, &ctx, cbs, &n_cb)) return NULL;
-    kpy_view xv, yv, vxv, vyv;
-    bool has_y, has_vy = false, has_val = a.vx != Py_None;
-    if (views(a.x, a.y, &xv, &yv, &has_y)) return NULL;
+    kpy_view xv, yv, vxv, vyv, wv;
+    bool has_y, has_vy = false, has_val = a.vx != Py_None, has_w = a.sw != Py_None;
+    if (has_w) {                   /* Keras' sample_weight: one per row of x (C checks the count and values) */
+        if (kpy_view_get(a.sw, KILN_F32, "sample_weight", &wv)) return NULL;
+        a.w = wv.t.data;
+        a.n_w = kiln_shape_numel(wv.t.shape);
+    }
+    if (views(a.x, a.y, &xv, &yv, &has_y)) { if (has_w) kpy_view_release(&wv); return NULL; }
     if (has_val && views(a.vx, a.vy, &vxv, &vyv, &has_vy)) { kpy_view_release(&xv); kpy_view_release(&yv); return NULL; }
     int64_t n = xv.t.shape.dim[0], split_at = a.split > 0 ? (int64_t)ceil((double)n * (1.0 - a.split)) : n;   /* Keras rounds up */
     PyObject *result = NULL;
@@ -249,6 +258,7 @@ PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
     kpy_view_release(&xv);
     kpy_view_release(&yv);
     if (has_val) { kpy_view_release(&vxv); kpy_view_release(&vyv); }
+    if (has_w) kpy_view_release(&wv);
     return result;
 }
 

@@ -100,13 +100,44 @@ kiln_node *nn_example_loss(kiln_graph *g, kiln_loss_kind k, double delta, kiln_n
     }
 }
 
-kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node *y, int batch) {
+/* The cross-entropies per example [B] (sample weights): the fused ops' formulas composed. */
+static kiln_node *xent_examples(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node *y, int batch, int64_t classes) {
+    bool logits = m->copts.from_logits;
+    if (m->copts.loss == KILN_LOSS_BINARY_CROSSENTROPY) {   /* softplus(z) - z y, z the logit */
+        kiln_node *z = out;
+        if (!logits) {
+            kiln_node *p = kiln_minimum(g, kiln_maximum(g, out, sc(g, PROB_EPS)), sc(g, 1 - PROB_EPS));
+            z = kiln_sub(g, kiln_log(g, p), kiln_log(g, kiln_sub(g, sc(g, 1), p)));
+        }
+        return row_mean(g, kiln_sub(g, kiln_softplus(g, z), kiln_mul(g, z, labels_f32(g, y, batch))));
+    }
+    kiln_node *z = logits ? out : kiln_log(g, kiln_maximum(g, out, sc(g, PROB_EPS)));
+    return kiln_neg(g, row_sum(g, kiln_mul(g, one_hot(g, y, batch, classes), kiln_log_softmax(g, z, -1))));
+}
+
+/* sum(w_i * loss_i) / B: Keras' sum_over_batch_size with sample weights. */
+static kiln_node *weighted_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node *y, kiln_node *w, int batch) {
+    int64_t classes = kiln_node_shape(out).dim[1];
+    kiln_loss_kind k = m->copts.loss;
+    kiln_node *e;
+    if (k == KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY || k == KILN_LOSS_CATEGORICAL_CROSSENTROPY || k == KILN_LOSS_BINARY_CROSSENTROPY)
+        e = xent_examples(m, g, out, y, batch, classes);
+    else
+        e = nn_example_loss(g, k, m->copts.huber_delta > 0 ? m->copts.huber_delta : 1.0, out,
+                            classes == 1 ? labels_f32(g, y, batch) : one_hot(g, y, batch, classes));
+    return e ? kiln_reduce_mean(g, kiln_mul(g, e, w), NULL, 0, false) : NULL;
+}
+
+kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node *y, kiln_node *w, int batch) {
     if (!out) return NULL;
     int64_t classes = kiln_node_shape(out).dim[1];
     bool logits = m->copts.from_logits;
     kiln_node *loss = NULL;
     kiln_graph_push_scope(g, "loss");
-    switch (m->copts.loss) {
+    switch (w ? KILN_LOSS_COUNT : m->copts.loss) {
+    case KILN_LOSS_COUNT:
+        loss = weighted_loss(m, g, out, y, w, batch);
+        break;
     case KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
         /* probabilities p: softmax(log p) == p, so log p serves as logits */
         loss = kiln_sparse_softmax_cross_entropy(g, logits ? out : kiln_log(g, kiln_maximum(g, out, kiln_scalar(g, KILN_F32, PROB_EPS))), y);

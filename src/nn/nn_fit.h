@@ -128,7 +128,7 @@ void nn_resident_data_free(kiln_model *m, nn_resident_data *r);   /* and nn_resi
 /* fit_step.c: one training step, its kind chosen once when the fit starts */
 typedef struct nn_step_io {
     const kiln_tensor *x, *y;     /* the batch (NULL x: the epoch's end); resident: x holds example indices */
-    kiln_feed feeds[2], next[2];  /* the step's feeds; the next batch's, copied ahead to a device */
+    kiln_feed feeds[3], next[2];  /* the step's feeds (x, y [, sample weights]); the next batch's, copied ahead to a device */
     int n_feeds, n_next;          /* n_next 0: no copy ahead */
     double loss, correct, topk;   /* the step's mean loss and summed metrics (over every rank) */
     bool skipped;                 /* mixed_float16 skipped the update (a non-finite scaled step) */
@@ -151,6 +151,8 @@ struct nn_stepper {
     kiln_data_iter *it;
     kiln_tensor *nx, *ny;
     bool ahead, primed;
+    kiln_tensor *wt;          /* sample weights: the batch's [batch], gathered by source example number */
+    int64_t *src;
     int epoch;
 };
 /* Shards the data, builds the step for this process's batch, starts the replicas' or ranks'

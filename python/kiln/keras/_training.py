@@ -154,6 +154,23 @@ class Training:
             out["learning_rate"] = d["lr"]
         return out
 
+    def _sample_weight(self, sample_weight, ds, n, validation_split):
+        """fit's sample_weight as float32 [n] (Kiln weighs the training loss as Keras; its validation
+        loss is unweighted, so validation_split, whose held-out part Keras weighs, is refused with it)."""
+        if sample_weight is None:
+            return None
+        if ds is not None:
+            raise NotImplementedError("fit: sample_weight with a dataset: give x, y and sample_weight arrays")
+        if validation_split:
+            raise NotImplementedError("fit: sample_weight with validation_split: Kiln's validation loss is unweighted "
+                                      "(pass validation_data=(x, y) instead)")
+        w = np.ascontiguousarray(sample_weight, dtype=np.float32)
+        if w.ndim == 2 and w.shape[1] == 1:
+            w = w.reshape(-1)
+        if w.shape != (n,):
+            raise ValueError(f"fit: sample_weight has shape {w.shape}; Kiln takes one weight per example, ({n},)")
+        return w
+
     def _kiln_monitor(self, monitor, mode, who):
         val = monitor.startswith("val_")
         base = monitor[4:] if val else monitor
@@ -172,7 +189,7 @@ class Training:
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
             steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1,
             max_queue_size=10, workers=1, use_multiprocessing=False):
-        _refuse("fit", class_weight=(class_weight, None), sample_weight=(sample_weight, None),
+        _refuse("fit", class_weight=(class_weight, None),
                 validation_steps=(validation_steps, None), validation_batch_size=(validation_batch_size, None),
                 validation_freq=(validation_freq, 1), max_queue_size=(max_queue_size, 10), workers=(workers, 1),
                 use_multiprocessing=(use_multiprocessing, False))
@@ -194,6 +211,7 @@ class Training:
             spe = min(spe, int(steps_per_epoch))
         self._ready(x, spe, int(epochs))
         y = self._labels(y, n) if ds is None else None
+        sw = self._sample_weight(sample_weight, ds, n if ds is None else 0, validation_split)
         vx = vy = None
         if ds is None and validation_data is not None:
             if len(validation_data) == 3 and validation_data[2] is not None:
@@ -272,7 +290,7 @@ class Training:
                                     validation_y=vy, verbose=verbose, callbacks=c_dicts,
                                     on_batch_end=on_batch_end if batches else None,
                                     on_epoch_end=on_epoch_end if py else None,
-                                    steps_per_epoch=int(steps_per_epoch or 0), devices=devices)
+                                    steps_per_epoch=int(steps_per_epoch or 0), devices=devices, sample_weight=sw)
         history.kiln_logs = logs_list      # Kiln's own per-epoch logs: lr, seconds, images_per_sec, ...
         for d in logs_list:
             history.on_epoch_end(d["epoch"] - 1, self._keras_logs(d))
