@@ -73,6 +73,14 @@ static const char *store(const nn_opt_spec *s, const nn_val *v, nn_layer_cfg *c,
         else if (!strcasecmp(v->s, "same")) *(kiln_padding *)p = KILN_SAME;
         else { snprintf(why, n, "must be \"valid\" or \"same\", got \"%s\"", v->s); return why; }
         return NULL;
+    case NN_T_ENUM:
+        if (v->kind != NN_V_STR || !v->s) break;
+        for (int i = 0; s->names && s->names[i]; i++)
+            if (!strcasecmp(v->s, s->names[i])) { *(int *)p = i; return NULL; }
+        snprintf(why, n, "must be one of");
+        for (int i = 0; s->names && s->names[i]; i++) snprintf(why + strlen(why), n - strlen(why), "%s \"%s\"", i ? "," : "", s->names[i]);
+        snprintf(why + strlen(why), n - strlen(why), ", got \"%s\"", v->s);
+        return why;
     case NN_T_PAD4: {
         int64_t q[4];
         if (v->kind == NN_V_INT) q[0] = q[1] = q[2] = q[3] = v->i;

@@ -132,6 +132,7 @@ static cJSON *opt_json(wr *w, const nn_opt_spec *s, const nn_layer_cfg *c) {
         return cJSON_CreateString((unsigned)a < KILN_ACTIVATION_COUNT ? nn_activation_names[a] : "?");
     }
     case NN_T_PADDING: return cJSON_CreateString(*(const kiln_padding *)p == KILN_SAME ? "same" : "valid");
+    case NN_T_ENUM: return cJSON_CreateString(s->names[*(const int *)p]);
     case NN_T_INIT: return init_json(w, *(const kiln_init *)p);
     case NN_T_PAD4: {          /* ((top, bottom), (left, right)), as Keras writes it */
         const int *q = p;
