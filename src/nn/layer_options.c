@@ -23,8 +23,10 @@ static const char *store(const nn_opt_spec *s, const nn_val *v, nn_layer_cfg *c,
         if (!int_in(v->i, s->min)) { snprintf(why, n, "must be an int >= %d, got %lld", s->min, (long long)v->i); return why; }
         *(int *)p = (int)v->i;
         return NULL;
+    case NN_T_INT1:
     case NN_T_INT2: {
         int64_t a, b;
+        if (s->type == NN_T_INT1 && v->kind == NN_V_INTS && v->ints.n != 1) { snprintf(why, n, "expects an int or a list of 1 int, got a list of %d", v->ints.n); return why; }
         if (v->kind == NN_V_INT) a = b = v->i;
         else if (v->kind == NN_V_INTS && (v->ints.n == 1 || v->ints.n == 2)) { a = v->ints.v[0]; b = v->ints.v[v->ints.n - 1]; }
         else { snprintf(why, n, "expects an int or a list of 2 ints (height, width), got %s%s", got, v->kind == NN_V_INTS ? " of another length" : ""); return why; }

@@ -30,10 +30,10 @@ static kiln_node *as_seq(const nn_fwd *f, kiln_node *y, kiln_shape s) { return k
 /* ---- Conv1D: kernel [kernel_size, in / groups, filters] (Keras's shape) ---- */
 static const nn_opt_spec conv1d_opts[] = {
     { "filters", NN_T_INT, NN_CFG(filters), 1, { 0 } },
-    { "kernel_size", NN_T_INT2, NN_CFG(kernel), 1, { 0 } },
-    { "strides", NN_T_INT2, NN_CFG(strides), 1, NN_DINT(1) },
+    { "kernel_size", NN_T_INT1, NN_CFG(kernel), 1, { 0 } },
+    { "strides", NN_T_INT1, NN_CFG(strides), 1, NN_DINT(1) },
     { "padding", NN_T_ENUM, NN_CFG(mode), 0, NN_DSTR("valid"), pad1d_names },
-    { "dilation_rate", NN_T_INT2, NN_CFG(dilation), 1, NN_DINT(1) },
+    { "dilation_rate", NN_T_INT1, NN_CFG(dilation), 1, NN_DINT(1) },
     { "groups", NN_T_INT, NN_CFG(groups), 1, NN_DINT(1) },
     { "activation", NN_T_ACTIVATION, NN_CFG(activation), 0, NN_DSTR("linear") },
     { "use_bias", NN_T_BOOL, NN_CFG(use_bias), 0, NN_DBOOL(true) },
@@ -88,8 +88,8 @@ const nn_layer_def nn_def_conv1d = { "Conv1D", "conv1d", conv1d_opts, 1, 1, conv
 
 /* ---- MaxPooling1D, AveragePooling1D ---- */
 static const nn_opt_spec pool1d_opts[] = {
-    { "pool_size", NN_T_INT2, NN_CFG(pool), 1, NN_DINT(2) },
-    { "strides", NN_T_INT2, NN_CFG(pool_strides), 1, NN_DNULL },          /* None: pool_size */
+    { "pool_size", NN_T_INT1, NN_CFG(pool), 1, NN_DINT(2) },
+    { "strides", NN_T_INT1, NN_CFG(pool_strides), 1, NN_DNULL },          /* None: pool_size */
     { "padding", NN_T_PADDING, NN_CFG(padding), 0, NN_DSTR("valid") },
     { NULL },
 };

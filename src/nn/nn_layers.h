@@ -80,6 +80,7 @@ typedef enum nn_opt_type {
     NN_T_PAD4,         /* an int, (h, w) or ((top, bottom), (left, right)): int[4] top, bottom, left, right */
     NN_T_FLOATS,       /* a number or a list of up to NN_MAX_FLOATS (nn_floats; null: n 0) */
     NN_T_NOISE,        /* a noise shape, the batch included, None as 0 (kiln_shape; null: rank 0) */
+    NN_T_INT1,         /* an int or a list of 1 int, >= min (1-D layers' Keras tuples): int[2], both set */
     NN_T_ENUM,         /* one of the spec's names (case-insensitive): its index, an int */
 } nn_opt_type;
 typedef struct nn_opt_spec {
