@@ -279,7 +279,8 @@ kiln_layer *kiln_layer_from_config(kiln_model *m, const char *class_name, const 
  * "dense" (automatic names), "min_inputs": 1, "max_inputs": 1, "options": [{"name": "units",
  * "type": "int", "required": true}, {"name": "activation", "type": "activation", "required":
  * false, "default": "linear"}, ...]}, ...], options in Keras's argument order. Types: int, int2
- * (an int or a pair), float, bool, seed, shape, activation, padding, initializer. *out: release
+ * (an int or a pair), int1 (an int or a list of one: 1-D layers), float, bool, seed, shape,
+ * activation, padding, initializer, string (one of a fixed set of names). *out: release
  * with free(). */
 kiln_status kiln_layer_classes_json(char **out);
 
