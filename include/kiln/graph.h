@@ -164,6 +164,11 @@ typedef struct kiln_conv_params {
     int groups;                    /* 0 -> 1; groups == in_channels is depthwise */
 } kiln_conv_params;
 kiln_node *kiln_conv2d(kiln_graph *g, kiln_node *x, kiln_node *kernel, const kiln_conv_params *p);
+/* The transposed convolution (kiln_conv2d's gradient with respect to its input, the op
+ * Conv2DBackpropInput): x [N, H, W, Cin], kernel [kh, kw, Cout, Cin] (the forward conv's HWIO,
+ * mapping Cout channels to Cin; Keras's Conv2DTranspose layout) -> [N, out_h, out_w, Cout], where
+ * the forward conv p of an [out_h, out_w] image gives [H, W]; SAME pads are that conv's. One group. */
+kiln_node *kiln_conv2d_transpose(kiln_graph *g, kiln_node *x, kiln_node *kernel, const kiln_conv_params *p, int64_t out_h, int64_t out_w);
 typedef struct kiln_pool_params {
     int size_h, size_w;            /* window */
     int stride_h, stride_w;        /* 0 -> window size */

@@ -218,8 +218,9 @@ kiln_layer *kiln_layer_separable_conv2d(kiln_model *m, const kiln_conv2d_opts *o
 typedef struct kiln_pad2d_opts { const char *name; kiln_layer *input; int top, bottom, left, right; } kiln_pad2d_opts;
 kiln_layer *kiln_layer_zero_padding2d(kiln_model *m, const kiln_pad2d_opts *o);
 kiln_layer *kiln_layer_cropping2d(kiln_model *m, const kiln_pad2d_opts *o);
-/* UpSampling2D (nearest): each pixel repeated size_h x size_w times (0 -> .size, 0 -> 2). */
-typedef struct kiln_upsampling2d_opts { const char *name; kiln_layer *input; int size, size_h, size_w; } kiln_upsampling2d_opts;
+/* UpSampling2D (nearest): each pixel repeated size_h x size_w times (0 -> .size, 0 -> 2);
+ * .bilinear: Keras's interpolation="bilinear" (tf.image.resize: half-pixel centres, edges clamped). */
+typedef struct kiln_upsampling2d_opts { const char *name; kiln_layer *input; int size, size_h, size_w; bool bilinear; } kiln_upsampling2d_opts;
 kiln_layer *kiln_layer_upsampling2d(kiln_model *m, const kiln_upsampling2d_opts *o);
 /* Rescaling: x * scale + offset (scale 0 -> 1). */
 typedef struct kiln_rescaling_opts { const char *name; kiln_layer *input; double scale, offset; } kiln_rescaling_opts;
@@ -229,6 +230,42 @@ kiln_layer *kiln_layer_global_max_pool2d(kiln_model *m, const kiln_layer_opts *o
 typedef struct kiln_alpha_opts { const char *name; kiln_layer *input; double alpha; } kiln_alpha_opts;
 kiln_layer *kiln_layer_leaky_relu(kiln_model *m, const kiln_alpha_opts *o);   /* o may be NULL */
 kiln_layer *kiln_layer_elu(kiln_model *m, const kiln_alpha_opts *o);          /* o may be NULL */
+
+/* 1-D layers over [batch, steps, channels] (Keras's Conv1D, MaxPooling1D, AveragePooling1D,
+ * GlobalAveragePooling1D, GlobalMaxPooling1D, UpSampling1D). Conv1D's weight "<layer>/kernel" is
+ * [kernel, in / groups, filters]; .causal is Keras's padding="causal" (the input padded on the
+ * left by dilation * (kernel - 1)), else .padding KILN_VALID (default) or KILN_SAME. */
+typedef struct kiln_conv1d_opts {
+    const char *name; kiln_layer *input;
+    int filters, kernel;
+    int strides, dilation, groups;     /* 0 -> 1 */
+    kiln_padding padding;
+    bool causal;
+    kiln_activation activation;
+    bool no_bias;
+    const kiln_init *kernel_initializer, *bias_initializer;
+    double l2;
+} kiln_conv1d_opts;
+typedef struct kiln_pool1d_opts {
+    const char *name; kiln_layer *input;
+    int size;                          /* 0 -> 2 */
+    int strides;                       /* 0 -> size */
+    kiln_padding padding;              /* KILN_VALID (default) or KILN_SAME */
+} kiln_pool1d_opts;
+typedef struct kiln_upsampling1d_opts { const char *name; kiln_layer *input; int size; /* 0 -> 2 */ } kiln_upsampling1d_opts;
+kiln_layer *kiln_layer_conv1d(kiln_model *m, const kiln_conv1d_opts *o);
+kiln_layer *kiln_layer_max_pool1d(kiln_model *m, const kiln_pool1d_opts *o);        /* o may be NULL */
+kiln_layer *kiln_layer_avg_pool1d(kiln_model *m, const kiln_pool1d_opts *o);        /* o may be NULL */
+kiln_layer *kiln_layer_global_avg_pool1d(kiln_model *m, const kiln_layer_opts *o);  /* o may be NULL */
+kiln_layer *kiln_layer_global_max_pool1d(kiln_model *m, const kiln_layer_opts *o);  /* o may be NULL */
+kiln_layer *kiln_layer_upsampling1d(kiln_model *m, const kiln_upsampling1d_opts *o); /* o may be NULL */
+/* Conv2DTranspose: the transposed convolution (.filters, .kernel / .kernel_h x .kernel_w,
+ * .strides, .padding; .dilation, .groups and .depth_multiplier must be 0 or 1); weight
+ * "<layer>/kernel" [kh, kw, filters, in] (Keras's); output (in - 1) * stride + kernel with padding
+ * valid (in * stride when kernel < stride), in * stride with same, as Keras with output_padding None. */
+kiln_layer *kiln_layer_conv2d_transpose(kiln_model *m, const kiln_conv2d_opts *o);
+/* SpatialDropout2D: whole channels of each example dropped in training (.rate, .seed), the identity in inference. */
+kiln_layer *kiln_layer_spatial_dropout2d(kiln_model *m, const kiln_dropout_opts *o);
 
 /* Any layer type by its Keras class name and Keras config, e.g. ("Conv2D", "{\"filters\": 32,
  * \"kernel_size\": 3, \"activation\": \"relu\"}"): what a front end builds on. The config
@@ -242,7 +279,8 @@ kiln_layer *kiln_layer_from_config(kiln_model *m, const char *class_name, const 
  * "dense" (automatic names), "min_inputs": 1, "max_inputs": 1, "options": [{"name": "units",
  * "type": "int", "required": true}, {"name": "activation", "type": "activation", "required":
  * false, "default": "linear"}, ...]}, ...], options in Keras's argument order. Types: int, int2
- * (an int or a pair), float, bool, seed, shape, activation, padding, initializer. *out: release
+ * (an int or a pair), int1 (an int or a list of one: 1-D layers), float, bool, seed, shape,
+ * activation, padding, initializer, string (one of a fixed set of names). *out: release
  * with free(). */
 kiln_status kiln_layer_classes_json(char **out);
 

@@ -75,7 +75,21 @@ static int64_t flops(const kiln_layer *l, acc *c) {
     case NN_AVERAGE: return mul(c, l->n_in, out);
     case NN_ZEROPAD2D:
     case NN_CROPPING2D:
-    case NN_UPSAMPLE2D: return 0;
+    case NN_UPSAMPLE2D: return l->cfg && l->cfg->mode == 1 ? mul(c, 5, out) : 0;   /* bilinear: 3 products and 2 sums per output per axis, ~5 */
+    case NN_CONV1D: {
+        int64_t macs = mul(c, mul(c, out, l->kw), in.dim[1] / l->groups);
+        return add(c, add(c, mul(c, 2, macs), l->use_bias ? out : 0), act_flops(l));
+    }
+    case NN_MAXPOOL1D:
+    case NN_AVGPOOL1D: return mul(c, out, l->kw);
+    case NN_GAP1D:
+    case NN_GMP1D: return kiln_shape_numel(in);
+    case NN_UPSAMPLE1D:
+    case NN_SPATIAL_DROPOUT2D: return 0;
+    case NN_CONV2D_TRANSPOSE: {     /* every input value times the kernel window to every filter */
+        int64_t macs = mul(c, mul(c, mul(c, kiln_shape_numel(in), l->kh), l->kw), l->filters);
+        return add(c, add(c, mul(c, 2, macs), l->use_bias ? out : 0), act_flops(l));
+    }
     case NN_KIND_COUNT: break;
     }
     return 0;

@@ -23,8 +23,10 @@ static const char *store(const nn_opt_spec *s, const nn_val *v, nn_layer_cfg *c,
         if (!int_in(v->i, s->min)) { snprintf(why, n, "must be an int >= %d, got %lld", s->min, (long long)v->i); return why; }
         *(int *)p = (int)v->i;
         return NULL;
+    case NN_T_INT1:
     case NN_T_INT2: {
         int64_t a, b;
+        if (s->type == NN_T_INT1 && v->kind == NN_V_INTS && v->ints.n != 1) { snprintf(why, n, "expects an int or a list of 1 int, got a list of %d", v->ints.n); return why; }
         if (v->kind == NN_V_INT) a = b = v->i;
         else if (v->kind == NN_V_INTS && (v->ints.n == 1 || v->ints.n == 2)) { a = v->ints.v[0]; b = v->ints.v[v->ints.n - 1]; }
         else { snprintf(why, n, "expects an int or a list of 2 ints (height, width), got %s%s", got, v->kind == NN_V_INTS ? " of another length" : ""); return why; }
@@ -73,6 +75,14 @@ static const char *store(const nn_opt_spec *s, const nn_val *v, nn_layer_cfg *c,
         else if (!strcasecmp(v->s, "same")) *(kiln_padding *)p = KILN_SAME;
         else { snprintf(why, n, "must be \"valid\" or \"same\", got \"%s\"", v->s); return why; }
         return NULL;
+    case NN_T_ENUM:
+        if (v->kind != NN_V_STR || !v->s) break;
+        for (int i = 0; s->names && s->names[i]; i++)
+            if (!strcasecmp(v->s, s->names[i])) { *(int *)p = i; return NULL; }
+        snprintf(why, n, "must be one of");
+        for (int i = 0; s->names && s->names[i]; i++) snprintf(why + strlen(why), n - strlen(why), "%s \"%s\"", i ? "," : "", s->names[i]);
+        snprintf(why + strlen(why), n - strlen(why), ", got \"%s\"", v->s);
+        return why;
     case NN_T_PAD4: {
         int64_t q[4];
         if (v->kind == NN_V_INT) q[0] = q[1] = q[2] = q[3] = v->i;

@@ -158,6 +158,7 @@ kiln_layer *kiln_layer_upsampling2d(kiln_model *m, const kiln_upsampling2d_opts 
     if (o->size_h) c.size[0] = o->size_h;
     if (o->size_w) c.size[1] = o->size_w;
     if (c.size[0] < 1 || c.size[1] < 1) { nn_fail(m, KILN_INVALID_ARGUMENT, "up_sampling2d: sizes must be >= 1"); return NULL; }
+    c.mode = o->bilinear ? 1 : 0;
     return nn_layer_add(m, NN_UPSAMPLE2D, &c, &o->input, o->input ? 1 : 0);
 }
 
@@ -231,4 +232,68 @@ kiln_layer *kiln_layer_position_embedding(kiln_model *m, const kiln_position_emb
     c.input_dim = o->sequence_length;
     if (o->initializer) c.kernel_init = *o->initializer;
     return nn_layer_add(m, NN_POS_EMBEDDING, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_conv1d(kiln_model *m, const kiln_conv1d_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "conv1d: options are required (.filters, .kernel)"); return NULL; }
+    if (o->causal && o->padding != KILN_VALID) { nn_fail(m, KILN_INVALID_ARGUMENT, "conv1d: .causal is a padding of its own; leave .padding KILN_VALID"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_CONV1D);
+    c.name = o->name;
+    c.filters = o->filters;
+    c.kernel[0] = c.kernel[1] = o->kernel;
+    if (o->strides) c.strides[0] = c.strides[1] = o->strides;
+    if (o->dilation) c.dilation[0] = c.dilation[1] = o->dilation;
+    if (o->groups) c.groups = o->groups;
+    c.mode = o->causal ? NN_PAD1D_CAUSAL : o->padding == KILN_SAME ? NN_PAD1D_SAME : o->padding == KILN_VALID ? NN_PAD1D_VALID : -1;
+    c.activation = o->activation;
+    c.use_bias = !o->no_bias;
+    if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
+    if (o->bias_initializer) c.bias_init = *o->bias_initializer;
+    c.l2 = o->l2;
+    return nn_layer_add(m, NN_CONV1D, &c, &o->input, o->input ? 1 : 0);
+}
+
+static kiln_layer *pool1d_typed(kiln_model *m, const kiln_pool1d_opts *o, nn_kind kind) {
+    kiln_pool1d_opts d = { 0 };
+    if (!o) o = &d;
+    nn_layer_cfg c = nn_layer_defaults(kind);
+    c.name = o->name;
+    if (o->size) c.pool[0] = c.pool[1] = o->size;
+    if (o->strides) c.pool_strides[0] = c.pool_strides[1] = o->strides;
+    c.padding = o->padding;
+    return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
+}
+kiln_layer *kiln_layer_max_pool1d(kiln_model *m, const kiln_pool1d_opts *o) { return pool1d_typed(m, o, NN_MAXPOOL1D); }
+kiln_layer *kiln_layer_avg_pool1d(kiln_model *m, const kiln_pool1d_opts *o) { return pool1d_typed(m, o, NN_AVGPOOL1D); }
+
+static kiln_layer *plain_typed(kiln_model *m, const kiln_layer_opts *o, nn_kind kind) {
+    nn_layer_cfg c = nn_layer_defaults(kind);
+    c.name = o ? o->name : NULL;
+    kiln_layer *in = o ? o->input : NULL;
+    return nn_layer_add(m, kind, &c, &in, in ? 1 : 0);
+}
+kiln_layer *kiln_layer_global_avg_pool1d(kiln_model *m, const kiln_layer_opts *o) { return plain_typed(m, o, NN_GAP1D); }
+kiln_layer *kiln_layer_global_max_pool1d(kiln_model *m, const kiln_layer_opts *o) { return plain_typed(m, o, NN_GMP1D); }
+
+kiln_layer *kiln_layer_upsampling1d(kiln_model *m, const kiln_upsampling1d_opts *o) {
+    kiln_upsampling1d_opts d = { 0 };
+    if (!o) o = &d;
+    nn_layer_cfg c = nn_layer_defaults(NN_UPSAMPLE1D);
+    c.name = o->name;
+    if (o->size) c.size[0] = o->size;
+    return nn_layer_add(m, NN_UPSAMPLE1D, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_conv2d_transpose(kiln_model *m, const kiln_conv2d_opts *o) {
+    if (o && (o->groups > 1 || o->depth_multiplier > 1)) { nn_fail(m, KILN_INVALID_ARGUMENT, "conv2d_transpose: .groups and .depth_multiplier do not apply"); return NULL; }
+    return conv_typed(m, o, NN_CONV2D_TRANSPOSE);
+}
+
+kiln_layer *kiln_layer_spatial_dropout2d(kiln_model *m, const kiln_dropout_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "spatial_dropout2d: options are required (.rate)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_SPATIAL_DROPOUT2D);
+    c.name = o->name;
+    c.rate = o->rate;
+    c.seed = o->seed;
+    return nn_layer_add(m, NN_SPATIAL_DROPOUT2D, &c, &o->input, o->input ? 1 : 0);
 }

@@ -1,5 +1,5 @@
 /* Image layer types without weights or with Keras's separable kernels: ZeroPadding2D, Cropping2D,
- * UpSampling2D (nearest), GlobalMaxPooling2D, SeparableConv2D (depthwise, then a 1x1 pointwise
+ * UpSampling2D (nearest, bilinear), GlobalMaxPooling2D, SeparableConv2D (depthwise, then a 1x1 pointwise
  * convolution). NHWC; each reads its resolved options from l->cfg in its forward. */
 #include <limits.h>
 #include <stdio.h>
@@ -47,9 +47,11 @@ static kiln_node *crop_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
 const nn_layer_def nn_def_zero_padding2d = { "ZeroPadding2D", "zero_padding2d", zpad_opts, 1, 1, pad_crop_shape, NULL, zpad_forward };
 const nn_layer_def nn_def_cropping2d = { "Cropping2D", "cropping2d", crop_opts, 1, 1, pad_crop_shape, NULL, crop_forward };
 
-/* ---- UpSampling2D (nearest): each pixel repeated size_h x size_w times ---- */
+/* ---- UpSampling2D: nearest (each pixel repeated size_h x size_w times) or bilinear ---- */
+static const char *const interp_names[] = { "nearest", "bilinear", NULL };
 static const nn_opt_spec upsample_opts[] = {
     { "size", NN_T_INT2, NN_CFG(size), 1, NN_DINT(2) },
+    { "interpolation", NN_T_ENUM, NN_CFG(mode), 0, NN_DSTR("nearest"), interp_names },
     { NULL },
 };
 static kiln_status upsample_shape(kiln_layer *l, const nn_layer_cfg *c) {
@@ -61,9 +63,57 @@ static kiln_status upsample_shape(kiln_layer *l, const nn_layer_cfg *c) {
     l->out = KILN_SHAPE(h, w, s.dim[2]);
     return KILN_OK;
 }
-/* [B, H, 1, W, 1, C] broadcast to [B, H, sh, W, sw, C]: its gradient is BroadcastTo's sum. */
+/* Bilinear along one axis (1: height, 2: width) by an integer factor k, as tf.image.resize
+ * (half-pixel centres, edges clamped): output p * k + r samples input p + o_r, o_r = (r + 0.5) / k
+ * - 0.5 in (-0.5, 0.5), so it is a_r x[p - 1] + b_r x[p] + c_r x[p + 1] with the neighbours
+ * clamped at the edges. Built from Slice, Concat, Mul and Add, whose gradients Kiln has. */
+static kiln_node *lerp_axis(const nn_fwd *f, kiln_node *x, int axis, int k) {
+    if (k == 1 || !x) return x;
+    kiln_graph *g = f->g;
+    kiln_shape s = x->shape;
+    int64_t n = s.dim[axis];
+    kiln_node *prev = x, *next = x;
+    if (n > 1) {
+        int64_t b0[4] = { 0 }, sz[4] = { -1, -1, -1, -1 };
+        sz[axis] = 1;
+        kiln_node *first = kiln_slice(g, x, b0, sz);
+        b0[axis] = n - 1;
+        kiln_node *last = kiln_slice(g, x, b0, sz);
+        sz[axis] = n - 1;
+        b0[axis] = 0;
+        kiln_node *head = kiln_slice(g, x, b0, sz);
+        b0[axis] = 1;
+        kiln_node *tail = kiln_slice(g, x, b0, sz);
+        prev = kiln_concat(g, (kiln_node *[]){ first, head }, 2, axis);
+        next = kiln_concat(g, (kiln_node *[]){ tail, last }, 2, axis);
+    }
+    kiln_shape ex = { .rank = 5 }, ws = { .rank = 5 };     /* a unit axis after `axis` for the k phases */
+    for (int i = 0, j = 0; i < 5; i++) {
+        ex.dim[i] = i == axis + 1 ? 1 : s.dim[j++];
+        ws.dim[i] = i == axis + 1 ? k : 1;
+    }
+    kiln_node *t[3] = { prev, x, next }, *y = NULL;
+    for (int q = 0; q < 3; q++) {
+        kiln_tensor *w = kiln_tensor_new(KILN_F32, ws);
+        if (!w) { kiln_graph_fail(g, KILN_OUT_OF_MEMORY, "UpSampling2D: out of host memory"); return NULL; }
+        for (int r = 0; r < k; r++) {
+            double o = (r + 0.5) / k - 0.5;
+            ((float *)w->data)[r] = (float)(q == 0 ? (o < 0 ? -o : 0) : q == 1 ? 1 - (o < 0 ? -o : o) : (o > 0 ? o : 0));
+        }
+        kiln_node *c = kiln_constant(g, w);
+        kiln_tensor_free(w);
+        if (c && c->dtype != x->dtype) c = kiln_cast(g, c, x->dtype);
+        kiln_node *term = kiln_mul(g, kiln_reshape(g, t[q], ex), c);
+        y = y ? kiln_add(g, y, term) : term;
+    }
+    s.dim[axis] = n * k;
+    return kiln_reshape(g, y, s);
+}
+
+/* Nearest: [B, H, 1, W, 1, C] broadcast to [B, H, sh, W, sw, C]: its gradient is BroadcastTo's sum. */
 static kiln_node *upsample_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
     kiln_shape s = l->in[0]->out;
+    if (l->cfg->mode == 1) return lerp_axis(f, lerp_axis(f, x, 1, l->cfg->size[0]), 2, l->cfg->size[1]);
     int sh = l->cfg->size[0], sw = l->cfg->size[1];
     kiln_node *y = kiln_reshape(f->g, x, KILN_SHAPE(f->batch, s.dim[0], 1, s.dim[1], 1, s.dim[2]));
     y = kiln_broadcast_to(f->g, y, KILN_SHAPE(f->batch, s.dim[0], sh, s.dim[1], sw, s.dim[2]));

@@ -99,12 +99,13 @@ static cJSON *opt_json(wr *w, const nn_opt_spec *s, const nn_layer_cfg *c) {
     const void *p = (const char *)c + s->off;
     switch (s->type) {
     case NN_T_INT: return nn_json_num(*(const int *)p);
+    case NN_T_INT1:
     case NN_T_INT2: {
         const int *v = p;
         if (s->dflt.kind == NN_V_NULL && v[0] < s->min) return cJSON_CreateNull();     /* None: the type's rule */
         cJSON *a = cJSON_CreateArray();
         add(w, a, NULL, nn_json_num(v[0]));
-        add(w, a, NULL, nn_json_num(v[1]));
+        if (s->type == NN_T_INT2) add(w, a, NULL, nn_json_num(v[1]));
         return a;
     }
     case NN_T_FLOAT: {
@@ -132,6 +133,7 @@ static cJSON *opt_json(wr *w, const nn_opt_spec *s, const nn_layer_cfg *c) {
         return cJSON_CreateString((unsigned)a < KILN_ACTIVATION_COUNT ? nn_activation_names[a] : "?");
     }
     case NN_T_PADDING: return cJSON_CreateString(*(const kiln_padding *)p == KILN_SAME ? "same" : "valid");
+    case NN_T_ENUM: return cJSON_CreateString(s->names[*(const int *)p]);
     case NN_T_INIT: return init_json(w, *(const kiln_init *)p);
     case NN_T_PAD4: {          /* ((top, bottom), (left, right)), as Keras writes it */
         const int *q = p;
@@ -199,7 +201,7 @@ static cJSON *layer_json(wr *w, const kiln_model *m, const kiln_layer *l) {
         add_str(w, c, "name", l->name);
     } else {
         add_str(w, c, "name", l->name);
-        add(w, c, "trainable", cJSON_CreateTrue());
+        if (l->kind != NN_SPATIAL_DROPOUT2D) add(w, c, "trainable", cJSON_CreateTrue());   /* Keras's SpatialDropout2D takes no trainable argument */
         add(w, c, "dtype", float32_policy(w));
         for (const nn_opt_spec *s = l->def->opts; s->key; s++)
             if (l->kind != NN_MHA || strcmp(s->key, "use_causal_mask") || !m->functional)   /* a Sequential model has no call to carry it */

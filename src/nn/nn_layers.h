@@ -38,7 +38,9 @@ typedef struct nn_layer_cfg {
     int input_dim;                         /* Embedding: vocabulary size; PositionEmbedding: sequence_length */
     int num_heads, key_dim, value_dim;     /* MultiHeadAttention (value_dim 0: key_dim) */
     bool causal;                           /* MultiHeadAttention: use_causal_mask */
+    int mode;                              /* NN_T_ENUM options: Conv1D padding (NN_PAD1D_*), UpSampling2D interpolation (0 nearest, 1 bilinear) */
 } nn_layer_cfg;
+enum { NN_PAD1D_VALID = 0, NN_PAD1D_SAME, NN_PAD1D_CAUSAL };   /* Conv1D's padding names, in order */
 
 /* ---- option values (what a model-file reader hands over) ---- */
 typedef enum nn_val_kind { NN_V_NONE = 0, NN_V_NULL, NN_V_INT, NN_V_FLOAT, NN_V_BOOL, NN_V_STR, NN_V_INTS, NN_V_INIT, NN_V_FLOATS } nn_val_kind;
@@ -78,6 +80,8 @@ typedef enum nn_opt_type {
     NN_T_PAD4,         /* an int, (h, w) or ((top, bottom), (left, right)): int[4] top, bottom, left, right */
     NN_T_FLOATS,       /* a number or a list of up to NN_MAX_FLOATS (nn_floats; null: n 0) */
     NN_T_NOISE,        /* a noise shape, the batch included, None as 0 (kiln_shape; null: rank 0) */
+    NN_T_INT1,         /* an int or a list of 1 int, >= min (1-D layers' Keras tuples): int[2], both set */
+    NN_T_ENUM,         /* one of the spec's names (case-insensitive): its index, an int */
 } nn_opt_type;
 typedef struct nn_opt_spec {
     const char *key;           /* the Keras config key */
@@ -85,6 +89,7 @@ typedef struct nn_opt_spec {
     size_t off;                /* the nn_layer_cfg field it sets */
     int min;                   /* NN_T_INT / NN_T_INT2 */
     nn_val dflt;               /* kind NONE: required; NULL: optional, field left 0 */
+    const char *const *names;  /* NN_T_ENUM: the accepted strings, NULL-terminated */
 } nn_opt_spec;
 #define NN_CFG(field) offsetof(nn_layer_cfg, field)
 #define NN_DINT(x)   { .kind = NN_V_INT, .i = (x) }

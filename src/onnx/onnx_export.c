@@ -283,6 +283,61 @@ static const char *bn_param(ex *e, const kiln_layer *l, const char *suffix, bool
     return const_tensor(e, l->name, t);
 }
 
+/* An attribute string. */
+static void attr_str(ex *e, Onnx__NodeProto *n, const char *name, const char *v) {
+    Onnx__AttributeProto *a = attr(e, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    if (a) { a->has_s = true; a->s.data = (uint8_t *)ox_strdup(&e->a, v); a->s.len = strlen(v); }
+}
+
+/* 1-D layers on [N, steps, C]: ONNX's 1-D Conv and pooling between Transposes to [N, C, steps]
+ * and back; global pooling as reductions over axis 1; UpSampling1D as a nearest Resize. */
+static void export_1d(ex *e, kiln_layer *l, ev *vals) {
+    const char *x = vals[l->in[0]->index].name, *base = l->name;
+    ev *y = &vals[l->index];
+    kiln_shape s = l->in[0]->out;
+    static const int64_t ncw[3] = { 0, 2, 1 };
+    if (l->kind == NN_GAP1D || l->kind == NN_GMP1D) {
+        y->name = one(e, l->kind == NN_GAP1D ? "ReduceMean" : "ReduceMax", x, base);
+        Onnx__NodeProto *n = e->n_nodes ? e->nodes[e->n_nodes - 1] : NULL;
+        attr_ints(e, n, "axes", (const int64_t[]){ 1 }, 1);
+        attr_int(e, n, "keepdims", l->out.rank == 2);
+        return;
+    }
+    if (l->kind == NN_UPSAMPLE1D) {
+        const char *out = vname(e, base, "Resize");
+        Onnx__NodeProto *n = node(e, "Resize", (const char *[]){ x, "", const_f32(e, base, (const double[]){ 1, l->cfg->size[0], 1 }, 3) }, 3, out);
+        attr_str(e, n, "mode", "nearest");
+        attr_str(e, n, "coordinate_transformation_mode", "asymmetric");
+        attr_str(e, n, "nearest_mode", "floor");
+        y->name = out;
+        return;
+    }
+    const char *t = one(e, "Transpose", x, base), *out;
+    attr_ints(e, e->n_nodes ? e->nodes[e->n_nodes - 1] : NULL, "perm", ncw, 3);
+    int64_t pads[2] = { 0, 0 }, eff = (int64_t)(l->kw - 1) * l->dil + 1;
+    if (l->padding == KILN_SAME) same_pads(s.dim[0], (int)eff, l->sw, &pads[0], &pads[1]);
+    if (l->padding == KILN_EXPLICIT) pads[0] = eff - 1;     /* causal */
+    Onnx__NodeProto *n;
+    if (l->kind == NN_CONV1D) {
+        const char *w = weight_init(e, l, "kernel", (const int[]){ 2, 1, 0 });   /* [k, in/g, F] -> [F, in/g, k] */
+        const char *b = l->use_bias ? weight_init(e, l, "bias", NULL) : NULL;
+        out = vname(e, base, "Conv");
+        n = node(e, "Conv", (const char *[]){ t, w, b }, b ? 3 : 2, out);
+        attr_ints(e, n, "dilations", (const int64_t[]){ l->dil }, 1);
+        attr_int(e, n, "group", l->groups);
+        out = activation(e, out, l->act, true, base);      /* softmax over axis 1: the channels */
+    } else {
+        const char *op = l->kind == NN_MAXPOOL1D ? "MaxPool" : "AveragePool";
+        out = vname(e, base, op);
+        n = node(e, op, &t, 1, out);      /* AveragePool: count_include_pad 0, TensorFlow's divisor */
+    }
+    attr_ints(e, n, "kernel_shape", (const int64_t[]){ l->kw }, 1);
+    attr_ints(e, n, "strides", (const int64_t[]){ l->sw }, 1);
+    attr_ints(e, n, "pads", pads, 2);
+    y->name = one(e, "Transpose", out, base);
+    attr_ints(e, e->n_nodes ? e->nodes[e->n_nodes - 1] : NULL, "perm", ncw, 3);
+}
+
 /* The layer types keras.applications brought (issue 29); false for a type it does not know. */
 static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
     ev *x = &vals[l->in[0]->index], *y = &vals[l->index];
@@ -345,17 +400,12 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
         y->nchw = true;
         return true;
     }
-    case NN_UPSAMPLE2D: {       /* nearest, each pixel repeated: asymmetric coordinates, floor */
+    case NN_UPSAMPLE2D: {       /* nearest, each pixel repeated: asymmetric coordinates, floor; bilinear: tf.image.resize's half-pixel centres */
         const char *out = vname(e, base, "Resize");
         Onnx__NodeProto *n = node(e, "Resize", (const char *[]){ order(e, x, true, rank), "", const_f32(e, base, (const double[]){ 1, 1, c->size[0], c->size[1] }, 4) }, 3, out);
-        if (n) {
-            Onnx__AttributeProto *a[3] = { attr(e, n, "mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING),
-                                           attr(e, n, "coordinate_transformation_mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING),
-                                           attr(e, n, "nearest_mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING) };
-            const char *v[3] = { "nearest", "asymmetric", "floor" };
-            for (int i = 0; i < 3; i++)
-                if (a[i]) { a[i]->has_s = true; a[i]->s.data = (uint8_t *)ox_strdup(&e->a, v[i]); a[i]->s.len = strlen(v[i]); }
-        }
+        attr_str(e, n, "mode", c->mode == 1 ? "linear" : "nearest");
+        attr_str(e, n, "coordinate_transformation_mode", c->mode == 1 ? "half_pixel" : "asymmetric");
+        if (c->mode != 1) attr_str(e, n, "nearest_mode", "floor");
         *y = (ev){ .name = out, .nchw = true };
         return true;
     }
@@ -382,6 +432,29 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
         *y = (ev){ .name = activation(e, out, l->act, true, base), .nchw = true };
         return true;
     }
+    case NN_CONV1D: case NN_MAXPOOL1D: case NN_AVGPOOL1D: case NN_GAP1D: case NN_GMP1D: case NN_UPSAMPLE1D:
+        export_1d(e, l, vals);
+        return true;
+    case NN_CONV2D_TRANSPOSE: {   /* ConvTranspose: W [in, filters, kh, kw]; pads and output_padding give Kiln's size */
+        kiln_shape s = l->in[0]->out;
+        int64_t pads[4] = { 0 }, opad[2];
+        if (l->padding == KILN_SAME) {
+            same_pads(l->out.dim[0], l->kh, l->sh, &pads[0], &pads[2]);
+            same_pads(l->out.dim[1], l->kw, l->sw, &pads[1], &pads[3]);
+        }
+        opad[0] = l->out.dim[0] - ((s.dim[0] - 1) * l->sh + l->kh - pads[0] - pads[2]);
+        opad[1] = l->out.dim[1] - ((s.dim[1] - 1) * l->sw + l->kw - pads[1] - pads[3]);
+        const char *w = weight_init(e, l, "kernel", (const int[]){ 3, 2, 0, 1 });   /* [kh, kw, F, in] -> [in, F, kh, kw] */
+        const char *b = l->use_bias ? weight_init(e, l, "bias", NULL) : NULL, *out = vname(e, base, "ConvTranspose");
+        Onnx__NodeProto *n = node(e, "ConvTranspose", (const char *[]){ order(e, x, true, rank), w, b }, b ? 3 : 2, out);
+        attr_ints(e, n, "kernel_shape", (const int64_t[]){ l->kh, l->kw }, 2);
+        attr_ints(e, n, "strides", (const int64_t[]){ l->sh, l->sw }, 2);
+        attr_ints(e, n, "pads", pads, 4);
+        attr_ints(e, n, "output_padding", opad, 2);
+        *y = (ev){ .name = activation(e, out, l->act, true, base), .nchw = true };
+        return true;
+    }
+    case NN_SPATIAL_DROPOUT2D: *y = *x; return true;      /* inference: the identity */
     case NN_MULTIPLY: case NN_SUBTRACT: case NN_AVERAGE: case NN_MAXIMUM: case NN_MINIMUM: {
         bool nchw = rank == 3 && x->nchw;
         const char *ins[NN_MAX_MERGE] = { 0 };

@@ -122,9 +122,28 @@ static kiln_status conv2d_grad(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_
     return s != KILN_OK ? s : KILN_INTERNAL;
 }
 
+/* Conv2DBackpropInput is linear in both inputs, so its gradients are the other two conv ops: with
+ * respect to dy (as a transposed convolution's input) the forward Conv2D of the incoming
+ * gradient; with respect to the kernel the filter gradient of that forward conv. This makes the
+ * op usable as a layer's forward (Conv2DTranspose). */
+static kiln_status conv2d_bwd_input_grad(kiln_graph *g, kiln_node *n, kiln_node *dz, kiln_node **dx) {
+    kiln_node *w = n->in[0], *dy = n->in[1];
+    kiln_attrs at = n->attrs;
+    if (dz->dtype != dy->dtype) dz = kiln_cast(g, dz, dy->dtype);
+    at.shape = w->shape;
+    at.acc_f32 = n->attrs.acc_f32 || kiln_is_half_cast(w);
+    dx[0] = kiln_node_new(g, KILN_OP_CONV2D_BWD_FILTER, (kiln_node *[]){ dz, dy }, 2, &at);
+    at.shape = (kiln_shape){ 0 };
+    at.acc_f32 = n->attrs.acc_f32;
+    dx[1] = kiln_node_new(g, KILN_OP_CONV2D, (kiln_node *[]){ dz, w }, 2, &at);
+    if (dx[0] && dx[1]) return KILN_OK;
+    kiln_status s = kiln_graph_status(g);
+    return s != KILN_OK ? s : KILN_INTERNAL;
+}
+
 const kiln_op_def kiln_opdef_conv2d = { "Conv2D", 2, 2, 0, conv2d_infer, conv2d_grad, kiln_ref_conv2d, NULL };
-const kiln_op_def kiln_opdef_conv2d_bwd_input = { "Conv2DBackpropInput", 2, 2, KILN_OPF_NO_GRAD,
-                                                  conv2d_bwd_input_infer, NULL, kiln_ref_conv2d_bwd_input, NULL };
+const kiln_op_def kiln_opdef_conv2d_bwd_input = { "Conv2DBackpropInput", 2, 2, 0,
+                                                  conv2d_bwd_input_infer, conv2d_bwd_input_grad, kiln_ref_conv2d_bwd_input, NULL };
 const kiln_op_def kiln_opdef_conv2d_bwd_filter = { "Conv2DBackpropFilter", 2, 2, KILN_OPF_NO_GRAD,
                                                    conv2d_bwd_filter_infer, NULL, kiln_ref_conv2d_bwd_filter, NULL };
 
@@ -152,4 +171,30 @@ kiln_node *kiln_conv2d(kiln_graph *g, kiln_node *x, kiln_node *kernel, const kil
     }
     at.acc_f32 = kiln_autocast_operands(g, &x, &kernel);
     return kiln_node_new(g, KILN_OP_CONV2D, (kiln_node *[]){ x, kernel }, 2, &at);
+}
+
+kiln_node *kiln_conv2d_transpose(kiln_graph *g, kiln_node *x, kiln_node *kernel, const kiln_conv_params *p, int64_t out_h, int64_t out_w) {
+    if (!g || !x || !kernel) return NULL;
+    if (!p) { kiln_graph_fail(g, KILN_INVALID_ARGUMENT, "kiln_conv2d_transpose: NULL params"); return NULL; }
+    if ((unsigned)p->padding >= KILN_PADDING_COUNT || (p->groups && p->groups != 1) || out_h < 1 || out_w < 1 || x->shape.rank != 4 || kernel->shape.rank != 4) {
+        kiln_graph_fail(g, KILN_INVALID_ARGUMENT, "kiln_conv2d_transpose: needs NHWC x, an HWIO kernel, one group, a known padding and an output size >= 1 (got padding %d, groups %d, %lldx%lld)",
+                        (int)p->padding, p->groups, (long long)out_h, (long long)out_w);
+        return NULL;
+    }
+    kiln_attrs at = { 0 };
+    at.sh = p->stride_h ? p->stride_h : 1;
+    at.sw = p->stride_w ? p->stride_w : 1;
+    at.dh = p->dilation_h ? p->dilation_h : 1;
+    at.dw = p->dilation_w ? p->dilation_w : 1;
+    at.groups = 1;
+    at.padding = p->padding;
+    if (p->padding == KILN_EXPLICIT) {
+        at.pt = p->pad_top; at.pb = p->pad_bottom; at.pl = p->pad_left; at.pr = p->pad_right;
+    } else if (p->padding == KILN_SAME && at.sh > 0 && at.sw > 0 && at.dh > 0 && at.dw > 0) {   /* the forward conv's, from the output size */
+        same_pads(out_h, (int)(kernel->shape.dim[0] - 1) * at.dh + 1, at.sh, &at.pt, &at.pb);
+        same_pads(out_w, (int)(kernel->shape.dim[1] - 1) * at.dw + 1, at.sw, &at.pl, &at.pr);
+    }
+    at.shape = KILN_SHAPE(x->shape.dim[0], out_h, out_w, kernel->shape.dim[2]);
+    at.acc_f32 = kiln_autocast_operands(g, &x, &kernel);
+    return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, (kiln_node *[]){ kernel, x }, 2, &at);
 }

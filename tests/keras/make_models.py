@@ -56,8 +56,29 @@ def cli_cnn():     # takes the CLI's synthetic 28x28x1 images, 10 classes
                              L.MaxPooling2D(2), L.Flatten(), L.Dense(10, activation="softmax")], name="cli_cnn")
 
 
+def seq_conv1d():  # 1-D layers: causal / dilated / strided / grouped convolutions, pooling, upsampling
+    return keras.Sequential([
+        keras.Input((16, 3)), L.Conv1D(6, 3, padding="causal", dilation_rate=2, activation="relu"),
+        L.MaxPooling1D(3, strides=2, padding="same"), L.Conv1D(4, 2, strides=2, padding="same", groups=2, use_bias=False),
+        L.UpSampling1D(3), L.AveragePooling1D(2, padding="same"), L.Conv1D(5, 3, activation="tanh"),
+        L.GlobalAveragePooling1D(keepdims=True), L.Flatten(), L.Dense(3)], name="seq_conv1d")
+
+
+def func_deconv():  # transposed convolutions, spatial dropout, bilinear upsampling, global max pooling 1-D
+    inp = keras.Input((5, 6, 3))
+    x = L.Conv2DTranspose(4, 3, strides=2, padding="same", activation="relu")(inp)
+    x = L.SpatialDropout2D(0.3)(x)
+    x = L.UpSampling2D((2, 3), interpolation="bilinear")(x)
+    x = L.Conv2DTranspose(3, (2, 3), strides=(1, 2))(x)
+    y = L.Conv2DTranspose(2, 2, strides=3, use_bias=False)(inp)
+    x = L.Reshape((-1, 3))(x)
+    y = L.Reshape((-1, 2))(y)
+    z = L.Concatenate()([L.GlobalMaxPooling1D()(x), L.GlobalAveragePooling1D()(y)])
+    return keras.Model(inp, L.Dense(4)(z), name="func_deconv")
+
+
 rng = np.random.RandomState(1)
-for make in (seq_mlp, seq_cnn, func_branches, func_pool, cli_cnn):
+for make in (seq_mlp, seq_cnn, func_branches, func_pool, cli_cnn, seq_conv1d, func_deconv):
     m = make()
     name = m.name
     shape = tuple(m.input_shape[1:])

@@ -73,4 +73,28 @@ static inline kiln_model *apps_model(void) {
     return m;
 }
 
+/* Issue 29's 1-D layers, Conv2DTranspose, SpatialDropout2D and bilinear UpSampling2D, on the same
+ * 12x12x3 images: the image upsampled and flattened into a 1-D sequence. */
+static inline kiln_model *layers1d_model(void) {
+    kiln_model *m = kiln_model_new("layers1d");
+    kiln_layer *x = kiln_input(m, KILN_SHAPE(12, 12, 3));
+    kiln_layer *t = kiln_layer_conv2d_transpose(m, &(kiln_conv2d_opts){ .input = x, .filters = 4, .kernel = 3, .strides = 2, .padding = KILN_SAME, .activation = KILN_RELU });
+    kiln_layer *sd = kiln_layer_spatial_dropout2d(m, &(kiln_dropout_opts){ .input = t, .rate = 0.2 });
+    kiln_layer *c = kiln_layer_conv2d(m, &(kiln_conv2d_opts){ .input = sd, .filters = 4, .kernel = 3, .strides = 4 });
+    kiln_layer *up = kiln_layer_upsampling2d(m, &(kiln_upsampling2d_opts){ .input = c, .size_h = 2, .size_w = 3, .bilinear = true });
+    kiln_layer *t2 = kiln_layer_conv2d_transpose(m, &(kiln_conv2d_opts){ .input = up, .filters = 3, .kernel_h = 2, .kernel_w = 3, .stride_h = 1, .stride_w = 2 });
+    kiln_layer *r = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = t2, .shape = KILN_SHAPE(-1, 3) });
+    kiln_layer *c1 = kiln_layer_conv1d(m, &(kiln_conv1d_opts){ .input = r, .filters = 6, .kernel = 3, .causal = true, .dilation = 2, .activation = KILN_TANH });
+    kiln_layer *mp = kiln_layer_max_pool1d(m, &(kiln_pool1d_opts){ .input = c1, .size = 3, .strides = 2, .padding = KILN_SAME });
+    kiln_layer *ap = kiln_layer_avg_pool1d(m, &(kiln_pool1d_opts){ .input = mp, .size = 2, .padding = KILN_SAME });
+    kiln_layer *u1 = kiln_layer_upsampling1d(m, &(kiln_upsampling1d_opts){ .input = ap, .size = 3 });
+    kiln_layer *c2 = kiln_layer_conv1d(m, &(kiln_conv1d_opts){ .input = u1, .filters = 6, .kernel = 2, .strides = 2, .padding = KILN_SAME, .groups = 2, .activation = KILN_SOFTMAX });
+    kiln_layer *g1 = kiln_layer_global_max_pool1d(m, &(kiln_layer_opts){ .input = c2 });
+    kiln_layer *g2 = kiln_layer_global_avg_pool1d(m, &(kiln_layer_opts){ .input = c1 });
+    kiln_layer *cat = kiln_layer_concatenate(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ g1, g2 }, .n_inputs = 2 });
+    kiln_layer *out = kiln_layer_dense(m, &(kiln_dense_opts){ .input = cat, .units = 10 });
+    kiln_model_functional(m, &x, 1, &out, 1);
+    return m;
+}
+
 #endif

@@ -4,6 +4,7 @@
  *   onnx_probe mixed CKPT                 builds the C-API test model (every layer type and
  *                                         activation), trains it a few steps, saves CKPT
  *   onnx_probe apps CKPT                  the same with issue 29's layer types (apps_model)
+ *   onnx_probe layers1d CKPT              the same with the 1-D layers, Conv2DTranspose, bilinear UpSampling2D
  *   onnx_probe probs CKPT X.f32 OUT.f32   softmax of the checkpoint model's outputs for X
  *   onnx_probe import FILE.onnx X.f32 OUT.f32 [--nhwc]
  *                                         the same through kiln_model_from_onnx (--nhwc: the
@@ -73,8 +74,8 @@ int main(int argc, char **argv) {
         kiln_model_free(m);
         return 0;
     }
-    if ((!strcmp(cmd, "mixed") || !strcmp(cmd, "apps")) && argc == 3) {
-        m = !strcmp(cmd, "mixed") ? mixed_model() : apps_model();
+    if ((!strcmp(cmd, "mixed") || !strcmp(cmd, "apps") || !strcmp(cmd, "layers1d")) && argc == 3) {
+        m = !strcmp(cmd, "mixed") ? mixed_model() : !strcmp(cmd, "apps") ? apps_model() : layers1d_model();
         kiln_model_set_seed(m, 5);
         kiln_dataset *d = kiln_dataset_synthetic(KILN_SHAPE(12, 12, 3), 10, 512, 3);
         int rc = kiln_model_status(m) || !d ||
@@ -98,6 +99,6 @@ int main(int argc, char **argv) {
         kiln_model_free(m);
         return rc;
     }
-    fprintf(stderr, "usage: onnx_probe presets | shape CKPT | mixed CKPT | probs CKPT X.f32 OUT.f32 | import FILE.onnx X.f32 OUT.f32 [--nhwc]\n");
+    fprintf(stderr, "usage: onnx_probe presets | shape CKPT | mixed|apps|layers1d CKPT | probs CKPT X.f32 OUT.f32 | import FILE.onnx X.f32 OUT.f32 [--nhwc]\n");
     return 2;
 }

@@ -47,6 +47,13 @@ static kiln_node *b_bwd_input_s2_g2(kiln_graph *g, kiln_node **x, kiln_node **e,
     kiln_attrs at = conv_attrs(2, 2, 1, 1, 1, 1, 1, 1, 2, KILN_SHAPE(2, 7, 7, 4));
     return kiln_node_new(g, KILN_OP_CONV2D_BWD_INPUT, x, 2, &at);
 }
+/* Conv2DTranspose's forward: x [2,3,3,4] through kernel [3,3,2,4], stride 2, SAME -> [2,6,6,2]
+ * (kiln_conv2d_transpose); its gradients (Conv2D and Conv2DBackpropFilter) checked by finite
+ * differences. */
+static kiln_node *b_conv_transpose(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED;
+    return kiln_conv2d_transpose(g, x[1], x[0], &(kiln_conv_params){ .stride_h = 2, .stride_w = 2, .padding = KILN_SAME }, 6, 6);
+}
 /* x [2,6,6,3], w [3,3,3,4], dilation 2, VALID: dilated kernel 5 -> out 2. */
 static kiln_node *b_bwd_input_dil2(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
     UNUSED;
@@ -169,6 +176,7 @@ const op_case cases_matmul_conv_pool[] = {
     C2(KILN_OP_CONV2D, "conv2d [2,6,6,4] * [3,3,2,6] groups 2 SAME stride 2 (pads 0,1)", S(2, 6, 6, 4), S(3, 3, 2, 6), b_conv_groups2, DT_FLOATS, true),
     C2(KILN_OP_CONV2D, "conv2d depthwise [2,5,5,3] * [3,3,1,6] groups 3 SAME", S(2, 5, 5, 3), S(3, 3, 1, 6), b_conv_depthwise, DT_FLOATS, true),
     C2(KILN_OP_CONV2D_BWD_INPUT, "conv2d_bwd_input w [3,3,2,6], dy [2,4,4,6] groups 2 stride 2 SAME", S(3, 3, 2, 6), S(2, 4, 4, 6), b_bwd_input_s2_g2, DT_FLOATS, false),
+    C2(KILN_OP_CONV2D_BWD_INPUT, "conv2d_transpose w [3,3,2,4], x [2,3,3,4] stride 2 SAME -> [2,6,6,2]", S(3, 3, 2, 4), S(2, 3, 3, 4), b_conv_transpose, DT_FLOATS, true),
     C2(KILN_OP_CONV2D_BWD_INPUT, "conv2d_bwd_input w [3,3,3,4], dy [2,2,2,4] dilation 2 VALID", S(3, 3, 3, 4), S(2, 2, 2, 4), b_bwd_input_dil2, DT_FLOATS, false),
     C2(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter x [2,6,6,3], dy [2,3,3,4] stride 2 pads (1,0,0,1)", S(2, 6, 6, 3), S(2, 3, 3, 4), b_bwd_filter_s2_explicit, DT_FLOATS, false),
     C2(KILN_OP_CONV2D_BWD_FILTER, "conv2d_bwd_filter depthwise x [2,5,5,4], dy [2,5,5,8] groups 4", S(2, 5, 5, 4), S(2, 5, 5, 8), b_bwd_filter_depthwise, DT_FLOATS, false),

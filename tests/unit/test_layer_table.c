@@ -25,7 +25,8 @@ static void test_table(void) {
                                          "Concatenate", "Add", "ImportedGraph", "ZeroPadding2D", "Cropping2D", "UpSampling2D",
                                          "GlobalMaxPooling2D", "SeparableConv2D", "Rescaling", "Normalization", "LeakyReLU", "ELU",
                                          "Multiply", "Subtract", "Average", "Maximum", "Minimum", "ReLU", "Embedding", "LayerNormalization",
-                                         "MultiHeadAttention", "PositionEmbedding" };
+                                         "MultiHeadAttention", "PositionEmbedding", "Conv1D", "MaxPooling1D", "AveragePooling1D",
+                                         "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D", "Conv2DTranspose", "SpatialDropout2D" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
         nn_kind k;
@@ -47,7 +48,7 @@ static kiln_model *model_for(nn_kind t, kiln_layer **in, int *n_in) {
     in[0] = x;
     if (t == NN_INPUT) *n_in = 0;
     if (t == NN_DENSE) in[0] = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = x });
-    if (t == NN_MHA || t == NN_POS_EMBEDDING) in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
+    if (t == NN_MHA || t == NN_POS_EMBEDDING || t == NN_CONV1D || t == NN_MAXPOOL1D || t == NN_AVGPOOL1D || t == NN_GAP1D || t == NN_GMP1D || t == NN_UPSAMPLE1D) in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
     if (t == NN_CONCAT || t == NN_ADD || t == NN_MULTIPLY || t == NN_SUBTRACT || t == NN_AVERAGE || t == NN_MAXIMUM || t == NN_MINIMUM) { in[1] = kiln_layer_activation(m, &(kiln_activation_opts){ .input = x, .activation = KILN_RELU }); *n_in = 2; }
     return m;
 }
@@ -67,6 +68,9 @@ static int required_opts(nn_kind t, nn_opt *o) {
     case NN_EMBEDDING: o[0] = NN_INT("input_dim", 10); o[1] = NN_INT("output_dim", 3); return 2;
     case NN_MHA: o[0] = NN_INT("num_heads", 2); o[1] = NN_INT("key_dim", 3); return 2;
     case NN_POS_EMBEDDING: o[0] = NN_INT("sequence_length", 40); return 1;
+    case NN_CONV1D: o[0] = NN_INT("filters", 2); o[1] = NN_INTS("kernel_size", 3); return 2;
+    case NN_CONV2D_TRANSPOSE: o[0] = NN_INT("filters", 2); o[1] = NN_INT("kernel_size", 3); return 2;
+    case NN_SPATIAL_DROPOUT2D: o[0] = NN_FLOAT("rate", 0.25); return 1;
     default: return 0;
     }
 }
@@ -350,8 +354,58 @@ static void test_errors(void) {
     CHECK(strstr(kiln_last_error(), "NULL model") != NULL);
 }
 
+/* The 1-D layers, Conv2DTranspose, SpatialDropout2D and bilinear UpSampling2D: typed builders
+ * and Keras options build the same model. */
+static void test_1d_deconv_same(void) {
+    kiln_model *a = kiln_sequential("seq1d", KILN_SHAPE(12, 3));
+    kiln_layer_conv1d(a, &(kiln_conv1d_opts){ .filters = 4, .kernel = 3, .causal = true, .dilation = 2, .activation = KILN_RELU });
+    kiln_layer_max_pool1d(a, &(kiln_pool1d_opts){ .size = 3, .strides = 2, .padding = KILN_SAME });
+    kiln_layer_conv1d(a, &(kiln_conv1d_opts){ .filters = 4, .kernel = 2, .strides = 2, .padding = KILN_SAME, .groups = 2, .no_bias = true });
+    kiln_layer_upsampling1d(a, &(kiln_upsampling1d_opts){ .size = 3 });
+    kiln_layer_avg_pool1d(a, NULL);
+    kiln_layer_reshape(a, &(kiln_reshape_opts){ .shape = KILN_SHAPE(2, 2, 4) });
+    kiln_layer_conv2d_transpose(a, &(kiln_conv2d_opts){ .filters = 3, .kernel = 3, .strides = 2, .padding = KILN_SAME, .activation = KILN_TANH });
+    kiln_layer_spatial_dropout2d(a, &(kiln_dropout_opts){ .rate = 0.4 });
+    kiln_layer_upsampling2d(a, &(kiln_upsampling2d_opts){ .size_h = 2, .size_w = 3, .bilinear = true });
+    kiln_layer_conv2d_transpose(a, &(kiln_conv2d_opts){ .filters = 2, .kernel_h = 2, .kernel_w = 3, .strides = 3 });
+    kiln_layer_reshape(a, &(kiln_reshape_opts){ .shape = KILN_SHAPE(-1, 2) });
+    kiln_layer_global_max_pool1d(a, NULL);
+
+    kiln_model *b = kiln_sequential("seq1d", KILN_SHAPE(12, 3));
+    ADD(b, "Conv1D", NN_INT("filters", 4), NN_INTS("kernel_size", 3), NN_STR("padding", "causal"), NN_INTS("dilation_rate", 2), NN_STR("activation", "relu"));
+    ADD(b, "MaxPooling1D", NN_INTS("pool_size", 3), NN_INTS("strides", 2), NN_STR("padding", "same"));
+    ADD(b, "Conv1D", NN_INT("filters", 4), NN_INT("kernel_size", 2), NN_INT("strides", 2), NN_STR("padding", "same"), NN_INT("groups", 2), NN_BOOL("use_bias", false));
+    ADD(b, "UpSampling1D", NN_INT("size", 3));
+    nn_layer_from_options(b, "AveragePooling1D", NULL, 0, NULL, 0);
+    ADD(b, "Reshape", NN_INTS("target_shape", 2, 2, 4));
+    ADD(b, "Conv2DTranspose", NN_INT("filters", 3), NN_INT("kernel_size", 3), NN_INTS("strides", 2, 2), NN_STR("padding", "same"), NN_STR("activation", "tanh"));
+    ADD(b, "SpatialDropout2D", NN_FLOAT("rate", 0.4));
+    ADD(b, "UpSampling2D", NN_INTS("size", 2, 3), NN_STR("interpolation", "bilinear"));
+    ADD(b, "Conv2DTranspose", NN_INT("filters", 2), NN_INTS("kernel_size", 2, 3), NN_INT("strides", 3));
+    ADD(b, "Reshape", NN_INTS("target_shape", -1, 2));
+    nn_layer_from_options(b, "GlobalMaxPooling1D", NULL, 0, NULL, 0);
+    /* the shapes Keras gives: causal keeps 12 steps, same pooling 6, stride 2 -> 3, x3 -> 9, pool 4;
+     * [2, 2, 4] -> same deconv x2 [4, 4, 3] -> bilinear [8, 12, 3] -> valid deconv (2, 3) stride 3 [24, 36, 2] */
+    CHECK(kiln_model_status(a) == KILN_OK && a->n_layers == 13 && a->layers[1]->out.dim[0] == 12 && a->layers[5]->out.dim[0] == 4 &&
+          a->layers[9]->out.dim[0] == 8 && a->layers[10]->out.dim[0] == 24 && a->layers[10]->out.dim[1] == 36);
+    check_same(a, b, "1-D and transposed");
+    kiln_model *c = kiln_sequential("bad", KILN_SHAPE(12, 3));
+    ADD(c, "Conv1D", NN_INT("filters", 4), NN_INT("kernel_size", 3), NN_STR("padding", "full"));
+    CHECK_MSG(strstr(kiln_model_error(c), "padding") && strstr(kiln_model_error(c), "causal"), "%s", kiln_model_error(c));
+    kiln_model_free(c);
+    c = kiln_sequential("bad", KILN_SHAPE(4, 4, 3));
+    ADD(c, "UpSampling2D", NN_STR("interpolation", "bicubic"));
+    CHECK_MSG(strstr(kiln_model_error(c), "interpolation") && strstr(kiln_model_error(c), "bilinear"), "%s", kiln_model_error(c));
+    kiln_model_free(c);
+    c = kiln_sequential("bad", KILN_SHAPE(4, 4, 3));
+    ADD(c, "Conv2DTranspose", NN_INT("filters", 4), NN_INT("kernel_size", 3), NN_INT("dilation_rate", 2));
+    CHECK_MSG(strstr(kiln_model_error(c), "dilation_rate"), "%s", kiln_model_error(c));
+    kiln_model_free(c);
+}
+
 int main(void) {
     test_table();
+    test_1d_deconv_same();
     test_defaults_valid();
     test_sequential_same();
     test_functional_same();

@@ -136,7 +136,7 @@ def bad_models(k):
     out["unknown_layer"] = (seq("m", L.GroupNormalization(groups=1, name="gn")), ["gn", "GroupNormalization"])
     out["frozen"] = (seq("m", L.Flatten(), L.Dense(4, trainable=False, name="frozen")), ["frozen", "trainable"])
     out["orthogonal"] = (seq("m", L.Flatten(), L.Dense(4, kernel_initializer="orthogonal", name="orth")), ["orth", "kernel_initializer", "Orthogonal"])
-    out["bilinear"] = (seq("m", L.UpSampling2D(interpolation="bilinear", name="up")), ["up", "interpolation", "bilinear"])
+    out["bicubic"] = (seq("m", L.UpSampling2D(interpolation="bicubic", name="up")), ["up", "interpolation", "bicubic"])   # bilinear is read (nearest and bilinear)
     return out
 
 
