@@ -196,14 +196,28 @@ static kiln_status index_keras3(keras_h5 *h) {
         if (vg >= 0 && H5Aexists(vg, "name") > 0) st = read_strings(vg, "name", MAX_STR, h->what, &nm, &nn);
         if (!st) st = add_layer(h, nn == 1 ? nm[0] : ns.v[i], ns.v[i]);
         free_strings(nm, nn);
-        for (int j = 0; vg >= 0 && !st && j < MAX_LAYERS; j++) {
-            char k[16];
-            snprintf(k, sizeof k, "%d", j);
-            if (H5Lexists(vg, k, H5P_DEFAULT) <= 0) break;
-            snprintf(p, sizeof p, "layers/%s/%s", path, k);
-            st = add_var(h, k, p);
-        }
         if (vg >= 0) H5Gclose(vg);
+        /* a recurrent layer's weights are its cell's; Bidirectional's, its two layers' cells' */
+        static const char *const sub[] = { "vars", "cell/vars", "forward_layer/cell/vars", "backward_layer/cell/vars" };
+        for (size_t q = 0; q < sizeof sub / sizeof *sub && !st; q++) {
+            snprintf(path, sizeof path, "%s/%s", ns.v[i], sub[q]);
+            bool there = true;
+            for (char *sl = strchr(path, '/'); sl && there; sl = strchr(sl + 1, '/')) {    /* each level, so HDF5 is not asked past a missing one */
+                *sl = 0;
+                there = H5Lexists(g, path, H5P_DEFAULT) > 0;
+                *sl = '/';
+            }
+            vg = there && H5Lexists(g, path, H5P_DEFAULT) > 0 ? H5Gopen2(g, path, H5P_DEFAULT) : -1;
+            H5Eclear2(H5E_DEFAULT);
+            for (int j = 0; vg >= 0 && !st && j < MAX_LAYERS; j++) {
+                char k[16];
+                snprintf(k, sizeof k, "%d", j);
+                if (H5Lexists(vg, k, H5P_DEFAULT) <= 0) break;
+                snprintf(p, sizeof p, "layers/%s/%s", path, k);
+                st = add_var(h, k, p);
+            }
+            if (vg >= 0) H5Gclose(vg);
+        }
     }
     if (g >= 0) H5Gclose(g);
     free_strings(ns.v, ns.n);

@@ -53,7 +53,7 @@ kiln_status kiln_layer_rename(kiln_layer *l, const char *name) {
 static const char *const type_names[] = {
     [NN_T_INT] = "int", [NN_T_INT2] = "int2", [NN_T_FLOAT] = "float", [NN_T_BOOL] = "bool", [NN_T_SEED] = "seed",
     [NN_T_SHAPE] = "shape", [NN_T_ACTIVATION] = "activation", [NN_T_PADDING] = "padding", [NN_T_INIT] = "initializer",
-    [NN_T_PAD4] = "pad4", [NN_T_FLOATS] = "floats", [NN_T_NOISE] = "noise_shape",
+    [NN_T_PAD4] = "pad4", [NN_T_FLOATS] = "floats", [NN_T_NOISE] = "noise_shape", [NN_T_CHOICE] = "choice",
 };
 
 static cJSON *default_json(const nn_opt_spec *s) {

@@ -67,6 +67,13 @@ static const char *store(const nn_opt_spec *s, const nn_val *v, nn_layer_cfg *c,
             snprintf(why + strlen(why), n - strlen(why), "%s%s", i ? ", " : "", nn_activation_names[i]);
         snprintf(why + strlen(why), n - strlen(why), ")");
         return why;
+    case NN_T_CHOICE:
+        if (v->kind != NN_V_STR || !v->s) break;
+        for (int i = 0; s->choices[i]; i++) if (!strcmp(v->s, s->choices[i])) { *(int *)p = i; return NULL; }
+        snprintf(why, n, "unknown value '%s' (", v->s);
+        for (int i = 0; s->choices[i]; i++) snprintf(why + strlen(why), n - strlen(why), "%s%s", i ? ", " : "", s->choices[i]);
+        snprintf(why + strlen(why), n - strlen(why), ")");
+        return why;
     case NN_T_PADDING:
         if (v->kind != NN_V_STR || !v->s) break;
         if (!strcasecmp(v->s, "valid")) *(kiln_padding *)p = KILN_VALID;

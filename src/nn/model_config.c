@@ -24,7 +24,7 @@
 #include "nn/nn_json.h"
 
 const char *const nn_init_class_names[KILN_INIT_COUNT] = { "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
-    "TruncatedNormal", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal", "VarianceScaling" };
+    "TruncatedNormal", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal", "VarianceScaling", "Orthogonal" };
 
 /* A tree under construction: the first failed allocation sticks. */
 typedef struct wr { bool oom; } wr;
@@ -89,6 +89,10 @@ static cJSON *init_json(wr *w, kiln_init in) {
         add(w, c, "seed", seed_or_null(in.seed));
         break;
     }
+    case KILN_INIT_ORTHOGONAL:
+        add(w, c, "gain", nn_json_num(in.a ? in.a : 1));
+        add(w, c, "seed", seed_or_null(in.seed));
+        break;
     default: add(w, c, "seed", seed_or_null(in.seed)); break;
     }
     return o;
@@ -132,6 +136,7 @@ static cJSON *opt_json(wr *w, const nn_opt_spec *s, const nn_layer_cfg *c) {
         return cJSON_CreateString((unsigned)a < KILN_ACTIVATION_COUNT ? nn_activation_names[a] : "?");
     }
     case NN_T_PADDING: return cJSON_CreateString(*(const kiln_padding *)p == KILN_SAME ? "same" : "valid");
+    case NN_T_CHOICE: return cJSON_CreateString(s->choices[*(const int *)p]);
     case NN_T_INIT: return init_json(w, *(const kiln_init *)p);
     case NN_T_PAD4: {          /* ((top, bottom), (left, right)), as Keras writes it */
         const int *q = p;

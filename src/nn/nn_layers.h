@@ -38,6 +38,14 @@ typedef struct nn_layer_cfg {
     int input_dim;                         /* Embedding: vocabulary size; PositionEmbedding: sequence_length */
     int num_heads, key_dim, value_dim;     /* MultiHeadAttention (value_dim 0: key_dim) */
     bool causal;                           /* MultiHeadAttention: use_causal_mask */
+    /* recurrent layers (layers_rnn.c) */
+    kiln_activation recurrent_activation;
+    kiln_init recurrent_init;
+    double recurrent_l2;
+    bool return_sequences, return_state, go_backwards, unit_forget_bias, reset_after, stateful;
+    double recurrent_rate;                 /* recurrent_dropout (0 only) */
+    int cell;                              /* Bidirectional: the wrapped layer (NN_RNN_CELLS index) */
+    int merge_mode;                        /* Bidirectional: concat, sum, mul, ave */
 } nn_layer_cfg;
 
 /* ---- option values (what a model-file reader hands over) ---- */
@@ -78,6 +86,7 @@ typedef enum nn_opt_type {
     NN_T_PAD4,         /* an int, (h, w) or ((top, bottom), (left, right)): int[4] top, bottom, left, right */
     NN_T_FLOATS,       /* a number or a list of up to NN_MAX_FLOATS (nn_floats; null: n 0) */
     NN_T_NOISE,        /* a noise shape, the batch included, None as 0 (kiln_shape; null: rank 0) */
+    NN_T_CHOICE,       /* one of the spec's choices (a string): its index, an int */
 } nn_opt_type;
 typedef struct nn_opt_spec {
     const char *key;           /* the Keras config key */
@@ -85,6 +94,7 @@ typedef struct nn_opt_spec {
     size_t off;                /* the nn_layer_cfg field it sets */
     int min;                   /* NN_T_INT / NN_T_INT2 */
     nn_val dflt;               /* kind NONE: required; NULL: optional, field left 0 */
+    const char *const *choices;   /* NN_T_CHOICE: the strings taken, NULL-terminated */
 } nn_opt_spec;
 #define NN_CFG(field) offsetof(nn_layer_cfg, field)
 #define NN_DINT(x)   { .kind = NN_V_INT, .i = (x) }
