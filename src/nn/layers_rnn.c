@@ -20,6 +20,8 @@
 const char *const nn_rnn_cells[] = { "SimpleRNN", "LSTM", "GRU", NULL };
 static const char *const merge_modes[] = { "concat", "sum", "mul", "ave", NULL };
 enum { CELL_SIMPLE, CELL_LSTM, CELL_GRU };
+/* model_config.c finds the wrapped layer's type as NN_SIMPLE_RNN + cell */
+_Static_assert(NN_LSTM == NN_SIMPLE_RNN + CELL_LSTM && NN_GRU == NN_SIMPLE_RNN + CELL_GRU, "layers.def: SimpleRNN, LSTM, GRU in a row");
 enum { MERGE_CONCAT, MERGE_SUM, MERGE_MUL, MERGE_AVE };
 
 static int gates(int cell) { return cell == CELL_LSTM ? 4 : cell == CELL_GRU ? 3 : 1; }
