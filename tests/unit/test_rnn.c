@@ -4,6 +4,7 @@
  * initializer is orthonormal. Predictions equal to Keras's are checked by test_keras_files. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 #include "kiln/kiln.h"
@@ -166,7 +167,81 @@ static void test_orthogonal(void) {
     }
 }
 
+static void write_f32(const char *dir, const char *name, const kiln_tensor *t) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    CHECK(f && fwrite(t->data, 4, (size_t)kiln_shape_numel(t->shape), f) == (size_t)kiln_shape_numel(t->shape));
+    if (f) fclose(f);
+}
+
+/* Every variant in one functional model, at random weights: Kiln's JSON rebuilds it with the same
+ * predictions; its ONNX export (RNN / LSTM / GRU ops) is written, with inputs and Kiln's
+ * predictions, into $KILN_RNN_ONNX for tests/onnx/test_rnn_ort.sh to run in onnxruntime. */
+static void test_json_and_onnx(void) {
+    kiln_activation relu = KILN_RELU, hard = KILN_HARD_SIGMOID;
+    kiln_model *m = kiln_model_new("rnn_all");
+    kiln_layer *x = kiln_input(m, KILN_SHAPE(T, F));
+    kiln_layer *a = kiln_layer_simple_rnn(m, &(kiln_rnn_opts){ .input = x, .units = 4, .return_sequences = true, .activation = &relu });
+    kiln_layer *b = kiln_layer_lstm(m, &(kiln_rnn_opts){ .input = a, .units = 3, .return_sequences = true, .go_backwards = true, .recurrent_activation = &hard });
+    kiln_layer *c = kiln_layer_gru(m, &(kiln_rnn_opts){ .input = b, .units = 3, .return_sequences = true, .no_reset_after = true });
+    kiln_layer *d = kiln_layer_bidirectional(m, &(kiln_bidirectional_opts){ .layer = KILN_RNN_LSTM, .rnn = { .input = c, .units = 2, .return_sequences = true } });
+    kiln_layer *e = kiln_layer_bidirectional(m, &(kiln_bidirectional_opts){ .layer = KILN_RNN_SIMPLE, .merge_mode = KILN_MERGE_MUL,
+                                                                            .rnn = { .input = d, .units = 2, .return_sequences = true } });
+    kiln_layer *g = kiln_layer_bidirectional(m, &(kiln_bidirectional_opts){ .layer = KILN_RNN_GRU, .merge_mode = KILN_MERGE_AVE, .rnn = { .input = e, .units = 3 } });
+    kiln_layer *h = kiln_layer_lstm(m, &(kiln_rnn_opts){ .input = x, .units = 3, .no_bias = true });
+    kiln_layer *s = kiln_layer_bidirectional(m, &(kiln_bidirectional_opts){ .layer = KILN_RNN_GRU, .merge_mode = KILN_MERGE_SUM, .rnn = { .input = x, .units = 3 } });
+    kiln_layer *cat = kiln_layer_concatenate(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ g, h, s }, .n_inputs = 3 });
+    kiln_layer *out = kiln_layer_dense(m, &(kiln_dense_opts){ .input = cat, .units = 2 });
+    CHECK_OK(kiln_model_functional(m, &x, 1, &out, 1));
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .device = "cpu" }));
+    kiln_tensor *xs = kiln_tensor_new(KILN_F32, KILN_SHAPE(4, T, F)), *y = NULL, *y2 = NULL;
+    fill(xs, 21, 1.5);
+    CHECK_OK(kiln_predict(m, xs, NULL, &y));        /* builds the model: its weights exist */
+    uint64_t seed = 40;
+    for (int i = 0; i < kiln_model_layer_count(m); i++)
+        for (int j = 0; j < kiln_layer_weight_count(kiln_model_layer(m, i)); j++) {
+            kiln_tensor *w = NULL;
+            const char *wn = kiln_layer_weight_name(kiln_model_layer(m, i), j);
+            CHECK_OK(kiln_model_get_weight(m, wn, &w));
+            if (w) { fill(w, seed++, 0.7); CHECK_OK(kiln_model_set_weight(m, wn, w)); }
+            kiln_tensor_free(w);
+        }
+    kiln_tensor_free(y);
+    y = NULL;
+    CHECK_OK(kiln_predict(m, xs, NULL, &y));
+    char *js = NULL;
+    kiln_model *m2 = NULL;
+    CHECK_OK(kiln_model_to_json(m, &js));
+    CHECK_MSG(js && !strstr(js, "backward_layer") && strstr(js, "forward_bidirectional"), "Bidirectional's wrapped layer as Keras writes it");
+    if (js) CHECK_OK(kiln_model_from_json(js, &m2));
+    free(js);
+    for (int i = 0; m2 && i < kiln_model_layer_count(m); i++)
+        for (int j = 0; j < kiln_layer_weight_count(kiln_model_layer(m, i)); j++) {
+            kiln_tensor *w = NULL;
+            const char *wn = kiln_layer_weight_name(kiln_model_layer(m, i), j);
+            if (kiln_model_get_weight(m, wn, &w) == KILN_OK) CHECK_OK(kiln_model_set_weight(m2, wn, w));
+            kiln_tensor_free(w);
+        }
+    if (m2) CHECK_OK(kiln_predict(m2, xs, NULL, &y2));
+    CHECK_MSG(y && y2 && !memcmp(y->data, y2->data, kiln_tensor_nbytes(y)), "Kiln's JSON of the recurrent model predicts differently");
+    const char *dir = getenv("KILN_RNN_ONNX");
+    if (dir && y) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/rnn.onnx", dir);
+        CHECK_OK(kiln_model_export_onnx(m, p, NULL));
+        write_f32(dir, "x.f32", xs);
+        write_f32(dir, "y.f32", y);
+    }
+    kiln_tensor_free(y);
+    kiln_tensor_free(y2);
+    kiln_tensor_free(xs);
+    kiln_model_free(m2);
+    kiln_model_free(m);
+}
+
 int main(void) {
+    test_json_and_onnx();
     test_orthogonal();
     test_grads();
     test_train(KILN_PRECISION_FLOAT32, "float32");
