@@ -49,7 +49,7 @@ static void check_grads(const char *what, rnn_fn make, const char *const *weight
     kiln_layer *x = kiln_input(m, KILN_SHAPE(T, F));
     kiln_layer *out = kiln_layer_dense(m, &(kiln_dense_opts){ .input = make(m, x), .units = CLASSES });
     CHECK_OK(kiln_model_functional(m, &x, 1, &out, 1));
-    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_sgd(1.0), .from_logits = true, .device = "cpu" }));
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_sgd(1.0), .from_logits = true, .device = "cpu", .num_threads = 1 }));
     kiln_tensor *xs = kiln_tensor_new(KILN_F32, KILN_SHAPE(N, T, F)), *ys = kiln_tensor_new(KILN_I32, KILN_SHAPE(N));
     fill(xs, 5, 1.5);
     for (int i = 0; i < N; i++) ((int32_t *)ys->data)[i] = i % CLASSES;
@@ -130,7 +130,7 @@ static void test_train(kiln_precision prec, const char *what) {
     kiln_layer *l = kiln_layer_lstm(m, &(kiln_rnn_opts){ .input = e, .units = 16 });
     kiln_layer *out = kiln_layer_dense(m, &(kiln_dense_opts){ .input = l, .units = 3 });
     CHECK_OK(kiln_model_functional(m, &in, 1, &out, 1));
-    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(1e-2), .from_logits = true, .device = "cpu", .precision = prec }));
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(1e-2), .from_logits = true, .device = "cpu", .num_threads = 1, .precision = prec }));
     kiln_tensor *bias = NULL;
     CHECK_OK(kiln_model_get_weight(m, "lstm/bias", &bias));       /* unit_forget_bias: [0, 1, 0, 0] per quarter */
     CHECK(bias && kiln_tensor_get(bias, 0) == 0 && kiln_tensor_get(bias, 16) == 1 && kiln_tensor_get(bias, 31) == 1 && kiln_tensor_get(bias, 32) == 0);
@@ -194,7 +194,7 @@ static void test_json_and_onnx(void) {
     kiln_layer *cat = kiln_layer_concatenate(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ g, h, s }, .n_inputs = 3 });
     kiln_layer *out = kiln_layer_dense(m, &(kiln_dense_opts){ .input = cat, .units = 2 });
     CHECK_OK(kiln_model_functional(m, &x, 1, &out, 1));
-    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .device = "cpu" }));
+    CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .device = "cpu", .num_threads = 1 }));
     kiln_tensor *xs = kiln_tensor_new(KILN_F32, KILN_SHAPE(4, T, F)), *y = NULL, *y2 = NULL;
     fill(xs, 21, 1.5);
     CHECK_OK(kiln_predict(m, xs, NULL, &y));        /* builds the model: its weights exist */
