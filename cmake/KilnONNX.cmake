@@ -13,6 +13,7 @@
 #   test_onnx_node_cudasim   the same on the CUDA simulator
 #   test_onnx_ort        exported zoo models against onnxruntime (PyPI; skipped when unreachable)
 #   test_transformer_ort the Keras transformer model exported, against onnxruntime (the same)
+#   test_rnn_ort         the recurrent layers exported (RNN / LSTM / GRU ops), against onnxruntime (the same)
 #   test_onnx_cli        kiln export, --model-file FILE.onnx
 
 option(KILN_ONNX "Build ONNX export / import when protobuf-c and onnx.proto are found" ON)
@@ -92,6 +93,9 @@ function(kiln_onnx_tests)
   # run in onnxruntime against Keras's predictions
   add_test(NAME test_transformer_ort COMMAND bash ${_src}/test_transformer_ort.sh ${CMAKE_CURRENT_SOURCE_DIR} $<TARGET_FILE:test_transformer>)
   set_tests_properties(test_transformer_ort PROPERTIES SKIP_RETURN_CODE 77)
+  # the recurrent layers exported to ONNX's RNN / LSTM / GRU, run in onnxruntime against Kiln
+  add_test(NAME test_rnn_ort COMMAND bash ${_src}/test_rnn_ort.sh ${CMAKE_CURRENT_SOURCE_DIR} $<TARGET_FILE:test_rnn>)
+  set_tests_properties(test_rnn_ort PROPERTIES SKIP_RETURN_CODE 77 LABELS pypi)
   add_test(NAME test_onnx_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_onnx_cli.sh $<TARGET_FILE:kiln_cli>)
   add_test(NAME test_onnx_node COMMAND bash ${_src}/run.sh $<TARGET_FILE:onnx_node_tests>)
   set_tests_properties(test_onnx_node PROPERTIES SKIP_RETURN_CODE 77)

@@ -56,6 +56,7 @@ typedef enum kiln_init_kind {
     KILN_INIT_TRUNCATED_NORMAL, KILN_INIT_GLOROT_UNIFORM, KILN_INIT_GLOROT_NORMAL,
     KILN_INIT_HE_UNIFORM, KILN_INIT_HE_NORMAL,
     KILN_INIT_VARIANCE_SCALING,   /* Keras's VarianceScaling: scale a, mode and distribution below */
+    KILN_INIT_ORTHOGONAL,         /* Keras's Orthogonal (recurrent kernels): gain a (0 taken as 1) */
     KILN_INIT_COUNT
 } kiln_init_kind;
 typedef enum kiln_fan_mode { KILN_FAN_IN = 0, KILN_FAN_OUT, KILN_FAN_AVG } kiln_fan_mode;

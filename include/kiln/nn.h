@@ -184,6 +184,36 @@ typedef struct kiln_position_embedding_opts {
     int sequence_length;               /* >= the input's positions */
     const kiln_init *initializer;      /* NULL: glorot_uniform (keras_hub) */
 } kiln_position_embedding_opts;
+/* Recurrent layers over (None, T, features) (Keras's SimpleRNN, LSTM, GRU: gate order, weight
+ * layout kernel [features, k units], recurrent_kernel [units, k units], bias [k units] or GRU's
+ * [2, 3 units] with reset_after). Output: the last state (None, units), or with return_sequences
+ * every step's (None, T, units), in processing order (go_backwards: reversed, as Keras). They
+ * start from zero states and compute in f32 under any precision policy. */
+typedef enum kiln_rnn_cell { KILN_RNN_SIMPLE = 0, KILN_RNN_LSTM, KILN_RNN_GRU } kiln_rnn_cell;
+typedef struct kiln_rnn_opts {
+    const char *name; kiln_layer *input;
+    int units;
+    bool return_sequences, go_backwards;
+    const kiln_activation *activation, *recurrent_activation;   /* NULL: tanh, sigmoid */
+    bool no_bias;
+    bool no_unit_forget_bias;          /* LSTM: Keras unit_forget_bias=False */
+    bool no_reset_after;               /* GRU: Keras reset_after=False (one bias, reset before the product) */
+    const kiln_init *kernel_initializer, *recurrent_initializer, *bias_initializer;   /* NULL: glorot_uniform, orthogonal, zeros */
+} kiln_rnn_opts;
+/* Bidirectional(layer): the layer forward and a copy backward over the same input, merged:
+ * concatenated (features 2 units), summed, multiplied or averaged; with return_sequences the
+ * backward sequence is put back in input order first. */
+typedef enum kiln_merge_mode { KILN_MERGE_CONCAT = 0, KILN_MERGE_SUM, KILN_MERGE_MUL, KILN_MERGE_AVE } kiln_merge_mode;
+typedef struct kiln_bidirectional_opts {
+    kiln_rnn_cell layer;
+    kiln_merge_mode merge_mode;
+    kiln_rnn_opts rnn;                 /* the wrapped layer's options; name and input: the Bidirectional's */
+} kiln_bidirectional_opts;
+kiln_layer *kiln_layer_simple_rnn(kiln_model *m, const kiln_rnn_opts *o);
+kiln_layer *kiln_layer_lstm(kiln_model *m, const kiln_rnn_opts *o);
+kiln_layer *kiln_layer_gru(kiln_model *m, const kiln_rnn_opts *o);
+kiln_layer *kiln_layer_bidirectional(kiln_model *m, const kiln_bidirectional_opts *o);
+
 kiln_layer *kiln_layer_embedding(kiln_model *m, const kiln_embedding_opts *o);
 kiln_layer *kiln_layer_layer_norm(kiln_model *m, const kiln_layer_norm_opts *o);             /* o may be NULL */
 kiln_layer *kiln_layer_multi_head_attention(kiln_model *m, const kiln_mha_opts *o);

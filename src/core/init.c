@@ -38,10 +38,39 @@ static double trunc_normal(kiln_rng *r, double mean, double sd) {
     }
 }
 
+/* Keras's Orthogonal: a normal [rows, cols] matrix (rows = all dims but the last) made
+ * orthonormal along its shorter side, as QR with R's diagonal made positive (= Gram-Schmidt). */
+static kiln_status orthogonal(kiln_init init, kiln_tensor *t) {
+    int64_t n = kiln_shape_numel(t->shape), cols = t->shape.rank ? t->shape.dim[t->shape.rank - 1] : 1, rows = cols ? n / cols : 0;
+    bool tr = rows < cols;                 /* orthonormal columns of the taller orientation */
+    int64_t R = tr ? cols : rows, C = tr ? rows : cols;
+    double *a = kiln_malloc((size_t)(n ? n : 1) * sizeof *a);
+    if (!a) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_init_fill: out of host memory for an orthogonal %lld x %lld matrix", (long long)rows, (long long)cols);
+    kiln_rng r = kiln_rng_new(init.seed);
+    for (int64_t i = 0; i < n; i++) a[i] = kiln_rng_normal(&r);       /* a[i * C + j]: R x C */
+    for (int64_t j = 0; j < C; j++) {
+        for (int64_t k = 0; k < j; k++) {
+            double d = 0;
+            for (int64_t i = 0; i < R; i++) d += a[i * C + j] * a[i * C + k];
+            for (int64_t i = 0; i < R; i++) a[i * C + j] -= d * a[i * C + k];
+        }
+        double nn = 0;
+        for (int64_t i = 0; i < R; i++) nn += a[i * C + j] * a[i * C + j];
+        nn = nn > 0 ? 1 / sqrt(nn) : 0;
+        for (int64_t i = 0; i < R; i++) a[i * C + j] *= nn;
+    }
+    double gain = init.a ? init.a : 1;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) kiln_store(t->data, t->dtype, i * cols + j, gain * (tr ? a[j * C + i] : a[i * C + j]));
+    kiln_free(a);
+    return KILN_OK;
+}
+
 kiln_status kiln_init_fill(kiln_init init, kiln_tensor *t) {
     if (!t) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_init_fill: NULL tensor");
     if ((unsigned)init.kind >= KILN_INIT_COUNT)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_init_fill: unknown initializer %d", (int)init.kind);
+    if (init.kind == KILN_INIT_ORTHOGONAL) return orthogonal(init, t);
     int64_t n = kiln_shape_numel(t->shape);
     double fi, fo;
     fans(t->shape, &fi, &fo);

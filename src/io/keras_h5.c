@@ -196,14 +196,28 @@ static kiln_status index_keras3(keras_h5 *h) {
         if (vg >= 0 && H5Aexists(vg, "name") > 0) st = read_strings(vg, "name", MAX_STR, h->what, &nm, &nn);
         if (!st) st = add_layer(h, nn == 1 ? nm[0] : ns.v[i], ns.v[i]);
         free_strings(nm, nn);
-        for (int j = 0; vg >= 0 && !st && j < MAX_LAYERS; j++) {
-            char k[16];
-            snprintf(k, sizeof k, "%d", j);
-            if (H5Lexists(vg, k, H5P_DEFAULT) <= 0) break;
-            snprintf(p, sizeof p, "layers/%s/%s", path, k);
-            st = add_var(h, k, p);
-        }
         if (vg >= 0) H5Gclose(vg);
+        /* a recurrent layer's weights are its cell's; Bidirectional's, its two layers' cells' */
+        static const char *const sub[] = { "vars", "cell/vars", "forward_layer/cell/vars", "backward_layer/cell/vars" };
+        for (size_t q = 0; q < sizeof sub / sizeof *sub && !st; q++) {
+            snprintf(path, sizeof path, "%s/%s", ns.v[i], sub[q]);
+            bool there = true;
+            for (char *sl = strchr(path, '/'); sl && there; sl = strchr(sl + 1, '/')) {    /* each level, so HDF5 is not asked past a missing one */
+                *sl = 0;
+                there = H5Lexists(g, path, H5P_DEFAULT) > 0;
+                *sl = '/';
+            }
+            vg = there && H5Lexists(g, path, H5P_DEFAULT) > 0 ? H5Gopen2(g, path, H5P_DEFAULT) : -1;
+            H5Eclear2(H5E_DEFAULT);
+            for (int j = 0; vg >= 0 && !st && j < MAX_LAYERS; j++) {
+                char k[16];
+                snprintf(k, sizeof k, "%d", j);
+                if (H5Lexists(vg, k, H5P_DEFAULT) <= 0) break;
+                snprintf(p, sizeof p, "layers/%s/%s", path, k);
+                st = add_var(h, k, p);
+            }
+            if (vg >= 0) H5Gclose(vg);
+        }
     }
     if (g >= 0) H5Gclose(g);
     free_strings(ns.v, ns.n);
@@ -407,22 +421,43 @@ static bool name_attr(hid_t obj, const char *value) {
     return ok;
 }
 
-static bool write_layer(hid_t layers, const keras_h5_layer_out *l) {
-    hid_t g = H5Gcreate2(layers, l->key, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+/* A "vars" group in g named name holding weights [from, from + n) of l. */
+static bool write_vars(hid_t g, const char *name, const keras_h5_layer_out *l, int from, int n) {
     hid_t v = g >= 0 ? H5Gcreate2(g, "vars", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
-    bool ok = v >= 0 && name_attr(v, l->name);
-    for (int j = 0; j < l->n_vars && ok; j++) {
+    bool ok = v >= 0 && name_attr(v, name);
+    for (int j = 0; j < n && ok; j++) {
+        const kiln_shape *sh = &l->shapes[from + j];
         hsize_t dims[KILN_MAX_DIMS];
-        for (int k = 0; k < l->shapes[j].rank; k++) dims[k] = (hsize_t)l->shapes[j].dim[k];
-        hid_t s = l->shapes[j].rank ? H5Screate_simple(l->shapes[j].rank, dims, NULL) : H5Screate(H5S_SCALAR);
+        for (int k = 0; k < sh->rank; k++) dims[k] = (hsize_t)sh->dim[k];
+        hid_t s = sh->rank ? H5Screate_simple(sh->rank, dims, NULL) : H5Screate(H5S_SCALAR);
         char k[16];
         snprintf(k, sizeof k, "%d", j);
         hid_t d = s >= 0 ? H5Dcreate2(v, k, H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
-        ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, l->data[j]) >= 0;
+        ok = d >= 0 && H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, l->data[from + j]) >= 0;
         if (d >= 0) H5Dclose(d);
         if (s >= 0) H5Sclose(s);
     }
     if (v >= 0) H5Gclose(v);
+    return ok;
+}
+
+/* A recurrent layer's weights n from `from` under g/<sub>/cell/vars (sub NULL: g/cell/vars). */
+static bool write_cell(hid_t g, const char *sub, const keras_h5_layer_out *l, int from, int n) {
+    hid_t s = sub ? H5Gcreate2(g, sub, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : g;
+    bool ok = s >= 0 && (!sub || write_vars(s, sub, l, 0, 0));
+    hid_t c = ok ? H5Gcreate2(s, "cell", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    ok = c >= 0 && write_vars(c, l->cell, l, from, n);
+    if (c >= 0) H5Gclose(c);
+    if (sub && s >= 0) H5Gclose(s);
+    return ok;
+}
+
+static bool write_layer(hid_t layers, const keras_h5_layer_out *l) {
+    hid_t g = H5Gcreate2(layers, l->key, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    bool ok = g >= 0 && write_vars(g, l->name, l, 0, l->cell ? 0 : l->n_vars);
+    if (ok && l->cell && !l->bidirectional) ok = write_cell(g, NULL, l, 0, l->n_vars);
+    if (ok && l->cell && l->bidirectional)
+        ok = write_cell(g, "forward_layer", l, 0, l->n_vars / 2) && write_cell(g, "backward_layer", l, l->n_vars / 2, l->n_vars / 2);
     if (g >= 0) H5Gclose(g);
     return ok;
 }

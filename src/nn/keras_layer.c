@@ -85,6 +85,16 @@ static const rule rules[] = {
     { "MultiHeadAttention", "sliding_window", R_NULL, NULL, "Kiln's attention sees every (earlier, when causal) position" },
     { "MultiHeadAttention", "flash_attention", R_ANY, NULL, NULL },   /* which kernel: Kiln's is always fused */
     { "PositionEmbedding", "seed", R_ANY, NULL, NULL },
+#define RNN_RULES(C) \
+    { C, "unroll", R_ANY, NULL, NULL },                 /* how Keras runs the loop, not what it computes */ \
+    { C, "zero_output_for_mask", R_ANY, NULL, NULL },   /* used only with masks, which Kiln refuses */ \
+    { C, "implementation", R_ANY, NULL, NULL },         /* tf.keras 2: which kernel computes it */ \
+    { C, "time_major", R_FALSE, NULL, "Kiln's sequences are (batch, time, features)" }, \
+    { C, "recurrent_constraint", R_NULL, NULL, "Kiln has no weight constraints" }, \
+    { C, "build_config", R_ANY, NULL, NULL }              /* a wrapped layer's input shape: Kiln infers it */
+    RNN_RULES("SimpleRNN"), RNN_RULES("LSTM"), RNN_RULES("GRU"), RNN_RULES("Bidirectional"),
+#undef RNN_RULES
+    { "Bidirectional", "backward_layer", R_SPECIAL, NULL, NULL },
 };
 #undef BN
 
@@ -145,7 +155,7 @@ static const char *keras_class(ctx *c, const char *key, const cJSON *o) {
 static const struct { const char *name; kiln_init_kind kind; } init_names[] = {
     { "zeros", KILN_INIT_ZEROS }, { "ones", KILN_INIT_ONES }, { "constant", KILN_INIT_CONSTANT },
     { "random_uniform", KILN_INIT_UNIFORM }, { "random_normal", KILN_INIT_NORMAL }, { "truncated_normal", KILN_INIT_TRUNCATED_NORMAL },
-    { "glorot_uniform", KILN_INIT_GLOROT_UNIFORM }, { "glorot_normal", KILN_INIT_GLOROT_NORMAL },
+    { "glorot_uniform", KILN_INIT_GLOROT_UNIFORM }, { "glorot_normal", KILN_INIT_GLOROT_NORMAL }, { "orthogonal", KILN_INIT_ORTHOGONAL },
     { "he_uniform", KILN_INIT_HE_UNIFORM }, { "he_normal", KILN_INIT_HE_NORMAL },
 };
 
@@ -186,7 +196,7 @@ static kiln_status read_vs(ctx *c, const char *key, const cJSON *cfg, kiln_init 
 }
 
 static const char *const init_list = "Zeros, Ones, Constant, RandomUniform, RandomNormal, TruncatedNormal, GlorotUniform, "
-                                     "GlorotNormal, HeUniform, HeNormal (or a VarianceScaling equal to one of them)";
+                                     "GlorotNormal, HeUniform, HeNormal, Orthogonal, VarianceScaling";
 
 static kiln_status read_init(ctx *c, const char *key, const cJSON *v, kiln_init *in) {
     memset(in, 0, sizeof *in);
@@ -196,7 +206,7 @@ static kiln_status read_init(ctx *c, const char *key, const cJSON *v, kiln_init 
         in->kind = k;
         if (k == KILN_INIT_UNIFORM) { in->a = -0.05; in->b = 0.05; }
         if (k == KILN_INIT_NORMAL || k == KILN_INIT_TRUNCATED_NORMAL) in->b = 0.05;
-        if (k == KILN_INIT_VARIANCE_SCALING) in->a = 1;      /* Keras's defaults: 1, fan_in, truncated_normal */
+        if (k == KILN_INIT_VARIANCE_SCALING || k == KILN_INIT_ORTHOGONAL) in->a = 1;      /* Keras's defaults: 1, fan_in, truncated_normal; gain 1 */
         return KILN_OK;
     }
     if (!cJSON_IsObject(v)) return bad(c, KILN_INVALID_ARGUMENT, key, "must be an initializer (a name or {\"class_name\": ..., \"config\": ...}), got %s", nn_json_kind(v));
@@ -212,7 +222,7 @@ static kiln_status read_init(ctx *c, const char *key, const cJSON *v, kiln_init 
     in->kind = k;
     if (k == KILN_INIT_VARIANCE_SCALING && read_vs(c, key, cfg, in)) return KILN_UNSUPPORTED;
     bool ab = k == KILN_INIT_UNIFORM || k == KILN_INIT_NORMAL || k == KILN_INIT_TRUNCATED_NORMAL;
-    in->a = k == KILN_INIT_UNIFORM ? -0.05 : k == KILN_INIT_VARIANCE_SCALING ? in->a : 0;      /* Keras' defaults */
+    in->a = k == KILN_INIT_UNIFORM ? -0.05 : k == KILN_INIT_VARIANCE_SCALING ? in->a : k == KILN_INIT_ORTHOGONAL ? 1 : 0;      /* Keras' defaults */
     in->b = ab ? 0.05 : 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, cfg) {
@@ -223,6 +233,7 @@ static kiln_status read_init(ctx *c, const char *key, const cJSON *v, kiln_init 
         else if (k == KILN_INIT_UNIFORM && !strcmp(p, "maxval")) dst = &in->b;
         else if ((k == KILN_INIT_NORMAL || k == KILN_INIT_TRUNCATED_NORMAL) && !strcmp(p, "mean")) dst = &in->a;
         else if ((k == KILN_INIT_NORMAL || k == KILN_INIT_TRUNCATED_NORMAL) && !strcmp(p, "stddev")) dst = &in->b;
+        else if (k == KILN_INIT_ORTHOGONAL && !strcmp(p, "gain")) dst = &in->a;
         if (dst) {
             if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble)) return bad(c, KILN_INVALID_ARGUMENT, key, "(%s): '%s' must be a number, got %s", cls, p, nn_json_kind(e));
             *dst = e->valuedouble;
@@ -453,6 +464,61 @@ static kiln_status relu_options(ctx *c, const cJSON *cfg, nn_keras_layer *out) {
     return st ? st : add_opt(c, out, NN_FLOAT("negative_slope", s));
 }
 
+/* Every key of config cfg, by the rules of class cls and the schema opts. */
+static kiln_status read_keys(ctx *c, const char *cls, const nn_opt_spec *opts, const cJSON *cfg, int in_rank, nn_keras_layer *out) {
+    const cJSON *e;
+    kiln_status st;
+    cJSON_ArrayForEach(e, cfg) {
+        const char *key = e->string;
+        const rule *r = rule_of(cls, key);
+        const nn_opt_spec *s = NULL;
+        for (const nn_opt_spec *q = opts; q && q->key && !s; q++) if (!strcmp(q->key, key)) s = q;
+        if (!strcmp(cls, "Bidirectional") && !strcmp(key, "layer") && cJSON_IsObject(e)) continue;    /* wrapped_layer */
+        if (r && r->kind == R_SPECIAL) {
+            if (strcmp(key, "name") && (st = special(c, key, e, in_rank, out))) return st;
+        } else if (r) {
+            if ((st = check_rule(c, r, e))) return st;
+        } else if (s) {
+            nn_opt o = { .key = s->key };
+            if ((st = schema_value(c, s, e, &o.val)) || (st = add_opt(c, out, o))) return st;
+        } else {
+            char b[80];
+            return bad(c, KILN_UNSUPPORTED, key, "= %s is a config key Kiln does not know (it might change the math); see docs/models.md, \"Keras model files\"",
+                       shown(e, b, sizeof b));
+        }
+    }
+    return KILN_OK;
+}
+
+/* Bidirectional's "layer": the wrapped SimpleRNN / LSTM / GRU's config read into the
+ * Bidirectional's own options (its schema holds theirs); "backward_layer", which Keras writes as
+ * the mirror of "layer", must be just that (Kiln runs a copy of the layer backward). */
+static kiln_status wrapped_layer(ctx *c, const cJSON *cfg, const nn_opt_spec *opts, int in_rank, nn_keras_layer *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "layer"), *bw = cJSON_GetObjectItemCaseSensitive(cfg, "backward_layer");
+    if (!cJSON_IsObject(v)) return KILN_OK;        /* Kiln's own form: "layer": "LSTM" with the options beside it */
+    const char *inner = keras_class(c, "layer", v);
+    if (!inner) return KILN_UNSUPPORTED;
+    if (strcmp(inner, "SimpleRNN") && strcmp(inner, "LSTM") && strcmp(inner, "GRU"))
+        return bad(c, KILN_UNSUPPORTED, "layer", "is a %s; Kiln's Bidirectional wraps SimpleRNN, LSTM or GRU", inner);
+    const cJSON *icfg = cJSON_GetObjectItemCaseSensitive(v, "config");
+    if (!cJSON_IsObject(icfg)) return bad(c, KILN_INVALID_ARGUMENT, "layer", "has no \"config\" object");
+    if (bw && !cJSON_IsNull(bw)) {
+        const char *bc = str_of(bw, "class_name");
+        const cJSON *bcfg = cJSON_GetObjectItemCaseSensitive(bw, "config"), *e;
+        bool same = bc && !strcmp(bc, inner) && cJSON_IsObject(bcfg);
+        const cJSON *walk = same ? icfg : NULL;
+        cJSON_ArrayForEach(e, walk) {
+            const cJSON *o = cJSON_GetObjectItemCaseSensitive(bcfg, e->string);
+            if (!strcmp(e->string, "name") || strstr(e->string, "_initializer") || !strcmp(e->string, "seed")) continue;   /* starting values: Kiln's copy draws its own */
+            if (!strcmp(e->string, "go_backwards")) same = same && o && cJSON_IsTrue(o) != cJSON_IsTrue(e);
+            else same = same && o && cJSON_Compare(e, o, true);
+        }
+        if (!same) return bad(c, KILN_UNSUPPORTED, "backward_layer", "differs from the mirror of \"layer\"; Kiln runs a copy of the layer backward");
+    }
+    kiln_status st = add_opt(c, out, NN_STR("layer", inner));
+    return st ? st : read_keys(c, inner, opts, icfg, in_rank, out);
+}
+
 kiln_status nn_keras_layer_read(const char *cls, const char *name, const cJSON *cfg, int in_rank, nn_keras_layer *out, char *why, size_t why_n) {
     memset(out, 0, sizeof *out);
     ctx c = { cls, name ? name : "?", why, why_n };
@@ -470,25 +536,8 @@ kiln_status nn_keras_layer_read(const char *cls, const char *name, const cJSON *
     kiln_status st;
     if (relu && (st = relu_options(&c, cfg, out))) return st;
     if (name && (st = add_opt(&c, out, NN_STR("name", name)))) return st;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cfg) {
-        const char *key = e->string;
-        const rule *r = rule_of(cls, key);
-        const nn_opt_spec *s = NULL;
-        for (const nn_opt_spec *q = relu ? NULL : d->opts; q && q->key && !s; q++) if (!strcmp(q->key, key)) s = q;
-        if (r && r->kind == R_SPECIAL) {
-            if (strcmp(key, "name") && (st = special(&c, key, e, in_rank, out))) return st;
-        } else if (r) {
-            if ((st = check_rule(&c, r, e))) return st;
-        } else if (s) {
-            nn_opt o = { .key = s->key };
-            if ((st = schema_value(&c, s, e, &o.val)) || (st = add_opt(&c, out, o))) return st;
-        } else {
-            char b[80];
-            return bad(&c, KILN_UNSUPPORTED, key, "= %s is a config key Kiln does not know (it might change the math); see docs/models.md, \"Keras model files\"",
-                       shown(e, b, sizeof b));
-        }
-    }
+    if (kind == NN_BIDIRECTIONAL && (st = wrapped_layer(&c, cfg, d->opts, in_rank, out))) return st;
+    if ((st = read_keys(&c, cls, relu ? NULL : d->opts, cfg, in_rank, out))) return st;
     if (kind == NN_INPUT && !out->has_shape)
         return bad(&c, KILN_INVALID_ARGUMENT, NULL, "no input shape ('batch_shape' or 'batch_input_shape')");
     return KILN_OK;

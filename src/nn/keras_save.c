@@ -150,6 +150,11 @@ static kiln_status weights_image(kiln_model *m, const char *what, uint8_t **img,
             break;
         }
         out[i] = (keras_h5_layer_out){ keys[i], l->name, l->n_vars, shapes + at, data + at };
+        if (l->kind == NN_SIMPLE_RNN || l->kind == NN_LSTM || l->kind == NN_GRU || l->kind == NN_BIDIRECTIONAL) {
+            static const char *const cells[] = { "simple_rnn_cell", "lstm_cell", "gru_cell" };
+            out[i].cell = cells[(unsigned)l->cell < 3 ? l->cell : 0];
+            out[i].bidirectional = l->kind == NN_BIDIRECTIONAL;
+        }
         st = layer_weights(m, l, t + at, shapes + at);
         for (int j = 0; j < l->n_vars && !st; j++) data[at + j] = (const float *)t[at + j]->data;
     }

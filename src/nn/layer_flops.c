@@ -90,6 +90,15 @@ static int64_t flops(const kiln_layer *l, acc *c) {
         int64_t macs = mul(c, mul(c, mul(c, kiln_shape_numel(in), l->kh), l->kw), l->filters);
         return add(c, add(c, mul(c, 2, macs), l->use_bias ? out : 0), act_flops(l));
     }
+    case NN_SIMPLE_RNN:
+    case NN_LSTM:
+    case NN_GRU:
+    case NN_BIDIRECTIONAL: {   /* per step: 2 (F + U) kU for the products, ~4 kU for bias, gates and state */
+        int64_t k = l->cell == 1 ? 4 : l->cell == 2 ? 3 : 1, kU = mul(c, k, l->units);
+        int64_t per = add(c, mul(c, mul(c, 2, add(c, in.dim[1], l->units)), kU), mul(c, 4, kU));
+        int64_t one = mul(c, in.dim[0], per);
+        return l->kind == NN_BIDIRECTIONAL ? add(c, mul(c, 2, one), out) : one;
+    }
     case NN_KIND_COUNT: break;
     }
     return 0;

@@ -190,6 +190,38 @@ static kiln_layer *alpha_typed(kiln_model *m, const kiln_alpha_opts *o, nn_kind 
 kiln_layer *kiln_layer_leaky_relu(kiln_model *m, const kiln_alpha_opts *o) { return alpha_typed(m, o, NN_LEAKY_RELU); }
 kiln_layer *kiln_layer_elu(kiln_model *m, const kiln_alpha_opts *o) { return alpha_typed(m, o, NN_ELU); }
 
+/* ---- recurrent ---- */
+static kiln_layer *rnn_typed(kiln_model *m, nn_kind kind, const kiln_rnn_opts *o, int cell, int merge) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "%s: options are required (.units)", nn_kind_type(kind)); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(kind);
+    c.name = o->name;
+    c.units = o->units;
+    c.return_sequences = o->return_sequences;
+    c.go_backwards = o->go_backwards;
+    if (o->activation) c.activation = *o->activation;
+    if (o->recurrent_activation) c.recurrent_activation = *o->recurrent_activation;
+    c.use_bias = !o->no_bias;
+    c.unit_forget_bias = !o->no_unit_forget_bias;
+    c.reset_after = !o->no_reset_after;
+    if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
+    if (o->recurrent_initializer) c.recurrent_init = *o->recurrent_initializer;
+    if (o->bias_initializer) c.bias_init = *o->bias_initializer;
+    c.cell = cell;
+    c.merge_mode = merge;
+    return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
+}
+kiln_layer *kiln_layer_simple_rnn(kiln_model *m, const kiln_rnn_opts *o) { return rnn_typed(m, NN_SIMPLE_RNN, o, KILN_RNN_SIMPLE, 0); }
+kiln_layer *kiln_layer_lstm(kiln_model *m, const kiln_rnn_opts *o) { return rnn_typed(m, NN_LSTM, o, KILN_RNN_LSTM, 0); }
+kiln_layer *kiln_layer_gru(kiln_model *m, const kiln_rnn_opts *o) { return rnn_typed(m, NN_GRU, o, KILN_RNN_GRU, 0); }
+kiln_layer *kiln_layer_bidirectional(kiln_model *m, const kiln_bidirectional_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "Bidirectional: options are required (.layer, .rnn.units)"); return NULL; }
+    if ((unsigned)o->layer > KILN_RNN_GRU || (unsigned)o->merge_mode > KILN_MERGE_AVE) {
+        nn_fail(m, KILN_INVALID_ARGUMENT, "Bidirectional: unknown layer %d or merge_mode %d", (int)o->layer, (int)o->merge_mode);
+        return NULL;
+    }
+    return rnn_typed(m, NN_BIDIRECTIONAL, &o->rnn, (int)o->layer, (int)o->merge_mode);
+}
+
 /* ---- transformers ---- */
 kiln_layer *kiln_layer_embedding(kiln_model *m, const kiln_embedding_opts *o) {
     if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "embedding: options are required (.input_dim, .output_dim)"); return NULL; }

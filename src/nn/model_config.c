@@ -24,7 +24,7 @@
 #include "nn/nn_json.h"
 
 const char *const nn_init_class_names[KILN_INIT_COUNT] = { "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
-    "TruncatedNormal", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal", "VarianceScaling" };
+    "TruncatedNormal", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal", "VarianceScaling", "Orthogonal" };
 
 /* A tree under construction: the first failed allocation sticks. */
 typedef struct wr { bool oom; } wr;
@@ -89,6 +89,10 @@ static cJSON *init_json(wr *w, kiln_init in) {
         add(w, c, "seed", seed_or_null(in.seed));
         break;
     }
+    case KILN_INIT_ORTHOGONAL:
+        add(w, c, "gain", nn_json_num(in.a ? in.a : 1));
+        add(w, c, "seed", seed_or_null(in.seed));
+        break;
     default: add(w, c, "seed", seed_or_null(in.seed)); break;
     }
     return o;
@@ -191,6 +195,21 @@ static void mha_node(wr *w, cJSON *args, cJSON *kwargs, const kiln_layer *l) {
     if (l->causal) add(w, kwargs, "use_causal_mask", cJSON_CreateTrue());
 }
 
+/* Bidirectional as Keras writes it: merge_mode, and the wrapped layer as a nested object with
+ * its own options (Keras makes the backward copy from it). */
+static void bidirectional_json(wr *w, cJSON *c, const kiln_layer *l) {
+    const nn_layer_def *d = nn_layer_def_of((nn_kind)(NN_SIMPLE_RNN + ((unsigned)l->cell < 3 ? l->cell : 0)));
+    for (const nn_opt_spec *s = l->def->opts; s->key; s++) if (!strcmp(s->key, "merge_mode")) add(w, c, s->key, opt_json(w, s, l->cfg));
+    cJSON *ic, *inner = add(w, c, "layer", keras_object(w, "keras.layers", d->type, &ic));
+    char nm[NN_NAME + 16];
+    snprintf(nm, sizeof nm, "forward_%s", l->name);
+    add_str(w, ic, "name", nm);
+    add(w, ic, "trainable", cJSON_CreateTrue());
+    add(w, ic, "dtype", float32_policy(w));
+    for (const nn_opt_spec *s = d->opts; s->key; s++) add(w, ic, s->key, opt_json(w, s, l->cfg));
+    (void)inner;
+}
+
 static cJSON *layer_json(wr *w, const kiln_model *m, const kiln_layer *l) {
     cJSON *c, *o = keras_object(w, "keras.layers", l->def->type, &c);
     if (l->kind == NN_INPUT) {
@@ -203,7 +222,8 @@ static cJSON *layer_json(wr *w, const kiln_model *m, const kiln_layer *l) {
         add_str(w, c, "name", l->name);
         if (l->kind != NN_SPATIAL_DROPOUT2D) add(w, c, "trainable", cJSON_CreateTrue());   /* Keras's SpatialDropout2D takes no trainable argument */
         add(w, c, "dtype", float32_policy(w));
-        for (const nn_opt_spec *s = l->def->opts; s->key; s++)
+        if (l->kind == NN_BIDIRECTIONAL) bidirectional_json(w, c, l);
+        for (const nn_opt_spec *s = l->def->opts; s->key && l->kind != NN_BIDIRECTIONAL; s++)
             if (l->kind != NN_MHA || strcmp(s->key, "use_causal_mask") || !m->functional)   /* a Sequential model has no call to carry it */
                 add(w, c, s->key, opt_json(w, s, l->cfg));
         if (l->kind == NN_MHA) mha_build_config(w, o, l);

@@ -39,6 +39,14 @@ typedef struct nn_layer_cfg {
     int num_heads, key_dim, value_dim;     /* MultiHeadAttention (value_dim 0: key_dim) */
     bool causal;                           /* MultiHeadAttention: use_causal_mask */
     int mode;                              /* NN_T_ENUM options: Conv1D padding (NN_PAD1D_*), UpSampling2D interpolation (0 nearest, 1 bilinear) */
+    /* recurrent layers (layers_rnn.c) */
+    kiln_activation recurrent_activation;
+    kiln_init recurrent_init;
+    double recurrent_l2;
+    bool return_sequences, return_state, go_backwards, unit_forget_bias, reset_after, stateful;
+    double recurrent_rate;                 /* recurrent_dropout (0 only) */
+    int cell;                              /* Bidirectional: the wrapped layer (NN_RNN_CELLS index) */
+    int merge_mode;                        /* Bidirectional: concat, sum, mul, ave */
 } nn_layer_cfg;
 enum { NN_PAD1D_VALID = 0, NN_PAD1D_SAME, NN_PAD1D_CAUSAL };   /* Conv1D's padding names, in order */
 

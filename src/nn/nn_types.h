@@ -50,6 +50,11 @@ struct kiln_layer {
     int heads, key_dim;       /* MultiHeadAttention */
     bool center, scale;       /* LayerNormalization: beta, gamma */
     bool causal;              /* MultiHeadAttention: use_causal_mask */
+    /* recurrent layers (layers_rnn.c) */
+    kiln_activation rec_act;
+    bool return_sequences, go_backwards, reset_after;
+    int cell;                 /* NN_RNN_SIMPLE, NN_RNN_LSTM, NN_RNN_GRU */
+    int merge_mode;           /* Bidirectional: NN_MERGE_CONCAT, _SUM, _MUL, _AVE */
     struct nn_layer_cfg *cfg; /* the options it was made with, name cleared (the architecture a checkpoint stores) */
     nn_var *vars;             /* grown by nn_layer_add_var (an imported graph has hundreds) */
     int n_vars, cap_vars;

@@ -594,6 +594,141 @@ static void export_transformer(ex *e, kiln_layer *l, ev *vals) {
     }
 }
 
+/* ---- recurrent layers: ONNX's RNN / LSTM / GRU (opset 14 defaults: time-major) ---- */
+static const char *rnn_act_name(kiln_activation a) {
+    switch (a) {
+    case KILN_SIGMOID: return "Sigmoid";
+    case KILN_TANH: return "Tanh";
+    case KILN_RELU: return "Relu";
+    case KILN_HARD_SIGMOID: return "HardSigmoid";     /* alpha 1/6, beta 0.5: Keras 3's */
+    case KILN_SOFTSIGN: return "Softsign";
+    case KILN_SOFTPLUS: return "Softplus";
+    default: return NULL;
+    }
+}
+/* W [dirs, kU, F], R [dirs, kU, U] (Keras's [F, kU] / [U, kU] transposed, LSTM's gates i f c o
+ * reordered to ONNX's i o f c) and B [dirs, 2 kU] (input bias, then GRU's recurrent bias or 0). */
+static void rnn_weights(ex *e, const kiln_layer *l, int dirs, const char **w, const char **r, const char **b) {
+    static const int lstm[4] = { 0, 3, 1, 2 }, same[4] = { 0, 1, 2, 3 };
+    int64_t U = l->units, k = l->cell == 1 ? 4 : l->cell == 2 ? 3 : 1, F = l->in[0]->out.dim[1];
+    const int *perm = l->cell == 1 ? lstm : same;
+    kiln_tensor *W = kiln_tensor_new(KILN_F32, KILN_SHAPE(dirs, k * U, F)), *R = kiln_tensor_new(KILN_F32, KILN_SHAPE(dirs, k * U, U));
+    kiln_tensor *B = kiln_tensor_new(KILN_F32, KILN_SHAPE(dirs, 2 * k * U));
+    if (!W || !R || !B) ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory");
+    for (int d = 0; d < dirs && !e->st; d++) {
+        const char *pre = dirs == 1 ? "" : d ? "backward/" : "forward/";
+        char nm[48];
+        snprintf(nm, sizeof nm, "%skernel", pre);
+        kiln_tensor *kw = weight(e, l, nm);
+        snprintf(nm, sizeof nm, "%srecurrent_kernel", pre);
+        kiln_tensor *kr = kw ? weight(e, l, nm) : NULL;
+        snprintf(nm, sizeof nm, "%sbias", pre);
+        kiln_tensor *kb = kr && l->use_bias ? weight(e, l, nm) : NULL;
+        for (int64_t g = 0; kr && g < k; g++)
+            for (int64_t u = 0; u < U; u++) {
+                int64_t row = (d * k + g) * U + u, col = perm[g] * U + u;
+                for (int64_t f = 0; f < F; f++) ((float *)W->data)[row * F + f] = ((float *)kw->data)[f * k * U + col];
+                for (int64_t h = 0; h < U; h++) ((float *)R->data)[row * U + h] = ((float *)kr->data)[h * k * U + col];
+                float *bd = (float *)B->data + d * 2 * k * U;
+                bd[g * U + u] = kb ? ((float *)kb->data)[col] : 0;
+                bd[(k + g) * U + u] = kb && l->reset_after ? ((float *)kb->data)[k * U + col] : 0;
+            }
+        kiln_tensor_free(kw);
+        kiln_tensor_free(kr);
+        kiln_tensor_free(kb);
+    }
+    char nm[300];
+    snprintf(nm, sizeof nm, "%s/W", l->name);
+    *w = e->st ? NULL : init(e, nm, W);
+    snprintf(nm, sizeof nm, "%s/R", l->name);
+    *r = e->st ? NULL : init(e, nm, R);
+    snprintf(nm, sizeof nm, "%s/B", l->name);
+    *b = e->st ? NULL : init(e, nm, B);
+    kiln_tensor_free(W);
+    kiln_tensor_free(R);
+    kiln_tensor_free(B);
+}
+/* x (B, T, F) -> Transpose (T, B, F) -> RNN / LSTM / GRU -> Y (T, dirs, B, U) or Y_h (dirs, B, U),
+ * back to (B, T, U) / (B, U); Bidirectional's two directions concatenated or reduced. */
+static const char *export_rnn(ex *e, const kiln_layer *l, const char *x) {
+    static const char *const ops[3] = { "RNN", "LSTM", "GRU" };
+    const char *base = l->name, *fn = rnn_act_name(l->act), *fr = rnn_act_name(l->rec_act);
+    bool bi = l->kind == NN_BIDIRECTIONAL;
+    int dirs = bi ? 2 : 1;
+    int64_t U = l->units;
+    if (!fn || (l->cell && !fr)) { ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s): activation %s has no ONNX recurrent form", base, kiln_layer_type(l), nn_activation_names[fn ? l->rec_act : l->act]); return NULL; }
+    if (bi && l->go_backwards) { ex_fail(e, KILN_UNSUPPORTED, "layer %s (Bidirectional): a wrapped layer with go_backwards has no ONNX export", base); return NULL; }
+    const char *w, *r, *b;
+    rnn_weights(e, l, dirs, &w, &r, &b);
+    const char *xt = one(e, "Transpose", x, base);
+    attr_ints(e, e->nodes[e->n_nodes - 1], "perm", (const int64_t[]){ 1, 0, 2 }, 3);
+    const char *y = vname(e, base, ops[l->cell]), *yh = vname(e, base, "Y_h");
+    Onnx__NodeProto *n = node(e, ops[l->cell], (const char *[]){ xt, w, r, b }, 4, y);
+    if (!n) return NULL;
+    if (!l->return_sequences) {         /* only Y_h: Y left out ("") */
+        char **outs = ox_alloc(&e->a, 2 * sizeof *outs);
+        if (!outs) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+        outs[0] = ox_strdup(&e->a, "");
+        outs[1] = ox_strdup(&e->a, yh);
+        n->output = outs;
+        n->n_output = 2;
+    }
+    attr_int(e, n, "hidden_size", U);
+    Onnx__AttributeProto *a = attr(e, n, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    const char *dir = bi ? "bidirectional" : l->go_backwards ? "reverse" : "forward";
+    if (a) { a->has_s = true; a->s.data = (uint8_t *)ox_strdup(&e->a, dir); a->s.len = strlen(dir); }
+    a = attr(e, n, "activations", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    const char *acts[3] = { l->cell ? fr : fn, fn, fn };
+    int n_act = (l->cell == 1 ? 3 : l->cell == 2 ? 2 : 1) * dirs;
+    if (a && (a->strings = ox_alloc(&e->a, (size_t)n_act * sizeof *a->strings))) {
+        for (int i = 0; i < n_act; i++) {
+            const char *s = acts[i % (n_act / dirs)];
+            a->strings[i].data = (uint8_t *)ox_strdup(&e->a, s);
+            a->strings[i].len = strlen(s);
+        }
+        a->n_strings = (size_t)n_act;
+    }
+    int n_hard = 0;       /* activation_alpha / beta: one each per HardSigmoid, in order (the only one here that reads them) */
+    for (int i = 0; i < n_act; i++) n_hard += !strcmp(acts[i % (n_act / dirs)], "HardSigmoid");
+    if (n_hard) {
+        Onnx__AttributeProto *al = attr(e, n, "activation_alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+        Onnx__AttributeProto *be = attr(e, n, "activation_beta", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+        if (al && be && (al->floats = ox_alloc(&e->a, (size_t)n_hard * sizeof(float))) && (be->floats = ox_alloc(&e->a, (size_t)n_hard * sizeof(float)))) {
+            for (int i = 0; i < n_hard; i++) { al->floats[i] = 1.0f / 6.0f; be->floats[i] = 0.5f; }
+            al->n_floats = be->n_floats = (size_t)n_hard;
+        }
+    }
+    if (l->cell == 2) attr_int(e, n, "linear_before_reset", l->reset_after ? 1 : 0);
+    const char *o;
+    if (l->return_sequences) {          /* (T, dirs, B, U) -> (B, T, dirs, U) */
+        o = one(e, "Transpose", y, base);
+        attr_ints(e, e->nodes[e->n_nodes - 1], "perm", (const int64_t[]){ 2, 0, 1, 3 }, 4);
+        if (l->go_backwards && !bi) {   /* Keras: steps in processing order */
+            const char *st = int64_init(e, base, "rev_start", (const int64_t[]){ -1 }, 1), *en = int64_init(e, base, "rev_end", (const int64_t[]){ INT64_MIN }, 1);
+            const char *ax = int64_init(e, base, "rev_axis", (const int64_t[]){ 1 }, 1), *sp = int64_init(e, base, "rev_step", (const int64_t[]){ -1 }, 1);
+            const char *rv = vname(e, base, "Slice");
+            node(e, "Slice", (const char *[]){ o, st, en, ax, sp }, 5, rv);
+            o = rv;
+        }
+    } else {                            /* (dirs, B, U) -> (B, dirs, U) */
+        o = one(e, "Transpose", yh, base);
+        attr_ints(e, e->nodes[e->n_nodes - 1], "perm", (const int64_t[]){ 1, 0, 2 }, 3);
+    }
+    int dir_axis = l->return_sequences ? 2 : 1;
+    if (bi && l->merge_mode != 0) {
+        static const char *const red[4] = { NULL, "ReduceSum", "ReduceProd", "ReduceMean" };
+        const char *rd = vname(e, base, red[l->merge_mode]);
+        Onnx__NodeProto *rn = l->merge_mode == 1 ? node(e, "ReduceSum", (const char *[]){ o, int64_init(e, base, "dir_axis", (const int64_t[]){ dir_axis }, 1) }, 2, rd)
+                                                 : node(e, red[l->merge_mode], &o, 1, rd);
+        if (l->merge_mode != 1) attr_ints(e, rn, "axes", (const int64_t[]){ dir_axis }, 1);     /* opset 17: an attribute but for ReduceSum */
+        attr_int(e, rn, "keepdims", 0);
+        return rd;
+    }
+    /* concat (or one direction): merge the last two axes */
+    return two(e, "Reshape", o, int64_init(e, base, "merge_dirs", l->return_sequences ? (const int64_t[]){ 0, 0, dirs * U } : (const int64_t[]){ 0, dirs * U },
+                                           l->return_sequences ? 3 : 2), base);
+}
+
 /* One layer: its output into out[l->index]. */
 static void export_layer(ex *e, kiln_layer *l, ev *vals) {
     ev *x = l->n_in ? &vals[l->in[0]->index] : NULL;
@@ -714,6 +849,9 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
     }
     case NN_EMBEDDING: case NN_LAYER_NORM: case NN_POS_EMBEDDING: case NN_MHA:
         export_transformer(e, l, vals);
+        return;
+    case NN_SIMPLE_RNN: case NN_LSTM: case NN_GRU: case NN_BIDIRECTIONAL:
+        y->name = export_rnn(e, l, x->name);
         return;
     default:
         if (!export_apps_layer(e, l, vals)) ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s) has no ONNX export", l->name, kiln_layer_type(l));

@@ -1,5 +1,5 @@
 """Keras-made model files for tests/keras/test_keras_files.sh: every layer type Kiln reads, in
-Sequential and Functional models, trained a little (so BatchNormalization's moving statistics are
+Sequential and Functional models (recurrent ones with random weights), trained a little (so BatchNormalization's moving statistics are
 not their initial zeros and ones), each saved as NAME.keras (Keras 3), NAME.h5 (the legacy HDF5
 format), NAME.weights.h5 and NAME.json (model.to_json()), with inputs x_NAME.f32 (raw float32) and
 Keras's predictions y_NAME.npy. Usage: make_models.py OUTDIR"""
@@ -77,7 +77,41 @@ def func_deconv():  # transposed convolutions, spatial dropout, bilinear upsampl
     return keras.Model(inp, L.Dense(4)(z), name="func_deconv")
 
 
+# recurrent layers over (7, 3) sequences: weights set at random (so LSTM's forget-gate bias and
+# GRU's two biases are not their initial zeros and ones) rather than trained
+def rnn_seq():
+    return keras.Sequential([
+        keras.Input((7, 3)), L.SimpleRNN(4, return_sequences=True, activation="sigmoid"),
+        L.LSTM(3, return_sequences=True, go_backwards=True, recurrent_activation="hard_sigmoid", unit_forget_bias=False),
+        L.GRU(3, return_sequences=True, reset_after=False), L.GRU(2, go_backwards=True), L.Dense(2)], name="rnn_seq")
+
+
+def rnn_bidir():
+    return keras.Sequential([keras.Input((7, 3)), L.Bidirectional(L.LSTM(3, return_sequences=True)),
+                             L.Bidirectional(L.GRU(2), merge_mode="sum"), L.Dense(2)], name="rnn_bidir")
+
+
+def rnn_func():
+    inp = keras.Input((7, 3))
+    a = L.Bidirectional(L.SimpleRNN(3, return_sequences=True), merge_mode="mul")(inp)
+    b = L.Bidirectional(L.LSTM(3, return_sequences=True, use_bias=False), merge_mode="ave")(inp)
+    x = L.LSTM(4)(L.Concatenate()([a, b]))
+    return keras.Model(inp, L.Dense(2)(x), name="rnn_func")
+
+
 rng = np.random.RandomState(1)
+for make in (rnn_seq, rnn_bidir, rnn_func):
+    m = make()
+    for w in m.weights:
+        w.assign(rng.uniform(-0.6, 0.6, w.shape).astype(np.float32))
+    m.save(os.path.join(out, m.name + ".keras"))
+    m.save(os.path.join(out, m.name + ".h5"))
+    m.save_weights(os.path.join(out, m.name + ".weights.h5"))
+    open(os.path.join(out, m.name + ".json"), "w").write(m.to_json())
+    xt = rng.randn(7, 7, 3).astype(np.float32)
+    xt.tofile(os.path.join(out, "x_%s.f32" % m.name))
+    np.save(os.path.join(out, "y_%s.npy" % m.name), m.predict(xt, verbose=0))
+    print(m.name)
 for make in (seq_mlp, seq_cnn, func_branches, func_pool, cli_cnn, seq_conv1d, func_deconv):
     m = make()
     name = m.name

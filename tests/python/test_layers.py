@@ -50,6 +50,11 @@ SEQUENCE_LAYERS = {
     "MultiHeadAttention": lambda cls, c: _run_ids(_ids_model(
         lambda t: (lambda e: cls(*required_args(c))(e, e, use_causal_mask=True))(layers.Embedding(4, 8)(t))), (6,), 4),
     "PositionEmbedding": lambda cls, c: _run_ids(_ids_model(lambda t: cls(6)(layers.Embedding(4, 8)(t))), (6,), 4),
+    "SimpleRNN": lambda cls, c: _run_ids(_ids_model(lambda t: cls(4, return_sequences=True)(layers.Embedding(4, 8)(t))), (6,), 4),
+    "LSTM": lambda cls, c: _run_ids(_ids_model(lambda t: cls(4)(layers.Embedding(4, 8)(t))), (6,), 4),
+    "GRU": lambda cls, c: _run_ids(_ids_model(lambda t: cls(4, go_backwards=True)(layers.Embedding(4, 8)(t))), (6,), 4),
+    "Bidirectional": lambda cls, c: _run_ids(_ids_model(
+        lambda t: cls(layers.LSTM(3, return_sequences=True), merge_mode="sum")(layers.Embedding(4, 8)(t))), (6,), 4),
 }
 
 

@@ -135,7 +135,7 @@ static void test_refusals(void) {
     /* relu6, swish, BatchNormalization scale=False and GlobalAveragePooling2D keepdims were refused
      * here until issue 29: keras3/apps_layers.json holds them now */
     static const char *const files[] = { "channels_first", "dilation_uneven", "l1_regularizer", "bias_regularizer", "relu_threshold", "unknown_layer",
-                                         "frozen", "orthogonal", "bicubic" };
+                                         "frozen", "lecun", "bicubic" };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) check_refused(files[i]);
     refused("unknown config key", seq_with("{\"class_name\": \"Flatten\", \"config\": {\"name\": \"fl\", \"frobnicate\": 1}}"),
             (const char *[]){ "layer 'fl' (Flatten)", "'frobnicate'", NULL });

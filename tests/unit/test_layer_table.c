@@ -26,7 +26,8 @@ static void test_table(void) {
                                          "GlobalMaxPooling2D", "SeparableConv2D", "Rescaling", "Normalization", "LeakyReLU", "ELU",
                                          "Multiply", "Subtract", "Average", "Maximum", "Minimum", "ReLU", "Embedding", "LayerNormalization",
                                          "MultiHeadAttention", "PositionEmbedding", "Conv1D", "MaxPooling1D", "AveragePooling1D",
-                                         "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D", "Conv2DTranspose", "SpatialDropout2D" };
+                                         "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D", "Conv2DTranspose", "SpatialDropout2D",
+                                         "SimpleRNN", "LSTM", "GRU", "Bidirectional" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
         nn_kind k;
@@ -48,7 +49,8 @@ static kiln_model *model_for(nn_kind t, kiln_layer **in, int *n_in) {
     in[0] = x;
     if (t == NN_INPUT) *n_in = 0;
     if (t == NN_DENSE) in[0] = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = x });
-    if (t == NN_MHA || t == NN_POS_EMBEDDING || t == NN_CONV1D || t == NN_MAXPOOL1D || t == NN_AVGPOOL1D || t == NN_GAP1D || t == NN_GMP1D || t == NN_UPSAMPLE1D) in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
+    if (t == NN_MHA || t == NN_POS_EMBEDDING || t == NN_CONV1D || t == NN_MAXPOOL1D || t == NN_AVGPOOL1D || t == NN_GAP1D || t == NN_GMP1D || t == NN_UPSAMPLE1D ||
+        t == NN_SIMPLE_RNN || t == NN_LSTM || t == NN_GRU || t == NN_BIDIRECTIONAL) in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
     if (t == NN_CONCAT || t == NN_ADD || t == NN_MULTIPLY || t == NN_SUBTRACT || t == NN_AVERAGE || t == NN_MAXIMUM || t == NN_MINIMUM) { in[1] = kiln_layer_activation(m, &(kiln_activation_opts){ .input = x, .activation = KILN_RELU }); *n_in = 2; }
     return m;
 }
@@ -71,6 +73,8 @@ static int required_opts(nn_kind t, nn_opt *o) {
     case NN_CONV1D: o[0] = NN_INT("filters", 2); o[1] = NN_INTS("kernel_size", 3); return 2;
     case NN_CONV2D_TRANSPOSE: o[0] = NN_INT("filters", 2); o[1] = NN_INT("kernel_size", 3); return 2;
     case NN_SPATIAL_DROPOUT2D: o[0] = NN_FLOAT("rate", 0.25); return 1;
+    case NN_SIMPLE_RNN: case NN_LSTM: case NN_GRU: o[0] = NN_INT("units", 3); return 1;
+    case NN_BIDIRECTIONAL: o[0] = NN_STR("layer", "GRU"); o[1] = NN_INT("units", 3); return 2;
     default: return 0;
     }
 }
@@ -403,9 +407,52 @@ static void test_1d_deconv_same(void) {
     kiln_model_free(c);
 }
 
+/* Recurrent layers typed and by options: stacked sequences, go_backwards, GRU without
+ * reset_after, Bidirectional merges; errors name the layer and the option. */
+static void test_rnn_same(void) {
+    kiln_activation relu = KILN_RELU;
+    kiln_model *a = kiln_model_new("rnn");
+    kiln_layer *x = kiln_input(a, KILN_SHAPE(5, 3));
+    kiln_layer *r = kiln_layer_simple_rnn(a, &(kiln_rnn_opts){ .input = x, .units = 4, .return_sequences = true, .activation = &relu });
+    kiln_layer *l = kiln_layer_lstm(a, &(kiln_rnn_opts){ .input = r, .units = 3, .return_sequences = true, .go_backwards = true });
+    kiln_layer *g = kiln_layer_gru(a, &(kiln_rnn_opts){ .input = l, .units = 2, .return_sequences = true, .no_reset_after = true });
+    kiln_layer *b = kiln_layer_bidirectional(a, &(kiln_bidirectional_opts){ .layer = KILN_RNN_LSTM, .merge_mode = KILN_MERGE_AVE,
+                                                                            .rnn = { .input = g, .units = 2, .return_sequences = true } });
+    kiln_layer *b2 = kiln_layer_bidirectional(a, &(kiln_bidirectional_opts){ .layer = KILN_RNN_GRU, .rnn = { .input = b, .units = 2 } });
+    kiln_layer *out = kiln_layer_dense(a, &(kiln_dense_opts){ .input = b2, .units = 2 });
+    CHECK_OK(kiln_model_functional(a, &x, 1, &out, 1));
+    CHECK(kiln_layer_output_shape(b).rank == 2 && kiln_layer_output_shape(b).dim[1] == 2 && kiln_layer_output_shape(b2).dim[0] == 4);
+    /* 3*4 + 4*4 + 4; LSTM 4 (4*3 + 3*3 + 3); GRU 3 (3*2 + 2*2 + 2); two LSTMs 2 * 4 (2*2 + 2*2 + 2); two GRUs 2 * 3 (2*2 + 2*2 + 2*2); dense 4*2 + 2 */
+    CHECK(kiln_model_param_count(a, false) == 32 + 96 + 36 + 80 + 72 + 10);
+    kiln_model *m = kiln_model_new("rnn");
+    x = nn_layer_from_options(m, "InputLayer", NULL, 0, (nn_opt[]){ NN_INTS("shape", 5, 3) }, 1);
+    r = nn_layer_from_options(m, "SimpleRNN", &x, 1, (nn_opt[]){ NN_INT("units", 4), NN_BOOL("return_sequences", true), NN_STR("activation", "relu") }, 3);
+    l = nn_layer_from_options(m, "LSTM", &r, 1, (nn_opt[]){ NN_INT("units", 3), NN_BOOL("return_sequences", true), NN_BOOL("go_backwards", true) }, 3);
+    g = nn_layer_from_options(m, "GRU", &l, 1, (nn_opt[]){ NN_INT("units", 2), NN_BOOL("return_sequences", true), NN_BOOL("reset_after", false) }, 3);
+    b = nn_layer_from_options(m, "Bidirectional", &g, 1, (nn_opt[]){ NN_STR("layer", "LSTM"), NN_STR("merge_mode", "ave"), NN_INT("units", 2),
+                                                                   NN_BOOL("return_sequences", true) }, 4);
+    b2 = nn_layer_from_options(m, "Bidirectional", &b, 1, (nn_opt[]){ NN_STR("layer", "GRU"), NN_INT("units", 2) }, 2);
+    out = nn_layer_from_options(m, "Dense", &b2, 1, (nn_opt[]){ NN_INT("units", 2) }, 1);
+    CHECK_OK(kiln_model_functional(m, &x, 1, &out, 1));
+    check_same(a, m, "recurrent layers");
+    m = kiln_model_new("bad");
+    x = kiln_input(m, KILN_SHAPE(5, 3));
+    CHECK(!kiln_layer_from_config(m, "LSTM", "{\"units\": 2, \"return_state\": true}", &x, 1) && strstr(kiln_model_error(m), "return_state"));
+    kiln_model_free(m);
+    m = kiln_model_new("bad");
+    x = kiln_input(m, KILN_SHAPE(5, 3));
+    CHECK(!kiln_layer_from_config(m, "Bidirectional", "{\"units\": 2, \"layer\": \"Dense\"}", &x, 1) && strstr(kiln_model_error(m), "layer"));
+    kiln_model_free(m);
+    m = kiln_model_new("bad");
+    x = kiln_input(m, KILN_SHAPE(5, 3, 2));
+    CHECK(!kiln_layer_gru(m, &(kiln_rnn_opts){ .input = x, .units = 2 }) && strstr(kiln_model_error(m), "sequence"));
+    kiln_model_free(m);
+}
+
 int main(void) {
     test_table();
     test_1d_deconv_same();
+    test_rnn_same();
     test_defaults_valid();
     test_sequential_same();
     test_functional_same();

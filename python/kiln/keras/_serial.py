@@ -21,6 +21,8 @@ def to_json_value(v, key="value"):
         return {str(k): to_json_value(e, key) for k, e in v.items()}
     if hasattr(v, "_kiln_serialize"):
         return v._kiln_serialize()
+    if hasattr(v, "_class_name") and hasattr(v, "_config"):     # a layer given to a wrapper (Bidirectional(LSTM(8)))
+        return {"module": "keras.layers", "class_name": v._class_name, "config": dict(v._config)}
     if callable(v) and getattr(v, "__module__", "").startswith("kiln.") and hasattr(v, "__name__"):
         return v.__name__                      # keras.activations.relu -> "relu"
     raise TypeError(f"'{key}' = {v!r} ({type(v).__name__}): Kiln takes numbers, strings, tuples, "

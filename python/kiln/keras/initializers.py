@@ -56,7 +56,8 @@ HeUniform = _cls("HeUniform", {"seed": None})
 HeNormal = _cls("HeNormal", {"seed": None})
 VarianceScaling = _cls("VarianceScaling", {"scale": 1.0, "mode": "fan_in", "distribution": "truncated_normal", "seed": None},
                        "Keras's VarianceScaling: Kiln takes the four equal to Glorot/He uniform/normal.")
-zeros, ones, constant = Zeros, Ones, Constant
+Orthogonal = _cls("Orthogonal", {"gain": 1.0, "seed": None})
+zeros, ones, constant, orthogonal = Zeros, Ones, Constant, Orthogonal
 random_uniform, random_normal, truncated_normal = RandomUniform, RandomNormal, TruncatedNormal
 glorot_uniform, glorot_normal, he_uniform, he_normal = GlorotUniform, GlorotNormal, HeUniform, HeNormal
 

@@ -25,6 +25,7 @@ _KERAS_EXTRA = {
     "moving_variance_initializer", "beta_regularizer", "gamma_regularizer", "beta_constraint",
     "gamma_constraint", "synchronized", "renorm", "renorm_clipping", "renorm_momentum", "fused",
     "virtual_batch_size", "adjustment", "groups", "threshold", "invert", "interpolation", "pointwise_constraint",
+    "unroll", "zero_output_for_mask", "implementation", "time_major", "recurrent_constraint", "backward_layer",
 }
 _COMMON = ("name", "trainable", "dtype")
 # Keras's positional order leaves Kiln's table (which lacks keys such as data_format, axis,

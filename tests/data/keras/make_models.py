@@ -135,7 +135,7 @@ def bad_models(k):
     out["relu_threshold"] = (seq("m", L.ReLU(threshold=0.5, name="relu_t")), ["relu_t", "threshold"])
     out["unknown_layer"] = (seq("m", L.GroupNormalization(groups=1, name="gn")), ["gn", "GroupNormalization"])
     out["frozen"] = (seq("m", L.Flatten(), L.Dense(4, trainable=False, name="frozen")), ["frozen", "trainable"])
-    out["orthogonal"] = (seq("m", L.Flatten(), L.Dense(4, kernel_initializer="orthogonal", name="orth")), ["orth", "kernel_initializer", "Orthogonal"])
+    out["lecun"] = (seq("m", L.Flatten(), L.Dense(4, kernel_initializer="lecun_normal", name="lecun")), ["lecun", "kernel_initializer", "LecunNormal"])
     out["bicubic"] = (seq("m", L.UpSampling2D(interpolation="bicubic", name="up")), ["up", "interpolation", "bicubic"])   # bilinear is read (nearest and bilinear)
     return out
 
