@@ -77,16 +77,16 @@ int cmd_export(int argc, char **argv) {
     bool keras = on > 6 && !strcmp(out + on - 6, ".keras");
     if (!load && !own) { fprintf(stderr, "kiln export: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file F.keras|F.h5\n"); return 2; }
     if (!out) { fprintf(stderr, "kiln export: --output FILE.onnx is required (or FILE.keras for Keras 3)\n"); return 2; }
-    if (!keras && !cli_is_onnx(out)) { fprintf(stderr, "kiln export: --output %s: name it FILE.onnx (ONNX) or FILE.keras (Keras 3)\n", out); return 2; }
-    if (keras && probs) { fprintf(stderr, "kiln export: --probabilities is for ONNX files; a .keras file keeps the model's own output\n"); return 2; }
-    if (model && file) { fprintf(stderr, "kiln export: --model and --model-file both name a model; give one\n"); return 2; }
     /* the output must not be an input: writing it would destroy the file being read */
     const char *same = load && kiln_same_file(out, load) ? "--load" : file && kiln_same_file(out, file) ? "--model-file" : NULL;
     if (same) {
-        fprintf(stderr, "kiln export: --output %s is the same file as %s %s: writing it would destroy the input; give the ONNX "
+        fprintf(stderr, "kiln export: --output %s is the same file as %s %s: writing it would destroy the input; give the output "
                 "file another name\n", out, same, !strcmp(same, "--load") ? load : file);
         return 2;
     }
+    if (!keras && !cli_is_onnx(out)) { fprintf(stderr, "kiln export: --output %s: name it FILE.onnx (ONNX) or FILE.keras (Keras 3)\n", out); return 2; }
+    if (keras && probs) { fprintf(stderr, "kiln export: --probabilities is for ONNX files; a .keras file keeps the model's own output\n"); return 2; }
+    if (model && file) { fprintf(stderr, "kiln export: --model and --model-file both name a model; give one\n"); return 2; }
     if (file && cli_is_onnx(file)) { fprintf(stderr, "kiln export: --model-file %s is already an ONNX file\n", file); return 2; }
     if (keras && !kiln_keras_files_available()) {
         fprintf(stderr, "kiln export: this kiln was built without HDF5, which .keras files need (apt-get install libhdf5-dev and rebuild)\n");
