@@ -38,6 +38,8 @@ typedef struct nn_layer_cfg {
     int input_dim;                         /* Embedding: vocabulary size; PositionEmbedding: sequence_length */
     int num_heads, key_dim, value_dim;     /* MultiHeadAttention (value_dim 0: key_dim) */
     bool causal;                           /* MultiHeadAttention: use_causal_mask */
+    kiln_shape shared_axes;                /* PReLU: 1-based axes sharing alpha (rank 0: none) */
+    double init_value;                     /* LayerScale: gamma's initial value */
 } nn_layer_cfg;
 
 /* ---- option values (what a model-file reader hands over) ---- */

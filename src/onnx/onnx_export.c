@@ -312,6 +312,12 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
         *y = (ev){ .name = v, .nchw = x->nchw };
         return true;
     }
+    case NN_PRELU: case NN_LAYER_SCALE: {    /* alpha / gamma in Kiln's layout (batch excluded) broadcast over x */
+        const char *in = order(e, x, false, rank);
+        const char *w = weight_init(e, l, l->kind == NN_PRELU ? "alpha" : "gamma", NULL);
+        y->name = l->kind == NN_PRELU ? two(e, "PRelu", in, w, base) : two(e, "Mul", in, w, base);
+        return true;
+    }
     case NN_NORMALIZATION: {    /* (x - mean) / max(sqrt(variance), 1e-7) over Kiln's last axis */
         int64_t ch = l->out.dim[l->out.rank - 1];
         double *mv = kiln_calloc((size_t)ch * 2, sizeof *mv);
@@ -534,7 +540,10 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
     case NN_DENSE: {
         const char *w = weight_init(e, l, "kernel", NULL), *b = l->use_bias ? weight_init(e, l, "bias", NULL) : NULL;
         const char *out = vname(e, base, "Gemm");
-        node(e, "Gemm", (const char *[]){ x->name, w, b }, b ? 3 : 2, out);
+        if (rank > 1) {         /* over the last axis of Kiln's layout: MatMul (+ Add) */
+            out = two(e, "MatMul", order(e, x, false, rank), w, base);
+            if (b) out = two(e, "Add", out, b, base);
+        } else node(e, "Gemm", (const char *[]){ x->name, w, b }, b ? 3 : 2, out);
         y->name = activation(e, out, l->act, false, base);
         return;
     }
