@@ -95,6 +95,10 @@ function(kiln_onnx_tests)
   add_test(NAME test_onnx_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_onnx_cli.sh $<TARGET_FILE:kiln_cli>)
   add_test(NAME test_onnx_node COMMAND bash ${_src}/run.sh $<TARGET_FILE:onnx_node_tests>)
   set_tests_properties(test_onnx_node PROPERTIES SKIP_RETURN_CODE 77)
+  # PyTorch's PReLU exports at opset 6 (a per-channel slope of C values): libonnx-testdata's pytorch-converted tests
+  add_test(NAME test_onnx_node_prelu COMMAND bash ${_src}/run.sh $<TARGET_FILE:onnx_node_tests> test_PReLU)
+  set_tests_properties(test_onnx_node_prelu PROPERTIES SKIP_RETURN_CODE 77
+    ENVIRONMENT "KILN_ONNX_TESTDATA=/usr/share/libonnx-testdata/data/pytorch-converted")
   if(TARGET kiln_cuda_sim)
     add_test(NAME test_onnx_node_cudasim COMMAND bash ${_src}/run.sh $<TARGET_FILE:onnx_node_tests> --backend cuda)
     set_tests_properties(test_onnx_node_cudasim PROPERTIES SKIP_RETURN_CODE 77

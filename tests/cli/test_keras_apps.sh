@@ -35,7 +35,7 @@ done
 fail=0
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$C" "${args[@]}" || fail=1
 # the same predictions as Keras with Keras's weights (and issue 29's layers in one small model)
-jsons=("$S/tests/data/keras/keras3/apps_layers.json")
+jsons=("$S/tests/data/keras/keras3/apps_layers.json" "$S/tests/data/keras/keras3/prelu_nested.json")   # prelu_nested: PReLU (shared_axes) in a nested Sequential
 for ((i = 0; i < ${#args[@]}; i += 2)); do jsons+=("${args[i]}"); done
 TF_CPP_MIN_LOG_LEVEL=3 CUDA_VISIBLE_DEVICES= "$PY" "$S/tests/keras/compare_predictions.py" "$C" "$tmp" "${jsons[@]}" 2>&1 |
   grep -v "^WARNING\|^I0000\|oneDNN custom operations\|no GPU found"

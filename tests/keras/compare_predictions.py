@@ -21,7 +21,7 @@ for json_path in sys.argv[3:]:
         v = np.asarray(w.numpy(), dtype=np.float32)
         if w.path.endswith(("moving_mean", "/mean")): v = rng.normal(0, 0.5, v.shape).astype(np.float32)
         if w.path.endswith(("moving_variance", "/variance")): v = rng.uniform(0.5, 2, v.shape).astype(np.float32)
-        if w.path.endswith(("gamma", "beta", "bias")) or w.path.rpartition("/")[0].rpartition("/")[2] in ls:
+        if w.path.endswith(("gamma", "beta", "bias", "alpha")) or w.path.rpartition("/")[0].rpartition("/")[2] in ls:
             v = v + rng.normal(0, 0.2, v.shape).astype(np.float32)
         if str(w.dtype).startswith("float"): w.assign(v)
         layer, _, wname = w.path.rpartition("/")
