@@ -45,6 +45,10 @@ void ox_arena_free(ox_arena *a);
 Onnx__TensorProto *ox_tensor_proto(ox_arena *a, const char *name, const kiln_tensor *t);
 /* Writes m to path atomically. */
 kiln_status ox_model_write(const Onnx__ModelProto *m, const char *path);
+/* onnx_model.c: the ONNX graph an ImportedGraph layer l of m runs, written to path with the
+ * layer's current weights as its initializers (a fine-tuned imported model exported back). */
+struct kiln_layer;
+kiln_status ox_model_write_imported(kiln_model *m, struct kiln_layer *l, const char *path);
 
 /* ---- onnx_import.c: ONNX graph -> ops in a Kiln graph ---- */
 typedef struct ox_importer ox_importer;

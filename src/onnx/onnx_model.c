@@ -233,3 +233,52 @@ kiln_status kiln_model_from_onnx(const char *path, const kiln_onnx_model_opts *o
     *out = m;
     return KILN_OK;
 }
+
+/* A model kiln_model_from_onnx made, written back: its source graph as read, each initializer
+ * that became a variable holding the variable's current value (fine-tuned weights and running
+ * statistics), in ONNX's layout. The graph keeps its own input layout (NCHW for an image). */
+kiln_status ox_model_write_imported(kiln_model *m, kiln_layer *l, const char *path) {
+    if (l->ext != &onnx_ext) return kiln_set_error(KILN_UNSUPPORTED, "layer %s: its graph was not imported from an ONNX file", l->name);
+    ox_model *om = l->ext_data;
+    Onnx__GraphProto *gr = om->proto->graph;
+    size_t n = gr->n_initializer;
+    Onnx__TensorProto **saved = gr->initializer, **inits = kiln_calloc(n + 1, sizeof *inits);
+    Onnx__TensorProto *copies = kiln_calloc(n + 1, sizeof *copies);
+    kiln_tensor **vals = kiln_calloc(n + 1, sizeof *vals);
+    kiln_status st = inits && copies && vals ? nn_ensure_session(m, 1) : kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory");
+    for (size_t i = 0; i < n && !st; i++) {
+        ox_init_use *u = &om->use[i];
+        inits[i] = saved[i];
+        if (u->var < 0) continue;
+        const nn_var *v = &l->vars[u->var];
+        int r = (int)saved[i]->n_dims, inv[KILN_MAX_DIMS];
+        kiln_tensor *t = kiln_tensor_new(KILN_F32, v->shape);
+        if (!t) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory"); break; }
+        if ((st = kiln_session_read_variable(m->s, v->node, t))) { kiln_tensor_free(t); break; }
+        for (int j = 0; j < r; j++) inv[u->perm[j]] = j;     /* back to the initializer's layout */
+        vals[i] = r > 1 ? ox_permute(t, inv) : t;
+        if (r > 1) kiln_tensor_free(t);
+        if (!vals[i]) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory"); break; }
+        copies[i] = *saved[i];          /* shares name and dims with the source; data: the value's bytes */
+        copies[i].data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+        copies[i].n_float_data = 0;
+        copies[i].float_data = NULL;
+        copies[i].n_external_data = 0;
+        copies[i].external_data = NULL;
+        copies[i].has_data_location = false;
+        copies[i].has_raw_data = true;
+        copies[i].raw_data.len = (size_t)kiln_shape_numel(vals[i]->shape) * sizeof(float);
+        copies[i].raw_data.data = vals[i]->data;
+        inits[i] = &copies[i];
+    }
+    if (!st) {
+        gr->initializer = inits;
+        st = ox_model_write(om->proto, path);
+        gr->initializer = saved;
+    }
+    for (size_t i = 0; vals && i < n; i++) kiln_tensor_free(vals[i]);
+    kiln_free(vals);
+    kiln_free(copies);
+    kiln_free(inits);
+    return st;
+}
