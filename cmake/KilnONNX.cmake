@@ -92,6 +92,9 @@ function(kiln_onnx_tests)
   # run in onnxruntime against Keras's predictions
   add_test(NAME test_transformer_ort COMMAND bash ${_src}/test_transformer_ort.sh ${CMAKE_CURRENT_SOURCE_DIR} $<TARGET_FILE:test_transformer>)
   set_tests_properties(test_transformer_ort PROPERTIES SKIP_RETURN_CODE 77)
+  # kiln predict --image on a channels-first (PyTorch-style) model, against onnxruntime
+  add_test(NAME test_onnx_chw COMMAND bash ${_src}/test_onnx_chw.sh ${CMAKE_CURRENT_SOURCE_DIR} $<TARGET_FILE:kiln_cli>)
+  set_tests_properties(test_onnx_chw PROPERTIES SKIP_RETURN_CODE 77 LABELS pypi)
   add_test(NAME test_onnx_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_onnx_cli.sh $<TARGET_FILE:kiln_cli>)
   add_test(NAME test_onnx_node COMMAND bash ${_src}/run.sh $<TARGET_FILE:onnx_node_tests>)
   set_tests_properties(test_onnx_node PROPERTIES SKIP_RETURN_CODE 77)
