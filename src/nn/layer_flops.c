@@ -56,7 +56,7 @@ static int64_t flops(const kiln_layer *l, acc *c) {
         int64_t att = mul(c, mul(c, 4, mul(c, T, tk)), hk);
         return add(c, proj, l->causal ? att / 2 : att);
     }
-    case NN_IMPORTED: return 0;     /* an ONNX graph: its ops are not counted (summary shows 0) */
+    case NN_IMPORTED: return l->ext && l->ext->flops ? l->ext->flops(l->ext_data) : 0;     /* an ONNX graph: its ops' (onnx_model.c) */
     case NN_SEPCONV2D: {            /* depthwise multiply-adds at its output size, then the pointwise product */
         int64_t pix = mul(c, l->out.dim[0], l->out.dim[1]), mid = mul(c, in.dim[2], l->cfg ? l->cfg->depth_multiplier : 1);
         int64_t macs = add(c, mul(c, mul(c, mul(c, pix, mid), l->kh), l->kw), mul(c, mul(c, pix, mid), l->out.dim[2]));

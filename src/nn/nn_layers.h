@@ -4,6 +4,7 @@
 #ifndef KILN_NN_LAYERS_H
 #define KILN_NN_LAYERS_H
 #include <stddef.h>
+#include <stdio.h>
 #include "nn/nn_types.h"
 
 #define NN_MAX_FLOATS 16
@@ -127,6 +128,8 @@ typedef struct nn_layer_ext {
      * graph error (kiln_graph_error says why) or after nn_layer_fail. */
     kiln_node *(*forward)(void *data, const nn_fwd *f, kiln_layer *l, kiln_node *x);
     void (*free)(void *data);
+    int64_t (*flops)(const void *data);                   /* per example; NULL: 0 */
+    void (*summary)(const void *data, FILE *f);           /* lines under the layer's in a summary; NULL: none */
 } nn_layer_ext;
 
 #define NN_LAYER(e, def) extern const nn_layer_def def;

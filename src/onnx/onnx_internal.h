@@ -80,6 +80,7 @@ kiln_node *ox_importer_output(ox_importer *im, int i);       /* the graph's i-th
 kiln_node *ox_importer_input(const ox_importer *im, int i);  /* the i-th non-initializer graph input */
 const Onnx__TensorProto *ox_importer_init(const ox_importer *im, int index);
 int ox_importer_init_count(const ox_importer *im);
+bool ox_importer_shape(const ox_importer *im, const char *name, kiln_shape *out);   /* a value's ONNX shape, once imported */
 /* The initializer's value, converted once (borrowed from the importer). */
 kiln_status ox_importer_init_value(ox_importer *im, int index, const kiln_tensor **out);
 

@@ -29,6 +29,11 @@ acc_ckpt=$("$K" eval --load "$tmp/mlp.safetensors" --data synthetic 2>&1 | grep 
 acc_onnx=$("$K" eval --model-file "$tmp/mlp.onnx" --data synthetic 2>&1 | grep -oE "accuracy [0-9.]+%")
 [ -n "$acc_ckpt" ] && [ "$acc_ckpt" = "$acc_onnx" ] && ok || bad "eval of the checkpoint ($acc_ckpt) and of its ONNX export ($acc_onnx) differ"
 expect "summary --model-file" "onnx_graph \(ImportedGraph\)" "$K" summary --model-file "$tmp/mlp.onnx"
+# the imported graph's ops and FLOPs: Kiln's own count of the model it was exported from
+expect "summary --model-file lists the graph's ops" "Gemm x2: 203402 FLOPs" "$K" summary --model-file "$tmp/mlp.onnx"
+fl_kiln=$("$K" summary --model mlp 2>&1 | grep "FLOPs per example")
+fl_onnx=$("$K" summary --model-file "$tmp/mlp.onnx" 2>&1 | grep "FLOPs per example")
+[ -n "$fl_kiln" ] && [ "$fl_kiln" = "$fl_onnx" ] && ok || bad "FLOPs of the imported model '$fl_onnx' vs Kiln's '$fl_kiln'"
 expect "predict --model-file" "of 3 correct" "$K" predict --model-file "$tmp/mlp.onnx" --data synthetic --count 3
 expect "train --model-file (fine-tuning)" "Saved: $tmp/ft.safetensors" "$K" train --model-file "$tmp/mlp.onnx" $T --save "$tmp/ft.safetensors"
 expect "eval --model-file with its checkpoint" "on synthetic: test accuracy" "$K" eval --model-file "$tmp/mlp.onnx" --load "$tmp/ft.safetensors" --data synthetic
