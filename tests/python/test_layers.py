@@ -50,6 +50,8 @@ SEQUENCE_LAYERS = {
     "MultiHeadAttention": lambda cls, c: _run_ids(_ids_model(
         lambda t: (lambda e: cls(*required_args(c))(e, e, use_causal_mask=True))(layers.Embedding(4, 8)(t))), (6,), 4),
     "PositionEmbedding": lambda cls, c: _run_ids(_ids_model(lambda t: cls(6)(layers.Embedding(4, 8)(t))), (6,), 4),
+    # projection_dim must be the input's channels
+    "LayerScale": lambda cls, c: run_tiny(keras.Sequential([keras.Input(shape=(6, 6, 3)), cls(0.5, 3), layers.Flatten(), layers.Dense(2)]), (6, 6, 3)),
 }
 
 
