@@ -35,7 +35,10 @@ static const nn_opt_spec dense_opts[] = {
 static kiln_status dense_shape(kiln_layer *l, const nn_layer_cfg *c) {
     kiln_shape s = l->in[0]->out;
     char b[96];
-    (void)b;      /* (None, ..., features): Keras's Dense acts on the last axis */
+    /* (None, ..., features): Keras's Dense acts on the last axis; kiln_layer_dense keeps its flat input */
+    if (s.rank != 1 && c->flat_only)
+        return nn_layer_fail(l, KILN_SHAPE_MISMATCH, "input %s has %d dims; Dense needs flat input (None, features): add a Flatten layer (kiln_layer_flatten) before it",
+                             nn_batched_str(s, b, sizeof b), s.rank + 1);
     if (c->units <= 0) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "set .units to the number of outputs (got %d)", c->units);
     if ((unsigned)c->activation >= KILN_ACTIVATION_COUNT) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "unknown activation %d", (int)c->activation);
     l->units = c->units;

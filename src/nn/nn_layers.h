@@ -41,6 +41,7 @@ typedef struct nn_layer_cfg {
     bool causal;                           /* MultiHeadAttention: use_causal_mask */
     kiln_shape shared_axes;                /* PReLU: 1-based axes sharing alpha (rank 0: none) */
     double init_value;                     /* LayerScale: gamma's initial value */
+    bool flat_only;                        /* Dense from kiln_layer_dense: (None, features) input only (the C API's contract) */
 } nn_layer_cfg;
 
 /* ---- option values (what a model-file reader hands over) ---- */
