@@ -96,9 +96,16 @@ function(kiln_onnx_tests)
   # the recurrent layers exported to ONNX's RNN / LSTM / GRU, run in onnxruntime against Kiln
   add_test(NAME test_rnn_ort COMMAND bash ${_src}/test_rnn_ort.sh ${CMAKE_CURRENT_SOURCE_DIR} $<TARGET_FILE:test_rnn>)
   set_tests_properties(test_rnn_ort PROPERTIES SKIP_RETURN_CODE 77 LABELS pypi)
+  # kiln predict --image on a channels-first (PyTorch-style) model, against onnxruntime
+  add_test(NAME test_onnx_chw COMMAND bash ${_src}/test_onnx_chw.sh ${CMAKE_CURRENT_SOURCE_DIR} $<TARGET_FILE:kiln_cli>)
+  set_tests_properties(test_onnx_chw PROPERTIES SKIP_RETURN_CODE 77 LABELS pypi)
   add_test(NAME test_onnx_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_onnx_cli.sh $<TARGET_FILE:kiln_cli>)
   add_test(NAME test_onnx_node COMMAND bash ${_src}/run.sh $<TARGET_FILE:onnx_node_tests>)
   set_tests_properties(test_onnx_node PROPERTIES SKIP_RETURN_CODE 77)
+  # PyTorch's PReLU exports at opset 6 (a per-channel slope of C values): libonnx-testdata's pytorch-converted tests
+  add_test(NAME test_onnx_node_prelu COMMAND bash ${_src}/run.sh $<TARGET_FILE:onnx_node_tests> test_PReLU)
+  set_tests_properties(test_onnx_node_prelu PROPERTIES SKIP_RETURN_CODE 77
+    ENVIRONMENT "KILN_ONNX_TESTDATA=/usr/share/libonnx-testdata/data/pytorch-converted")
   if(TARGET kiln_cuda_sim)
     add_test(NAME test_onnx_node_cudasim COMMAND bash ${_src}/run.sh $<TARGET_FILE:onnx_node_tests> --backend cuda)
     set_tests_properties(test_onnx_node_cudasim PROPERTIES SKIP_RETURN_CODE 77

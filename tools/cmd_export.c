@@ -87,7 +87,12 @@ int cmd_export(int argc, char **argv) {
     if (!keras && !cli_is_onnx(out)) { fprintf(stderr, "kiln export: --output %s: name it FILE.onnx (ONNX) or FILE.keras (Keras 3)\n", out); return 2; }
     if (keras && probs) { fprintf(stderr, "kiln export: --probabilities is for ONNX files; a .keras file keeps the model's own output\n"); return 2; }
     if (model && file) { fprintf(stderr, "kiln export: --model and --model-file both name a model; give one\n"); return 2; }
-    if (file && cli_is_onnx(file)) { fprintf(stderr, "kiln export: --model-file %s is already an ONNX file\n", file); return 2; }
+    bool onnx_in = file && cli_is_onnx(file);
+    if (onnx_in && (!load || keras)) {
+        fprintf(stderr, "kiln export: --model-file %s is already an ONNX file%s\n", file,
+                keras ? "; Kiln writes an imported ONNX graph back as ONNX only" : " (with --load CKPT: that file with the checkpoint's fine-tuned weights)");
+        return 2;
+    }
     if (keras && !kiln_keras_files_available()) {
         fprintf(stderr, "kiln export: this kiln was built without HDF5, which .keras files need (apt-get install libhdf5-dev and rebuild)\n");
         return 1;
@@ -101,7 +106,14 @@ int cmd_export(int argc, char **argv) {
     kiln_model *m = NULL, *ck = NULL;
     int rc = 0;
     if (load && kiln_safetensors_load(load, &f) != KILN_OK) return fail(1);
-    if (file && cli_is_keras(file)) {
+    if (onnx_in) {          /* the imported graph with the weights of its fine-tuning (kiln train --model-file F.onnx --save) */
+        if (kiln_model_from_onnx(file, NULL, &m) != KILN_OK) rc = fail(1);
+        else if (kiln_model_load_opts(m, load, &(kiln_load_opts){ .file = f }) != KILN_OK) {   /* trained on NHWC images? */
+            kiln_model_free(m);
+            m = NULL;
+            if (kiln_model_from_onnx(file, &(kiln_onnx_model_opts){ .nhwc_input = true }, &m) != KILN_OK) rc = fail(1);
+        }
+    } else if (file && cli_is_keras(file)) {
         if (kiln_model_from_keras_file(file, &m) != KILN_OK) rc = fail(1);
     } else if (file) {
         char *json = read_text(file);
@@ -122,6 +134,8 @@ int cmd_export(int argc, char **argv) {
         printf("Exported %s (epoch %d) to %s: input %s NHWC, output %s, Keras 3 (keras.models.load_model)\n", kiln_model_name(m),
                kiln_model_epoch(m), out, kiln_shape_str(kiln_model_input_shape(m), in, sizeof in),
                kiln_shape_str(kiln_model_output_shape(m), o, sizeof o));
+    } else if (!rc && onnx_in) {
+        printf("Exported %s (epoch %d) to %s: the graph of %s with the weights of %s\n", kiln_model_name(m), kiln_model_epoch(m), out, file, load);
     } else if (!rc) {
         char in[64], o[64];
         printf("Exported %s (epoch %d) to %s: input %s NHWC, output %s%s, ONNX opset 17\n", kiln_model_name(m), kiln_model_epoch(m), out,

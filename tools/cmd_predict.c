@@ -90,7 +90,10 @@ static int predict_images(cli_ctx *c) {
     bool own = cli_keras_own_weights(a);
     kiln_safetensors *ck = cli_onnx_file(a) || own ? NULL : cli_checkpoint_read(c, "predict");
     if (!ck && !cli_onnx_file(a) && !own) return 1;
-    kiln_model *m = cli_onnx_file(a) ? cli_onnx_file_model_loaded(a, "predict", KILN_SCALAR, 0)
+    /* a channels-first image model ([C, H, W], C 1 or 3: PyTorch's): fed the NHWC images through a transpose in front */
+    kiln_shape chw = cli_onnx_file(a) ? cli_onnx_input(a->model_file) : KILN_SCALAR, img = KILN_SCALAR;
+    if (chw.rank == 3 && (chw.dim[0] == 1 || chw.dim[0] == 3) && chw.dim[2] != 1 && chw.dim[2] != 3) img = KILN_SHAPE(chw.dim[1], chw.dim[2], chw.dim[0]);
+    kiln_model *m = cli_onnx_file(a) ? cli_onnx_file_model_loaded(a, "predict", img, 0)
                   : own ? cli_keras_file_compiled(c, "predict", 0, KILN_I32) : cli_checkpoint_model_alone(c, "predict", ck);
     kiln_safetensors_free(ck);
     if (!m) return 1;

@@ -63,6 +63,8 @@ kiln_status kiln_model_build_from_checkpoint(const kiln_safetensors *f, const ch
         if ((st = kiln_model_from_json(arch, &m))) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", kiln_last_error());
+            if (strstr(msg, "(ImportedGraph)"))     /* not damage: a fine-tuned imported ONNX model */
+                return kiln_set_error(st, "checkpoint '%s' holds the weights of a model imported from an ONNX file, not its graph: %s", path, msg);
             return kiln_set_error(st, "checkpoint '%s': metadata 'kiln.architecture' is not a usable model (corrupt file?): %s", path, msg);
         }
     } else if (!name) {

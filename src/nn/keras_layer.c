@@ -50,6 +50,7 @@ static const rule rules[] = {
     { "SpatialDropout2D", "noise_shape", R_NULL, NULL, "SpatialDropout2D drops whole channels" },
     { "SeparableConv2D", "pointwise_constraint", R_NULL, NULL, "Kiln has no weight constraints" },
     { "Normalization", "axis", R_SPECIAL, NULL, NULL },
+    { "PReLU", "alpha_constraint", R_NULL, NULL, "Kiln has no weight constraints" },
     { "Normalization", "invert", R_FALSE, NULL, "Kiln's Normalization normalizes (invert would denormalize)" },
     { BN, "axis", R_SPECIAL, NULL, NULL },
     { BN, "beta_initializer", R_INIT_ZEROS, NULL, "Kiln starts beta at zeros" },

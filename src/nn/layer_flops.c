@@ -34,7 +34,7 @@ static int64_t flops(const kiln_layer *l, acc *c) {
         int64_t macs = mul(c, mul(c, mul(c, out, l->kh), l->kw), in.dim[2] / l->groups);
         return add(c, add(c, mul(c, 2, macs), l->use_bias ? out : 0), act_flops(l));
     }
-    case NN_DENSE: return add(c, add(c, mul(c, mul(c, 2, in.dim[0]), l->units), l->use_bias ? out : 0), act_flops(l));
+    case NN_DENSE: return add(c, add(c, mul(c, mul(c, mul(c, 2, in.dim[in.rank - 1]), l->units), out / l->units), l->use_bias ? out : 0), act_flops(l));
     case NN_BN: return mul(c, 2, out);
     case NN_ACTIVATION: return act_flops(l);
     case NN_MAXPOOL:
@@ -56,7 +56,7 @@ static int64_t flops(const kiln_layer *l, acc *c) {
         int64_t att = mul(c, mul(c, 4, mul(c, T, tk)), hk);
         return add(c, proj, l->causal ? att / 2 : att);
     }
-    case NN_IMPORTED: return 0;     /* an ONNX graph: its ops are not counted (summary shows 0) */
+    case NN_IMPORTED: return l->ext && l->ext->flops ? l->ext->flops(l->ext_data) : 0;     /* an ONNX graph: its ops' (onnx_model.c) */
     case NN_SEPCONV2D: {            /* depthwise multiply-adds at its output size, then the pointwise product */
         int64_t pix = mul(c, l->out.dim[0], l->out.dim[1]), mid = mul(c, in.dim[2], l->cfg ? l->cfg->depth_multiplier : 1);
         int64_t macs = add(c, mul(c, mul(c, mul(c, pix, mid), l->kh), l->kw), mul(c, mul(c, pix, mid), l->out.dim[2]));
@@ -65,8 +65,10 @@ static int64_t flops(const kiln_layer *l, acc *c) {
     case NN_GMP: return kiln_shape_numel(in);
     case NN_RESCALING: return mul(c, 2, out);
     case NN_NORMALIZATION: return mul(c, 2, out);
+    case NN_LAYER_SCALE:
     case NN_LEAKY_RELU:
     case NN_ELU: return out;
+    case NN_PRELU: return mul(c, 4, out);
     case NN_RELU: return l->cfg && l->cfg->alpha != 0 ? mul(c, 4, out) : out;
     case NN_MULTIPLY:
     case NN_SUBTRACT:

@@ -20,6 +20,7 @@ kiln_layer *kiln_layer_dense(kiln_model *m, const kiln_dense_opts *o) {
     if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
     if (o->bias_initializer) c.bias_init = *o->bias_initializer;
     c.l2 = o->l2;
+    c.flat_only = true;
     return nn_layer_add(m, NN_DENSE, &c, &o->input, o->input ? 1 : 0);
 }
 

@@ -35,7 +35,8 @@ static const nn_opt_spec dense_opts[] = {
 static kiln_status dense_shape(kiln_layer *l, const nn_layer_cfg *c) {
     kiln_shape s = l->in[0]->out;
     char b[96];
-    if (s.rank != 1)
+    /* (None, ..., features): Keras's Dense acts on the last axis; kiln_layer_dense keeps its flat input */
+    if (s.rank != 1 && c->flat_only)
         return nn_layer_fail(l, KILN_SHAPE_MISMATCH, "input %s has %d dims; Dense needs flat input (None, features): add a Flatten layer (kiln_layer_flatten) before it",
                              nn_batched_str(s, b, sizeof b), s.rank + 1);
     if (c->units <= 0) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "set .units to the number of outputs (got %d)", c->units);
@@ -43,18 +44,28 @@ static kiln_status dense_shape(kiln_layer *l, const nn_layer_cfg *c) {
     l->units = c->units;
     l->act = c->activation;
     l->use_bias = c->use_bias;
-    l->out = KILN_SHAPE(c->units);
+    l->out = s;
+    l->out.dim[s.rank - 1] = c->units;
     return KILN_OK;
 }
 static void dense_vars(kiln_layer *l, const nn_layer_cfg *c) {
-    nn_layer_add_var(l, "kernel", KILN_SHAPE(l->in[0]->out.dim[0], l->units), c->kernel_init, true, c->l2);
+    kiln_shape s = l->in[0]->out;
+    nn_layer_add_var(l, "kernel", KILN_SHAPE(s.dim[s.rank - 1], l->units), c->kernel_init, true, c->l2);
     if (l->use_bias) nn_layer_add_var(l, "bias", KILN_SHAPE(l->units), c->bias_init, true, 0);
 }
 static kiln_node *dense_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
     kiln_node *bias = l->use_bias ? kiln_autocast_weight(f->g, nn_layer_var(f, l, "bias")) : NULL;   /* cast first: fusable */
+    kiln_shape s = l->in[0]->out;
+    int64_t rows = f->batch;
+    for (int i = 0; i < s.rank - 1; i++) rows *= s.dim[i];
+    if (s.rank > 1) x = kiln_reshape(f->g, x, KILN_SHAPE(rows, s.dim[s.rank - 1]));     /* (None, ..., C): every position */
     kiln_node *y = kiln_matmul(f->g, x, nn_layer_var(f, l, "kernel"), false, false);
     if (l->use_bias) y = kiln_bias_add(f->g, y, bias);
-    return nn_activate(f->g, y, l->act);
+    y = nn_activate(f->g, y, l->act);
+    if (s.rank == 1) return y;
+    kiln_shape o = { l->out.rank + 1, { f->batch } };
+    for (int i = 0; i < l->out.rank; i++) o.dim[i + 1] = l->out.dim[i];
+    return kiln_reshape(f->g, y, o);
 }
 const nn_layer_def nn_def_dense = { "Dense", "dense", dense_opts, 1, 1, dense_shape, dense_vars, dense_forward };
 

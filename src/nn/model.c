@@ -187,6 +187,7 @@ void kiln_model_summary(const kiln_model *m, FILE *f) {
         fprintf(f, " %-*s %-25s %-10s %-*s", w1, lt, sh, pc, conn ? 14 : 0, fl);
         for (int j = 0; conn && j < l->n_in; j++) fprintf(f, "%s%s", j ? ", " : " ", l->in[j]->name);
         fputc('\n', f);
+        if (l->ext && l->ext->summary) l->ext->summary(l->ext_data, f);      /* an imported graph's ops */
     }
     rule(f, '=', width);
     int64_t total = kiln_model_param_count(m, false), tr = kiln_model_param_count(m, true);

@@ -156,7 +156,7 @@ static kiln_status entry_of(rd *r, const cJSON *l, int i, const char **cls, cons
         return bad(r, KILN_UNSUPPORTED, "layer '%s': custom class '%s' (module '%s'); Kiln reads Keras' built-in layers only", lname, reg ? reg : *cls, mod ? mod : "?");
     const cJSON *e;
     cJSON_ArrayForEach(e, l)
-        if (!one_of(e->string, entry_keys))
+        if (!one_of(e->string, entry_keys) && !(!strcmp(e->string, "compile_config") && !strcmp(*cls, "Sequential")))   /* a nested model's: unused */
             return bad(r, KILN_UNSUPPORTED, "layer '%s' (%s): entry key '%s' is not supported%s", lname, *cls, e->string,
                        !strcmp(e->string, "shared_object_id") ? " (a shared layer)" : "");
     return KILN_OK;
@@ -281,28 +281,97 @@ static kiln_status op_layer(rd *r, fentry *e, const char *name, cJSON *made) {
     return KILN_OK;
 }
 
+/* ---- a Sequential nested in a Functional model (keras.applications.convnext's stem and
+ * downsampling blocks): inlined, its layers chained one to the next, the first on the nested
+ * model's inputs; the nested model's name then stands for its last layer (an alias) ---- */
+typedef struct alias { const char *from, *to; } alias;
+
+static bool nested_model(const cJSON *l) {
+    const char *c = str_of(l, "class_name");
+    return c && (!strcmp(c, "Sequential") || !strcmp(c, "Functional") || !strcmp(c, "Model"));
+}
+/* Entries a layer entry makes: a nested Sequential's layers but its InputLayer; else 1. */
+static int entry_count(const cJSON *l) {
+    if (!nested_model(l)) return 1;
+    const cJSON *ls = get(get(l, "config"), "layers"), *f = cJSON_GetArrayItem(ls, 0);
+    int k = cJSON_GetArraySize(ls);
+    return k - (f && str_of(f, "class_name") && !strcmp(str_of(f, "class_name"), "InputLayer")) + 1;
+}
+/* Fills entries e[0..] from nested model entry l (inputs x); *made: how many; *last: the name of
+ * its last layer. */
+static kiln_status inline_nested(rd *r, const cJSON *l, const char *sname, const ins *x, fentry *e, int room, int *made, const char **last) {
+    const char *cls = str_of(l, "class_name");
+    const cJSON *cfg = get(l, "config"), *ls = get(cfg, "layers"), *il, *tr = get(cfg, "trainable");
+    *made = 0;
+    if (strcmp(cls, "Sequential"))
+        return bad(r, KILN_UNSUPPORTED, "layer '%s': a %s model nested in a Functional model; Kiln inlines nested Sequential models only", sname, cls);
+    if (!cJSON_IsArray(ls) || cJSON_GetArraySize(ls) == 0) return bad(r, KILN_INVALID_ARGUMENT, "nested model '%s': config.layers must be a non-empty list", sname);
+    if (tr && !cJSON_IsTrue(tr)) return bad(r, KILN_UNSUPPORTED, "nested model '%s': trainable is not true; Kiln trains every layer (no frozen models)", sname);
+    const char *prev = NULL;
+    int i = 0;
+    cJSON_ArrayForEach(il, ls) {
+        fentry *f = &e[*made];
+        const char *name;
+        if (nested_model(il)) return bad(r, KILN_UNSUPPORTED, "nested model '%s': a model nested in it; Kiln inlines one level", sname);
+        if (entry_of(r, il, i, &f->cls, &f->cfg, &name)) return KILN_INVALID_ARGUMENT;
+        if (!strcmp(f->cls, "InputLayer")) {
+            if (i++ == 0) continue;
+            return bad(r, KILN_INVALID_ARGUMENT, "nested model '%s': an InputLayer after its first layer", sname);
+        }
+        if (!name) return bad(r, KILN_INVALID_ARGUMENT, "nested model '%s': layer %d has no name", sname, i);
+        if (*made == room) return bad(r, KILN_INVALID_ARGUMENT, "nested model '%s': more layers than counted", sname);
+        if (prev) f->x = (ins){ .name = { prev }, .n = 1 };
+        else f->x = *x;
+        f->name = prev = name;
+        (*made)++;
+        i++;
+    }
+    if (!prev) return bad(r, KILN_INVALID_ARGUMENT, "nested model '%s' has no layers but its input", sname);
+    *last = prev;
+    return KILN_OK;
+}
+static void resolve_aliases(fgraph *g, const alias *a, int n_a) {
+    for (int i = 0; i < g->n; i++)
+        for (int j = 0; j < g->e[i].x.n; j++)
+            for (int k = 0; k < n_a; k++) if (!strcmp(g->e[i].x.name[j], a[k].from)) g->e[i].x.name[j] = a[k].to;
+}
+
 static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_model **out) {
     const cJSON *layers = get(cfg, "layers"), *l;
-    int n = cJSON_GetArraySize(layers), sp = 0, i = 0;
+    int n = 0, sp = 0, i = 0, n_alias = 0;
+    cJSON_ArrayForEach(l, layers) n += entry_count(l);
+    alias *aliases = kiln_calloc((size_t)cJSON_GetArraySize(layers) + 1, sizeof *aliases);
     fgraph g = { kiln_calloc((size_t)n, sizeof *g.e), kiln_malloc((size_t)n * sizeof *g.waiters), n, { 0 } };
     int *stack = kiln_malloc((size_t)n * sizeof *stack);       /* a waiter is on one list at a time */
     kiln_name_index_init(&g.names, fentry_name, &g);
     kiln_model *m = kiln_model_new(mname);
     cJSON *made = cJSON_CreateArray();      /* the configs op_layer writes, alive until the layers exist */
     kiln_status st = KILN_OK;
-    if (!made || !g.e || !g.waiters || !stack || !m || kiln_model_status(m)) st = bad(r, KILN_OUT_OF_MEMORY, "%s", m ? kiln_model_error(m) : "out of host memory");
+    if (!made || !aliases || !g.e || !g.waiters || !stack || !m || kiln_model_status(m)) st = bad(r, KILN_OUT_OF_MEMORY, "%s", m ? kiln_model_error(m) : "out of host memory");
     if (!st) cJSON_ArrayForEach(l, layers) {
         fentry *e = &g.e[i];
         const char *name;
         const char *mod = str_of(l, "module");
         bool op = mod && !strcmp(mod, "keras.src.ops.numpy");
+        int k = 1;
         if ((st = entry_of(r, l, i, &e->cls, &e->cfg, &name)) || (st = read_inputs(r, name ? name : "?", e->cls, get(l, "inbound_nodes"), op, &e->x))) break;
         if (op && (st = op_layer(r, e, name, made))) break;
         e->name = name;
-        e->next_waiter = g.waiters[i] = -1;
-        if (name && kiln_name_index_find(&g.names, name) < 0 && !kiln_name_index_add(&g.names, i)) { st = bad(r, KILN_OUT_OF_MEMORY, "out of host memory"); break; }
-        i++;
+        if (nested_model(l)) {
+            ins x = e->x;
+            if (!name) { st = bad(r, KILN_INVALID_ARGUMENT, "a nested %s model has no name", e->cls); break; }
+            if ((st = inline_nested(r, l, name, &x, e, n - i, &k, &aliases[n_alias].to))) break;
+            aliases[n_alias++].from = name;
+        }
+        for (int j = i; j < i + k; j++) {
+            g.e[j].next_waiter = g.waiters[j] = -1;
+            if (g.e[j].name && kiln_name_index_find(&g.names, g.e[j].name) < 0 && !kiln_name_index_add(&g.names, j)) { st = bad(r, KILN_OUT_OF_MEMORY, "out of host memory"); break; }
+        }
+        if (st) break;
+        i += k;
     }
+    if (!st) resolve_aliases(&g, aliases, n_alias);
+    n = g.n = st ? n : i;
     for (i = 0; !st && i < n; i++) {
         if (!g.e[i].done) st = try_build(r, m, &g, i, stack, &sp);
         while (!st && sp > 0) st = try_build(r, m, &g, stack[--sp], stack, &sp);
@@ -317,6 +386,7 @@ static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_m
     }
     if (!st) {
         const char *a = endpoint(r, cfg, "input_layers"), *b = a ? endpoint(r, cfg, "output_layers") : NULL;
+        for (int k = 0; b && k < n_alias; k++) if (!strcmp(b, aliases[k].from)) b = aliases[k].to;
         kiln_layer *x = a ? kiln_model_find_layer(m, a) : NULL, *y = b ? kiln_model_find_layer(m, b) : NULL;
         if (!a || !b) st = KILN_INVALID_ARGUMENT;
         else if (!x || !y) st = bad(r, KILN_INVALID_ARGUMENT, "%s: no layer named '%s'", x ? "output_layers" : "input_layers", x ? b : a);
@@ -324,6 +394,7 @@ static kiln_status functional(rd *r, const cJSON *cfg, const char *mname, kiln_m
     }
     kiln_name_index_free(&g.names);
     cJSON_Delete(made);
+    kiln_free(aliases);
     kiln_free(g.e);
     kiln_free(g.waiters);
     kiln_free(stack);

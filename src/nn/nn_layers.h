@@ -4,6 +4,7 @@
 #ifndef KILN_NN_LAYERS_H
 #define KILN_NN_LAYERS_H
 #include <stddef.h>
+#include <stdio.h>
 #include "nn/nn_types.h"
 
 #define NN_MAX_FLOATS 16
@@ -47,6 +48,9 @@ typedef struct nn_layer_cfg {
     double recurrent_rate;                 /* recurrent_dropout (0 only) */
     int cell;                              /* Bidirectional: the wrapped layer (NN_RNN_CELLS index) */
     int merge_mode;                        /* Bidirectional: concat, sum, mul, ave */
+    kiln_shape shared_axes;                /* PReLU: 1-based axes sharing alpha (rank 0: none) */
+    double init_value;                     /* LayerScale: gamma's initial value */
+    bool flat_only;                        /* Dense from kiln_layer_dense: (None, features) input only (the C API's contract) */
 } nn_layer_cfg;
 enum { NN_PAD1D_VALID = 0, NN_PAD1D_SAME, NN_PAD1D_CAUSAL };   /* Conv1D's padding names, in order */
 
@@ -138,6 +142,8 @@ typedef struct nn_layer_ext {
      * graph error (kiln_graph_error says why) or after nn_layer_fail. */
     kiln_node *(*forward)(void *data, const nn_fwd *f, kiln_layer *l, kiln_node *x);
     void (*free)(void *data);
+    int64_t (*flops)(const void *data);                   /* per example; NULL: 0 */
+    void (*summary)(const void *data, FILE *f);           /* lines under the layer's in a summary; NULL: none */
 } nn_layer_ext;
 
 #define NN_LAYER(e, def) extern const nn_layer_def def;

@@ -367,6 +367,12 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
         *y = (ev){ .name = v, .nchw = x->nchw };
         return true;
     }
+    case NN_PRELU: case NN_LAYER_SCALE: {    /* alpha / gamma in Kiln's layout (batch excluded) broadcast over x */
+        const char *in = order(e, x, false, rank);
+        const char *w = weight_init(e, l, l->kind == NN_PRELU ? "alpha" : "gamma", NULL);
+        y->name = l->kind == NN_PRELU ? two(e, "PRelu", in, w, base) : two(e, "Mul", in, w, base);
+        return true;
+    }
     case NN_NORMALIZATION: {    /* (x - mean) / max(sqrt(variance), 1e-7) over Kiln's last axis */
         int64_t ch = l->out.dim[l->out.rank - 1];
         double *mv = kiln_calloc((size_t)ch * 2, sizeof *mv);
@@ -742,7 +748,10 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
     case NN_DENSE: {
         const char *w = weight_init(e, l, "kernel", NULL), *b = l->use_bias ? weight_init(e, l, "bias", NULL) : NULL;
         const char *out = vname(e, base, "Gemm");
-        node(e, "Gemm", (const char *[]){ x->name, w, b }, b ? 3 : 2, out);
+        if (rank > 1) {         /* over the last axis of Kiln's layout: MatMul (+ Add) */
+            out = two(e, "MatMul", order(e, x, false, rank), w, base);
+            if (b) out = two(e, "Add", out, b, base);
+        } else node(e, "Gemm", (const char *[]){ x->name, w, b }, b ? 3 : 2, out);
         y->name = activation(e, out, l->act, false, base);
         return;
     }
@@ -897,10 +906,19 @@ kiln_status kiln_model_export_onnx(kiln_model *m, const char *path, const kiln_o
     if (st) return st;
     if (m->functional && !m->finalized)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_export_onnx: model '%s' has no outputs yet: call kiln_model_functional() first", m->name);
-    for (int i = 0; i < m->n_layers; i++)
-        if (m->layers[i]->kind == NN_IMPORTED)
-            return kiln_set_error(KILN_UNSUPPORTED, "kiln_model_export_onnx: model '%s' was imported from an ONNX file; its layer %s is that graph, "
-                                  "which Kiln does not write back (export the original file)", m->name, m->layers[i]->name);
+    for (int i = 0; i < m->n_layers; i++) {
+        kiln_layer *l = m->layers[i];
+        if (l->kind != NN_IMPORTED) continue;
+        /* kiln_model_from_onnx's model (input -> the graph): the source graph with its current weights */
+        if (m->n_layers != 2 || l != m->output || l->in[0] != m->input)
+            return kiln_set_error(KILN_UNSUPPORTED, "kiln_model_export_onnx: model '%s': its layer %s is an imported ONNX graph among other layers; "
+                                  "Kiln writes back an imported graph only as the whole model", m->name, l->name);
+        if (o->probabilities)
+            return kiln_set_error(KILN_UNSUPPORTED, "kiln_model_export_onnx: model '%s' was imported from an ONNX file, which is written back "
+                                  "with its own output; probabilities (an added Softmax) are for Kiln's own layers", m->name);
+        st = ox_model_write_imported(m, l, path);
+        return st ? kiln_set_error(st, "kiln_model_export_onnx: model '%s': %s", m->name, kiln_last_error()) : KILN_OK;
+    }
     if ((st = nn_ensure_session(m, 1))) return st;       /* the weights live in the session */
     ex e = { .m = m, .path = path };
     ev *vals = kiln_calloc((size_t)m->n_layers, sizeof *vals);

@@ -177,6 +177,12 @@ kiln_status ox_importer_init_value(ox_importer *im, int index, const kiln_tensor
 }
 const Onnx__TensorProto *ox_importer_init(const ox_importer *im, int index) { return im->gr->initializer[index]; }
 int ox_importer_init_count(const ox_importer *im) { return (int)im->gr->n_initializer; }
+bool ox_importer_shape(const ox_importer *im, const char *name, kiln_shape *out) {
+    int i = name && *name ? find(im, name) : -1;
+    if (i < 0 || !im->v[i].defined) return false;
+    *out = im->v[i].shape;
+    return true;
+}
 
 const kiln_tensor *ox_static(ox_importer *im, ox_val *v) {
     if (v->host) return v->host;

@@ -45,6 +45,10 @@ void ox_arena_free(ox_arena *a);
 Onnx__TensorProto *ox_tensor_proto(ox_arena *a, const char *name, const kiln_tensor *t);
 /* Writes m to path atomically. */
 kiln_status ox_model_write(const Onnx__ModelProto *m, const char *path);
+/* onnx_model.c: the ONNX graph an ImportedGraph layer l of m runs, written to path with the
+ * layer's current weights as its initializers (a fine-tuned imported model exported back). */
+struct kiln_layer;
+kiln_status ox_model_write_imported(kiln_model *m, struct kiln_layer *l, const char *path);
 
 /* ---- onnx_import.c: ONNX graph -> ops in a Kiln graph ---- */
 typedef struct ox_importer ox_importer;
@@ -76,6 +80,7 @@ kiln_node *ox_importer_output(ox_importer *im, int i);       /* the graph's i-th
 kiln_node *ox_importer_input(const ox_importer *im, int i);  /* the i-th non-initializer graph input */
 const Onnx__TensorProto *ox_importer_init(const ox_importer *im, int index);
 int ox_importer_init_count(const ox_importer *im);
+bool ox_importer_shape(const ox_importer *im, const char *name, kiln_shape *out);   /* a value's ONNX shape, once imported */
 /* The initializer's value, converted once (borrowed from the importer). */
 kiln_status ox_importer_init_value(ox_importer *im, int index, const kiln_tensor **out);
 

@@ -22,6 +22,9 @@ typedef struct ox_model {
     kiln_graph *trial;                 /* while probing: the scratch graph */
     const nn_fwd *f;                   /* while building a forward */
     kiln_layer *layer;
+    struct { const char *type; int count; int64_t flops; } ops[48];   /* per op type, a batch of 1 (summary) */
+    int n_ops;
+    int64_t flops;
 } ox_model;
 
 static void ox_model_release(void *data) {
@@ -93,7 +96,48 @@ static kiln_node *layer_forward(void *data, const nn_fwd *f, kiln_layer *l, kiln
     return y;
 }
 
-static const nn_layer_ext onnx_ext = { "ONNX model", layer_forward, ox_model_release };
+/* ---- the ops and FLOPs a summary shows (a multiply-add counts as 2, as Kiln's layers) ---- */
+static int64_t node_flops(const ox_importer *im, const Onnx__NodeProto *n) {
+    static const char *const moves[] = { "Reshape", "Flatten", "Transpose", "Shape", "Gather", "Concat", "Squeeze", "Unsqueeze", "Constant",
+                                         "Identity", "Slice", "Cast", "Dropout", "Expand", "Split", "Pad", NULL };
+    const char *t = n->op_type;
+    kiln_shape y, a;
+    if (!n->n_output || !ox_importer_shape(im, n->output[0], &y)) return 0;
+    int64_t out = kiln_shape_numel(y);
+    for (int i = 0; moves[i]; i++) if (!strcmp(t, moves[i])) return 0;
+    bool has_a = n->n_input > 0 && ox_importer_shape(im, n->input[0], &a);
+    if (!strcmp(t, "Conv") && n->n_input > 1 && ox_importer_shape(im, n->input[1], &a) && a.rank > 0 && a.dim[0] > 0)
+        return 2 * out * (kiln_shape_numel(a) / a.dim[0]) + (n->n_input > 2 ? out : 0);     /* W [M, C/group, k...] */
+    if ((!strcmp(t, "MatMul") || !strcmp(t, "Gemm")) && has_a && a.rank > 0) {
+        int64_t k = !strcmp(t, "Gemm") && a.rank == 2 && ox_attr_int(n, "transA", 0) ? a.dim[0] : a.dim[a.rank - 1];
+        return 2 * out * k + (!strcmp(t, "Gemm") && n->n_input > 2 ? out : 0);
+    }
+    if (strstr(t, "Pool") && has_a) return kiln_shape_numel(a);
+    return out;       /* elementwise and normalizations: about one per output */
+}
+static void count_ops(ox_model *om, const ox_importer *im) {
+    const Onnx__GraphProto *gr = om->proto->graph;
+    om->n_ops = 0;
+    om->flops = 0;
+    for (size_t i = 0; i < gr->n_node; i++) {
+        const Onnx__NodeProto *n = gr->node[i];
+        if ((int)i == om->skip_node || !n->op_type) continue;
+        int64_t fl = node_flops(im, n);
+        int k = 0;
+        while (k < om->n_ops && strcmp(om->ops[k].type, n->op_type)) k++;
+        if (k == om->n_ops && om->n_ops < (int)(sizeof om->ops / sizeof *om->ops)) om->ops[om->n_ops++].type = n->op_type;
+        if (k < om->n_ops) { om->ops[k].count++; om->ops[k].flops += fl; }
+        om->flops += fl;
+    }
+}
+static int64_t ext_flops(const void *data) { return ((const ox_model *)data)->flops; }
+static void ext_summary(const void *data, FILE *f) {
+    const ox_model *om = data;
+    for (int k = 0; k < om->n_ops; k++)
+        fprintf(f, "   %s x%d: %lld FLOPs\n", om->ops[k].type, om->ops[k].count, (long long)om->ops[k].flops);
+}
+
+static const nn_layer_ext onnx_ext = { "ONNX model", layer_forward, ox_model_release, ext_flops, ext_summary };
 
 /* The output shape for one batch size, built in a scratch graph. */
 static kiln_status probe(ox_model *om, kiln_shape in_shape, int64_t batch, kiln_shape *out) {
@@ -108,6 +152,7 @@ static kiln_status probe(ox_model *om, kiln_shape in_shape, int64_t batch, kiln_
     ox_importer *im = NULL;
     kiln_status st = in.node ? ox_import(&sp, &im) : kiln_set_error(kiln_graph_status(g), "%s", kiln_graph_error(g));
     if (!st) *out = kiln_node_shape(ox_importer_output(im, 0));
+    if (!st && batch == 1) count_ops(om, im);
     ox_importer_free(im);
     kiln_graph_free(g);
     om->trial = NULL;
@@ -232,4 +277,53 @@ kiln_status kiln_model_from_onnx(const char *path, const kiln_onnx_model_opts *o
     if (st) { char msg[1024]; snprintf(msg, sizeof msg, "%s", kiln_last_error()); kiln_model_free(m); return kiln_set_error(st, "%s", msg); }
     *out = m;
     return KILN_OK;
+}
+
+/* A model kiln_model_from_onnx made, written back: its source graph as read, each initializer
+ * that became a variable holding the variable's current value (fine-tuned weights and running
+ * statistics), in ONNX's layout. The graph keeps its own input layout (NCHW for an image). */
+kiln_status ox_model_write_imported(kiln_model *m, kiln_layer *l, const char *path) {
+    if (l->ext != &onnx_ext) return kiln_set_error(KILN_UNSUPPORTED, "layer %s: its graph was not imported from an ONNX file", l->name);
+    ox_model *om = l->ext_data;
+    Onnx__GraphProto *gr = om->proto->graph;
+    size_t n = gr->n_initializer;
+    Onnx__TensorProto **saved = gr->initializer, **inits = kiln_calloc(n + 1, sizeof *inits);
+    Onnx__TensorProto *copies = kiln_calloc(n + 1, sizeof *copies);
+    kiln_tensor **vals = kiln_calloc(n + 1, sizeof *vals);
+    kiln_status st = inits && copies && vals ? nn_ensure_session(m, 1) : kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory");
+    for (size_t i = 0; i < n && !st; i++) {
+        ox_init_use *u = &om->use[i];
+        inits[i] = saved[i];
+        if (u->var < 0) continue;
+        const nn_var *v = &l->vars[u->var];
+        int r = (int)saved[i]->n_dims, inv[KILN_MAX_DIMS];
+        kiln_tensor *t = kiln_tensor_new(KILN_F32, v->shape);
+        if (!t) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory"); break; }
+        if ((st = kiln_session_read_variable(m->s, v->node, t))) { kiln_tensor_free(t); break; }
+        for (int j = 0; j < r; j++) inv[u->perm[j]] = j;     /* back to the initializer's layout */
+        vals[i] = r > 1 ? ox_permute(t, inv) : t;
+        if (r > 1) kiln_tensor_free(t);
+        if (!vals[i]) { st = kiln_set_error(KILN_OUT_OF_MEMORY, "out of host memory"); break; }
+        copies[i] = *saved[i];          /* shares name and dims with the source; data: the value's bytes */
+        copies[i].data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+        copies[i].n_float_data = 0;
+        copies[i].float_data = NULL;
+        copies[i].n_external_data = 0;
+        copies[i].external_data = NULL;
+        copies[i].has_data_location = false;
+        copies[i].has_raw_data = true;
+        copies[i].raw_data.len = (size_t)kiln_shape_numel(vals[i]->shape) * sizeof(float);
+        copies[i].raw_data.data = vals[i]->data;
+        inits[i] = &copies[i];
+    }
+    if (!st) {
+        gr->initializer = inits;
+        st = ox_model_write(om->proto, path);
+        gr->initializer = saved;
+    }
+    for (size_t i = 0; vals && i < n; i++) kiln_tensor_free(vals[i]);
+    kiln_free(vals);
+    kiln_free(copies);
+    kiln_free(inits);
+    return st;
 }

@@ -241,8 +241,16 @@ static kiln_status op_unary(ox_importer *im, const Onnx__NodeProto *n) {
 static kiln_status op_prelu(ox_importer *im, const Onnx__NodeProto *n) {
     ox_val *a = ox_in(im, n, 0), *s = ox_in(im, n, 1);
     if (!a || !s) return ox_fail(im, KILN_INVALID_ARGUMENT, "needs X and slope");
+    /* opset 6 and before: a slope of C values is per channel (axis 1), not numpy-broadcast
+     * (PyTorch's exported nn.PReLU(num_parameters=C)) */
+    bool per_channel = ox_opset(im) < 7 && s->shape.rank == 1 && s->shape.dim[0] > 1 && a->shape.rank >= 2 && s->shape.dim[0] == a->shape.dim[1];
+    kiln_shape ss = s->shape;
+    if (per_channel) {
+        ss = (kiln_shape){ a->shape.rank - 1, { s->shape.dim[0] } };
+        for (int i = 1; i < ss.rank; i++) ss.dim[i] = 1;
+    }
     kiln_shape bs;
-    if (!broadcast(im, a->name, a->shape, s->name, s->shape, &bs)) return ox_status(im);
+    if (!broadcast(im, a->name, a->shape, s->name, ss, &bs)) return ox_status(im);
     if (!kiln_shape_equal(bs, a->shape)) {
         char x1[96], x2[96];
         return ox_fail(im, KILN_SHAPE_MISMATCH, "slope '%s' %s does not broadcast to X '%s' %s", s->name, kiln_shape_str(s->shape, x1, sizeof x1),
@@ -251,7 +259,15 @@ static kiln_status op_prelu(ox_importer *im, const Onnx__NodeProto *n) {
     opnd x, sl;
     kiln_node *nx, *ns;
     int perm[KILN_MAX_DIMS];
-    if (!opnd_of(im, a, &x) || !opnd_of(im, s, &sl) || !align2(im, &x, &sl, &nx, &ns, perm)) return ox_graph_fail(im);
+    if (!opnd_of(im, a, &x) || !opnd_of(im, s, &sl)) return ox_graph_fail(im);
+    if (per_channel) {
+        int ident[KILN_MAX_DIMS];
+        ox_perm_ident(ident, ss.rank);
+        sl = opnd_node(kiln_reshape(ox_graph(im), sl.node, ss), ident);
+        sl.shape = ss;
+        sl.dtype = s->dtype;
+    }
+    if (!align2(im, &x, &sl, &nx, &ns, perm)) return ox_graph_fail(im);
     kiln_graph *g = ox_graph(im);      /* relu(x) - slope relu(-x) */
     return ox_set(im, n, 0, kiln_sub(g, kiln_relu(g, nx), kiln_mul(g, ns, kiln_relu(g, kiln_neg(g, nx)))), perm);
 }

@@ -3,8 +3,8 @@
 # scripts/pyenv.sh; exit 77 = skipped when PyPI cannot be reached), each built with
 # weights=None, classes=10 and a small input, written with model.to_json(); Kiln loads each with
 # Keras's exact count_params() and trains one step (keras_apps_check), and given Keras's weights
-# predicts what Keras predicts (compare_predictions.py). ConvNeXtTiny is listed
-# but expected to be refused until LayerNormalization / LayerScale and nested models exist.
+# predicts what Keras predicts (compare_predictions.py). ConvNeXtTiny brings a Sequential nested
+# in the Functional model (inlined), LayerScale and Dense over the last axis of an image.
 # Usage: test_keras_apps.sh path/to/keras_apps_check SOURCE_DIR
 set -u -o pipefail
 C=${1:?usage: test_keras_apps.sh path/to/keras_apps_check SOURCE_DIR}
@@ -28,20 +28,16 @@ for name, make, side in apps:
     open(f"{out}/{name}.count", "w").write(str(m.count_params()))
 PY
 args=()
-for n in VGG16 ResNet50 ResNet50V2 MobileNet MobileNetV2 MobileNetV3Small DenseNet121 InceptionV3 Xception EfficientNetB0 NASNetMobile; do
+for n in VGG16 ResNet50 ResNet50V2 MobileNet MobileNetV2 MobileNetV3Small DenseNet121 InceptionV3 Xception EfficientNetB0 NASNetMobile ConvNeXtTiny; do
   [ -f "$tmp/$n.json" ] || { echo "FAIL: Keras did not write $n"; exit 1; }
   args+=("$tmp/$n.json" "$(cat "$tmp/$n.count")")
 done
 fail=0
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$C" "${args[@]}" || fail=1
 # the same predictions as Keras with Keras's weights (and issue 29's layers in one small model)
-jsons=("$S/tests/data/keras/keras3/apps_layers.json")
+jsons=("$S/tests/data/keras/keras3/apps_layers.json" "$S/tests/data/keras/keras3/prelu_nested.json")   # prelu_nested: PReLU (shared_axes) in a nested Sequential
 for ((i = 0; i < ${#args[@]}; i += 2)); do jsons+=("${args[i]}"); done
 TF_CPP_MIN_LOG_LEVEL=3 CUDA_VISIBLE_DEVICES= "$PY" "$S/tests/keras/compare_predictions.py" "$C" "$tmp" "${jsons[@]}" 2>&1 |
   grep -v "^WARNING\|^I0000\|oneDNN custom operations\|no GPU found"
 [ "${PIPESTATUS[0]}" = 0 ] || fail=1
-# still refused (another issue's layers): the reason is named, not a crash
-why=$("$C" "$tmp/ConvNeXtTiny.json" "$(cat "$tmp/ConvNeXtTiny.count")" 2>&1)
-if grep -q "does not load" <<<"$why"; then echo "test_keras_apps: ConvNeXtTiny still refused: $(grep "does not load" <<<"$why" | cut -c1-300)"
-else echo "FAIL: ConvNeXtTiny: expected a refusal (LayerNormalization, LayerScale, nested Sequential), got: $why"; fail=1; fi
 exit $fail

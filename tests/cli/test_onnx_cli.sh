@@ -29,10 +29,26 @@ acc_ckpt=$("$K" eval --load "$tmp/mlp.safetensors" --data synthetic 2>&1 | grep 
 acc_onnx=$("$K" eval --model-file "$tmp/mlp.onnx" --data synthetic 2>&1 | grep -oE "accuracy [0-9.]+%")
 [ -n "$acc_ckpt" ] && [ "$acc_ckpt" = "$acc_onnx" ] && ok || bad "eval of the checkpoint ($acc_ckpt) and of its ONNX export ($acc_onnx) differ"
 expect "summary --model-file" "onnx_graph \(ImportedGraph\)" "$K" summary --model-file "$tmp/mlp.onnx"
+# the imported graph's ops and FLOPs: Kiln's own count of the model it was exported from
+expect "summary --model-file lists the graph's ops" "Gemm x2: 203402 FLOPs" "$K" summary --model-file "$tmp/mlp.onnx"
+fl_kiln=$("$K" summary --model mlp 2>&1 | grep "FLOPs per example")
+fl_onnx=$("$K" summary --model-file "$tmp/mlp.onnx" 2>&1 | grep "FLOPs per example")
+[ -n "$fl_kiln" ] && [ "$fl_kiln" = "$fl_onnx" ] && ok || bad "FLOPs of the imported model '$fl_onnx' vs Kiln's '$fl_kiln'"
 expect "predict --model-file" "of 3 correct" "$K" predict --model-file "$tmp/mlp.onnx" --data synthetic --count 3
 expect "train --model-file (fine-tuning)" "Saved: $tmp/ft.safetensors" "$K" train --model-file "$tmp/mlp.onnx" $T --save "$tmp/ft.safetensors"
 expect "eval --model-file with its checkpoint" "on synthetic: test accuracy" "$K" eval --model-file "$tmp/mlp.onnx" --load "$tmp/ft.safetensors" --data synthetic
 expect_fail "the checkpoint alone names what rebuilds it" "kiln_model_from_onnx|--model-file" "$K" eval --load "$tmp/ft.safetensors" --data synthetic
+# the fine-tuned imported model exported back: the source graph with the checkpoint's weights
+expect_fail "export: the checkpoint alone says it holds an imported model's weights" "imported from an ONNX file.*--model-file" \
+  "$K" export --load "$tmp/ft.safetensors" -o "$tmp/ft.onnx"
+expect "export --model-file F.onnx --load CKPT" "the graph of $tmp/mlp.onnx with the weights of $tmp/ft.safetensors" \
+  "$K" export --model-file "$tmp/mlp.onnx" --load "$tmp/ft.safetensors" -o "$tmp/ft.onnx"
+ev_ft=$("$K" eval --model-file "$tmp/mlp.onnx" --load "$tmp/ft.safetensors" --data synthetic 2>&1 | grep -oE "accuracy [0-9.]+%, loss [0-9.]+")
+ev_ex=$("$K" eval --model-file "$tmp/ft.onnx" --data synthetic 2>&1 | grep -oE "accuracy [0-9.]+%, loss [0-9.]+")
+ev_or=$("$K" eval --model-file "$tmp/mlp.onnx" --data synthetic 2>&1 | grep -oE "accuracy [0-9.]+%, loss [0-9.]+")
+[ -n "$ev_ft" ] && [ "$ev_ft" = "$ev_ex" ] && [ "$ev_ex" != "$ev_or" ] && ok ||
+  bad "the exported fine-tuned model evaluates to '$ev_ex', the checkpoint to '$ev_ft', the original to '$ev_or'"
+expect_fail "export --model-file F.onnx without --load" "--load PATH is required" "$K" export --model-file "$tmp/mlp.onnx" -o "$tmp/x.onnx"
 expect_fail "--model and --model-file" "give one" "$K" eval --model mlp --model-file "$tmp/mlp.onnx"
 expect_fail "a missing ONNX file is named" "$tmp/none.onnx" "$K" eval --model-file "$tmp/none.onnx" --data synthetic
 expect_fail "not an ONNX file" "not a model file kiln reads|not a JSON text" "$K" summary --model-file "$tmp/mlp.safetensors"

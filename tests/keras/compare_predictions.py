@@ -16,14 +16,18 @@ for json_path in sys.argv[3:]:
     m = keras.models.model_from_json(open(json_path).read())
     rng = np.random.default_rng(5)
     dw = {l.name for l in m.layers if l.__class__.__name__ == "DepthwiseConv2D"}   # Kiln: depthwise_kernel
+    ls = {l.name for l in m.layers if l.__class__.__name__ == "LayerScale"}        # an unnamed variable (its attribute: gamma)
     for w in m.weights:     # Keras's own random init; BN statistics and adapt state moved off 0/1
         v = np.asarray(w.numpy(), dtype=np.float32)
         if w.path.endswith(("moving_mean", "/mean")): v = rng.normal(0, 0.5, v.shape).astype(np.float32)
         if w.path.endswith(("moving_variance", "/variance")): v = rng.uniform(0.5, 2, v.shape).astype(np.float32)
-        if w.path.endswith(("gamma", "beta", "bias")): v = v + rng.normal(0, 0.2, v.shape).astype(np.float32)
+        if w.path.endswith(("gamma", "beta", "bias", "alpha")) or w.path.rpartition("/")[0].rpartition("/")[2] in ls:
+            v = v + rng.normal(0, 0.2, v.shape).astype(np.float32)
         if str(w.dtype).startswith("float"): w.assign(v)
         layer, _, wname = w.path.rpartition("/")
+        layer = layer.rpartition("/")[2]      # a layer of a nested model: its own name (Kiln inlines it)
         if layer in dw and wname == "kernel": wname = "depthwise_kernel"
+        if layer in ls: wname = "gamma"
         v.tofile(os.path.join(d, layer + "__" + wname + ".f32"))
     for l in m.layers:      # Normalization reads its adapt state through finalize_state (as loading weights does)
         if l.__class__.__name__ == "Normalization" and getattr(l, "input_mean", None) is None: l.finalize_state()

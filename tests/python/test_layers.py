@@ -55,6 +55,8 @@ SEQUENCE_LAYERS = {
     "GRU": lambda cls, c: _run_ids(_ids_model(lambda t: cls(4, go_backwards=True)(layers.Embedding(4, 8)(t))), (6,), 4),
     "Bidirectional": lambda cls, c: _run_ids(_ids_model(
         lambda t: cls(layers.LSTM(3, return_sequences=True), merge_mode="sum")(layers.Embedding(4, 8)(t))), (6,), 4),
+    # projection_dim must be the input's channels
+    "LayerScale": lambda cls, c: run_tiny(keras.Sequential([keras.Input(shape=(6, 6, 3)), cls(0.5, 3), layers.Flatten(), layers.Dense(2)]), (6, 6, 3)),
 }
 
 

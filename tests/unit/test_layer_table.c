@@ -27,7 +27,7 @@ static void test_table(void) {
                                          "Multiply", "Subtract", "Average", "Maximum", "Minimum", "ReLU", "Embedding", "LayerNormalization",
                                          "MultiHeadAttention", "PositionEmbedding", "Conv1D", "MaxPooling1D", "AveragePooling1D",
                                          "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D", "Conv2DTranspose", "SpatialDropout2D",
-                                         "SimpleRNN", "LSTM", "GRU", "Bidirectional" };
+                                         "SimpleRNN", "LSTM", "GRU", "Bidirectional", "PReLU", "LayerScale" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
         nn_kind k;
@@ -75,6 +75,7 @@ static int required_opts(nn_kind t, nn_opt *o) {
     case NN_SPATIAL_DROPOUT2D: o[0] = NN_FLOAT("rate", 0.25); return 1;
     case NN_SIMPLE_RNN: case NN_LSTM: case NN_GRU: o[0] = NN_INT("units", 3); return 1;
     case NN_BIDIRECTIONAL: o[0] = NN_STR("layer", "GRU"); o[1] = NN_INT("units", 3); return 2;
+    case NN_LAYER_SCALE: o[0] = NN_FLOAT("init_values", 0.5); o[1] = NN_INT("projection_dim", 4); return 2;
     default: return 0;
     }
 }
@@ -338,7 +339,7 @@ static void test_errors(void) {
     expect_error("Dropout", (nn_opt[]){ NN_FLOAT("rate", 0.5), NN_INT("seed", -1) }, 2, "'seed'", ">= 0");
     expect_error("BatchNormalization", (nn_opt[]){ NN_FLOAT("momentum", 0.0) }, 1, "batch_normalization (BatchNormalization)", "momentum");
     expect_error("Reshape", (nn_opt[]){ NN_INT("target_shape", 3) }, 1, "'target_shape'", "list of ints");
-    expect_error("Dense", (nn_opt[]){ NN_INT("units", 3) }, 1, "dense (Dense)", "Dense needs flat input");
+    expect_error("Dense", (nn_opt[]){ NN_INT("units", 0) }, 1, "dense (Dense)", "'units'");    /* (Dense on (8, 8, 3) acts on the last axis, as Keras) */
     expect_error("Dense", (nn_opt[]){ NN_INT("units", 3), NN_STR("name", 0) }, 2, "Dense", "'name' must be a string");
     expect_error("Dense", (nn_opt[]){ { .key = NULL } }, 1, "dense", "no key");
     expect_error("Flatten", (nn_opt[]){ NN_INT("data_format", 1) }, 1, "flatten (Flatten)", "takes name");
