@@ -11,5 +11,5 @@ if ! cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@" >build/configure.log 2>
 fi
 # Kiln's report lines are "-- Name: found/not found/built/..." (message(STATUS) in CMakeLists.txt
 # and cmake/*.cmake); CMake's "-- Found X", "-- Looking for", "-- Check ..." lines are not Kiln's
-grep -E '^-- [A-Za-z][A-Za-z0-9 ./+-]*: ' build/configure.log | grep -vE '^-- (Found|Looking|Check|Detecting|Performing|The [A-Z]+ compiler)' || true
+grep -E '^-- [A-Za-z][A-Za-z0-9 ./+-]*: ' build/configure.log | grep -vE '^-- (Found|Looking|Check|Detecting|Performing|Build files|The [A-Z]+ compiler)' || true
 cmake --build build -j"$(nproc)"
