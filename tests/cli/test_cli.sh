@@ -27,6 +27,12 @@ expect "summary counts fashion_cnn's parameters" "421,?642" "$K" summary --model
 expect_fail "missing dataset names the apt-get package" "apt-get install dataset-fashion-mnist" "$K" train --data "$tmp/none" --epochs 1
 expect_fail "missing checkpoint names the file" "$tmp/none.safetensors" "$K" eval --load "$tmp/none.safetensors" --data synthetic
 expect_fail "bad option" "unknown option" "$K" train --frobnicate 3
+# issue 28: typos get a suggestion, for every command's options
+expect_fail "train --epoch: did you mean --epochs" "unknown option '--epoch' \(did you mean --epochs\?" "$K" train --epoch 3
+expect_fail "eval --dat: did you mean --data" "unknown option '--dat' \(did you mean --data\?" "$K" eval --dat x
+expect_fail "predict --imgae: did you mean --image" "did you mean --image\?" "$K" predict --imgae x.png
+expect_fail "summary --modle: did you mean --model" "did you mean --model\?" "$K" summary --modle mlp
+grep -q "did you mean" <<<"$("$K" train --frobnicate 3 2>&1)" && bad "a suggestion for --frobnicate" || ok
 
 # a short run on synthetic data: trains, saves, says once why there is no GPU (when there is none)
 out=$("$K" train --model mlp --data synthetic --epochs 1 --limit 2048 --batch-size 64 --save "$tmp/m.safetensors" --history "$tmp/h.csv" 2>&1)
@@ -63,6 +69,15 @@ Q=(--model mlp --data synthetic --limit 64 --batch-size 32 --epochs 1 --verbose 
 lacks() {   # lacks "description" "pattern" "$out": the output must not match
   if grep -qE -- "$2" <<<"$3"; then bad "$1: $(grep -E -- "$2" <<<"$3" | head -3)"; else ok; fi
 }
+# issue 28: --momentum / --nesterov as Keras's SGD(momentum=, nesterov=); --batch-size auto on the CPU is capped
+expect "--momentum 0.5 --nesterov" "Options: SGD momentum 0.5 \(Nesterov\)" "$K" train "${Q[@]}" --optimizer sgd --momentum 0.5 --nesterov
+expect "--nesterov alone: momentum 0.9" "Options: SGD momentum 0.9 \(Nesterov\)" "$K" train "${Q[@]}" --optimizer sgd --nesterov
+expect_fail "--momentum with adam is refused" "--momentum is an option of SGD" "$K" train "${Q[@]}" --momentum 0.9
+expect_fail "--momentum 1 is refused" "--momentum wants a number" "$K" train "${Q[@]}" --optimizer sgd --momentum 1
+expect "--batch-size auto on the CPU: a power of two up to 256, not the whole set" "Batch size auto: 256 on the CPU: the largest power of two up to 256" \
+  "$K" train "${Q[@]}" --limit 2048 --batch-size auto
+expect "--batch-size auto on the CPU: at most the training set" "Batch size auto: 64 on the CPU" "$K" train "${Q[@]}" --limit 100 --batch-size auto
+expect "train --help says why auto is capped on the CPU" "largest power of two up to 256" "$K" train --help
 # 16.2: every numeric option is range-checked by one parser (no wrap, no empty-as-0, no overflow)
 expect_fail "--threads 100000 is refused (crashed libgomp)" "--threads wants a whole number from 0 to 1024" "$K" train "${Q[@]}" --threads 100000
 expect_fail "--batch-size 4294967297 is refused (ran as batch 1)" "--batch-size wants a whole number" "$K" train "${Q[@]}" --batch-size 4294967297
