@@ -294,7 +294,7 @@ static kiln_status fit(train_run *t) {
     kiln_status st = KILN_OK;
     if (initial < a->epochs)
         st = kiln_fit_data(t->m, t->tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = t->vp,
-                                                          .verbose = a->verbose, .callbacks = t->cbs, .n_callbacks = t->n_cb,
+                                                          .verbose = a->verbose ? a->verbose : KILN_VERBOSE_SILENT, .callbacks = t->cbs, .n_callbacks = t->n_cb,
                                                           .data_on_device = a->data_on_device,
                                                           .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics,
                                                           .dist = a->dist, .devices = a->fit_devices,

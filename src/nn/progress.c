@@ -4,7 +4,8 @@
 #include "nn/nn_fit.h"
 
 void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epoch, int epochs, int64_t steps) {
-    p->verbose = verbose < 0 ? 0 : verbose > 2 ? 2 : verbose;
+    /* < 0 (KILN_VERBOSE_SILENT): nothing; 0 (auto, the default) and 1: the bar on a terminal */
+    p->verbose = verbose < 0 ? 0 : verbose == 0 ? 1 : verbose > 2 ? 2 : verbose;
     p->tty = isatty(fileno(stdout));
     if (p->verbose == 1 && !p->tty) p->verbose = 2;
     p->epoch = epoch;
