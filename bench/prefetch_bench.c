@@ -51,7 +51,7 @@ static kiln_data *input(const kiln_dataset *ds, int prefetch, int workers) {
 /* Seconds per step of one more epoch of m on d (the epoch's own timing: the training loop). */
 static double step_time(kiln_model *m, kiln_data *d) {
     int done = kiln_model_epoch(m);
-    if (kiln_fit_data(m, d, &(kiln_fit_opts){ .epochs = done + 1, .initial_epoch = done, .verbose = 0 }) != KILN_OK) die("fit");
+    if (kiln_fit_data(m, d, &(kiln_fit_opts){ .epochs = done + 1, .initial_epoch = done, .verbose = KILN_VERBOSE_SILENT }) != KILN_OK) die("fit");
     int n;
     const kiln_logs *h = kiln_model_history(m, &n);
     return h[n - 1].seconds / (double)h[n - 1].steps;

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Install what is missing, build, run every test: the C tests through ctest (unit tests, op
-# conformance, ...; ctest's label `python` is test_wheel: `pip wheel .` from a copy of the
-# checkout, installed in a fresh venv, run with the source and build trees out of reach), then
-# the Python package's pytest suite (tests/python) in a venv with that same wheel installed.
+# Install what is missing, build, run the tests: the C tests through ctest (unit tests, op
+# conformance, CLI, ...), then the Python package's pytest suite (tests/python).
+#   bash scripts/test.sh         the quick run (~5 min on 2 cores, build included): every test but
+#                                those labelled `long` (`ctest -j$(nproc) -LE long`); pytest runs
+#                                against the build tree (python/dev_build.sh, PYTHONPATH=python)
+#   bash scripts/test.sh --all   everything, as CI (.ci/run): the `long` tests too (end-to-end runs
+#                                against Keras, onnxruntime, pip, and tests over ~20 s; the list is
+#                                KILN_LONG_TESTS in CMakeLists.txt), among them test_wheel (`pip
+#                                wheel .` from a copy of the checkout, installed in a fresh venv);
+#                                pytest then runs in a venv with that same wheel installed
 # The Python part is skipped, saying why, when python3-venv or PyPI (pytest, numpy,
 # scikit-build-core) cannot be had.
 set -euo pipefail
@@ -12,7 +18,9 @@ scripts/setup.sh
 scripts/build.sh
 stamp=$(mktemp); work=$(mktemp -d)
 trap 'rm -rf "$stamp" "$work"' EXIT
-(cd build && ctest --output-on-failure)
+all=0; [ "${1:-}" = "--all" ] && all=1
+if [ $all -eq 1 ]; then (cd build && ctest -j"$(nproc)" --output-on-failure)
+else (cd build && ctest -j"$(nproc)" --output-on-failure -LE long); fi
 
 # ---- the Python package: pytest in a venv (scripts/pyenv.sh: ~/.cache/kiln/venv-pytest) ----
 if ! compgen -G "python/src/*.c" >/dev/null; then
@@ -26,6 +34,16 @@ if [ $rc -eq 77 ]; then echo "python tests: skipped (see the pyenv line above)";
 [ $rc -eq 0 ] || exit $rc
 if ! "$py" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
   echo "python tests: skipped (no Python.h to build the extension: apt-get install python3-dev)"; exit 0
+fi
+if [ $all -eq 0 ]; then   # the quick run: the extension built against build/libkiln.so, from the checkout
+  PYTHON="$py" bash python/dev_build.sh build
+  cd "$work"
+  set +e
+  PYTHONPATH="$root/python" KILN_CLI="$root/build/kiln" "$py" -m pytest -p no:cacheprovider "$root/tests/python"
+  rc=$?
+  set -e
+  [ $rc -eq 5 ] && { echo "python tests: no tests collected in tests/python yet"; rc=0; }
+  exit $rc
 fi
 whl=$(ls build/python-wheel/kiln-*.whl 2>/dev/null | head -n1 || true)
 if [ -n "$whl" ] && [ "$whl" -nt "$stamp" ]; then

@@ -44,6 +44,8 @@ static const cli_opt opts[] = {
     { "--lr-step-factor", K_REAL, T, F(lr_step_factor), 0, 1, OPEN_LO },
     { "--warmup-epochs", K_REAL, T, F(warmup_epochs), 0, CLI_MAX_EPOCHS, 0 },
     { "--weight-decay", K_REAL, T, F(weight_decay), 0, 1e6, 0 },
+    { "--momentum", K_REAL, T, F(momentum), 0, 1, OPEN_HI },
+    { "--nesterov", K_FLAG, T, F(nesterov), 0, 0, 0 },
     { "--clipnorm", K_REAL, T, F(clipnorm), 0, 1e12, OPEN_LO },
     { "--early-stopping", K_INT, T, F(patience), 1, CLI_MAX_EPOCHS, 0 },
     { "--monitor", K_STR, T, F(monitor), 0, 0, 0 },
@@ -142,6 +144,40 @@ static int set_value(const char *cmd, const cli_opt *o, const char *val, args *a
     }
 }
 
+/* Edit distance (insertions, deletions, substitutions, swaps of neighbours), capped at 3. */
+static int distance(const char *a, const char *b) {
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 62 || m > 62) return 3;
+    int d[64][64];
+    for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v) v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[n][m] < 3 ? d[n][m] : 3;
+}
+
+/* "unknown option '--epoch' (did you mean --epochs?)": the nearest of this command's options
+ * within 2 edits, or one that the word begins ("--val" -> --validation-split) */
+static int unknown_option(const char *cmd, const char *name, unsigned bit) {
+    const char *best = NULL;
+    int bd = 3;
+    for (size_t i = 0; i < N_OPTS; i++) {
+        if (!(opts[i].cmds & bit)) continue;
+        int d = distance(name, opts[i].name);
+        if (d >= 3 && strlen(name) > 4 && !strncmp(opts[i].name, name, strlen(name))) d = 2;
+        if (d < bd) { bd = d; best = opts[i].name; }
+    }
+    if (best) fprintf(stderr, "kiln %s: unknown option '%s' (did you mean %s? see kiln %s --help)\n", cmd, name, best, cmd);
+    else fprintf(stderr, "kiln %s: unknown option '%s' (see kiln %s --help)\n", cmd, name, cmd);
+    return 2;
+}
+
 /* A missing value: the end of the line, or the next word is an option ("--load --data x"). */
 static bool is_option_word(const char *s) { return !strncmp(s, "--", 2) && s[2]; }
 
@@ -154,7 +190,7 @@ int cli_parse(int argc, char **argv, args *a, const char *cmd) {
         char name[64];
         snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - opt) : (int)strlen(opt), opt);
         const cli_opt *o = find(name);
-        if (!o) { fprintf(stderr, "kiln %s: unknown option '%s' (see kiln %s --help)\n", cmd, name, cmd); return 2; }
+        if (!o) return unknown_option(cmd, name, bit);
         if (!(o->cmds & bit)) return wrong_command(cmd, o);
         if (o->kind == K_FLAG) {
             if (eq) { fprintf(stderr, "kiln %s: %s takes no value (got '%s')\n", cmd, name, eq + 1); return 2; }

@@ -23,7 +23,8 @@ typedef struct args {
     int lr_step_epochs;        /* 0: not given */
     long long limit;
     /* < 0: not given */
-    double lr, val_split, min_delta, lr_step_factor, warmup_epochs, weight_decay, clipnorm;
+    double lr, val_split, min_delta, lr_step_factor, warmup_epochs, weight_decay, clipnorm, momentum;
+    bool nesterov;             /* --nesterov (SGD) */
     uint64_t seed;
     bool data_given;           /* --data given (else the default data set) */
     bool help, data_on_device, log_placement, strict_load, save_best;

@@ -62,12 +62,12 @@ static kiln_status bench_one(const char *model, const char *device, int batch, i
     bool gpu = !strcmp(device, "cuda");
     if (gpu) kiln_device_reset_peak(0);
     if ((st = kiln_compile(m, &co))) goto out;
-    if ((st = kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 1, .batch_size = batch, .steps_per_epoch = 3, .data_on_device = true })))
+    if ((st = kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 1, .batch_size = batch, .steps_per_epoch = 3, .data_on_device = true, .verbose = KILN_VERBOSE_SILENT })))
         goto out;
     int passes = (steps + BENCH_BATCHES - 1) / BENCH_BATCHES;
     r->steps = passes * BENCH_BATCHES;
     double t = cli_now();
-    if ((st = kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 1 + passes, .initial_epoch = 1, .batch_size = batch, .data_on_device = true })))
+    if ((st = kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 1 + passes, .initial_epoch = 1, .batch_size = batch, .data_on_device = true, .verbose = KILN_VERBOSE_SILENT })))
         goto out;
     r->train_ips = (double)r->steps * batch / (cli_now() - t);
     /* memory of training: the GPU allocator's peak (weights, optimizer slots, activations,

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include "kiln/kiln.h"
 #include "kiln/nn.h"
 #include "kiln/io.h"
@@ -112,6 +113,14 @@ static int predict_images(cli_ctx *c) {
     return rc;
 }
 
+/* What one example of the data is called in the table: a CSV file's rows are rows, not images */
+static const char *example_word(const args *a) {
+    const char *d = a->data ? a->data : "";
+    size_t n = strlen(d);
+    bool csv = !strncmp(d, "csv:", 4) || (n > 4 && !strcasecmp(d + n - 4, ".csv")) || a->test_csv;
+    return csv ? "row" : !strncmp(d, "npz:", 4) || (n > 4 && !strcasecmp(d + n - 4, ".npz")) ? "example" : "image";
+}
+
 /* The first count predictions against their labels: class, label and confidence per example (for
  * value labels, the values); 1 after a message when an output is not finite. */
 static int print_predictions(const args *a, const kiln_model *m, const kiln_tensor *out, const kiln_tensor *y, const kiln_data *d,
@@ -119,14 +128,14 @@ static int print_predictions(const args *a, const kiln_model *m, const kiln_tens
     int64_t c = out->shape.dim[1];
     for (int64_t i = 0; i < (int64_t)count * c; i++)
         if (!isfinite(((const float *)out->data)[i])) {
-            fprintf(stderr, "kiln predict: the model's outputs are not finite (NaN or Inf) for image %lld: the weights in %s "
+            fprintf(stderr, "kiln predict: the model's outputs are not finite (NaN or Inf) for %s %lld: the weights in %s "
                     "are not usable (training diverged, or the file is damaged); retrain, e.g. with a lower --lr\n",
-                    (long long)(i / c), a->load);
+                    example_word(a), (long long)(i / c), a->load);
             return 1;
         }
     int right = 0;
     if (y->dtype == KILN_F32) return cli_print_values(out, y, count);   /* regression: values, not classes */
-    printf("%6s  %-14s %-14s %s\n", "image", "predicted", "label", "confidence");
+    printf("%6s  %-14s %-14s %s\n", example_word(a), "predicted", "label", "confidence");
     for (int i = 0; i < count; i++) {
         const float *r = (const float *)out->data + (int64_t)i * c;
         int64_t best = 0;

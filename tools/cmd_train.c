@@ -38,9 +38,12 @@ static void train_usage(FILE *f) {
         "                      with --load, training continues from the saved epoch up to N\n"
         "  --batch-size N      examples per training step (default 64, 1..1048576); a last smaller batch of an\n"
         "                      epoch is skipped in training (the test set is evaluated whole)\n"
-        "  --batch-size auto   the largest batch (a multiple of 8) whose planned training step fits in\n"
-        "                      the GPU's free memory (or --gpu-memory-limit), on the CPU in --memory-limit\n"
-        "                      (default: half the physical memory); printed before training starts\n"
+        "  --batch-size auto   on a GPU: the largest batch (a multiple of 8) whose planned training step\n"
+        "                      fits in the GPU's free memory (or --gpu-memory-limit). On the CPU: the\n"
+        "                      largest power of two up to 256 that fits in half the physical memory\n"
+        "                      (bigger batches are no faster per example there and make fewer updates\n"
+        "                      per epoch); with --memory-limit, the largest batch that fits in it.\n"
+        "                      Printed before training starts\n"
         "  --accumulate N      gradient accumulation: run each batch as N micro-batches of batch/N (the\n"
         "                      batch must be divisible by N) and make ONE update from their averaged\n"
         "                      gradients: the same update as the whole batch, with the activation memory\n"
@@ -53,6 +56,9 @@ static void train_usage(FILE *f) {
         "                      loss stops training too, naming the epoch, step and the first layer whose\n"
         "                      weights went non-finite\n"
         "  --optimizer NAME    sgd, momentum (0.9), adam (default), adamw, rmsprop, adagrad\n"
+        "  --momentum M        SGD's momentum, 0 <= M < 1 (Keras's SGD(momentum=M); --optimizer sgd: 0,\n"
+        "                      momentum: 0.9)\n"
+        "  --nesterov          SGD with Nesterov momentum (momentum 0.9 unless --momentum)\n"
         "  --lr X              learning rate (default 0.001 for adam/adamw/rmsprop, 0.01 otherwise)\n"
         "  --schedule NAME     learning-rate schedule (per epoch, from --lr): constant (default);\n"
         "                      step (lr x --lr-step-factor every --lr-step-epochs epochs); exponential\n"
@@ -248,6 +254,7 @@ static void print_extras(const args *a, const kiln_optimizer *o, const kiln_lr_s
 #define ADD(...) k += (size_t)snprintf(line + k, k < sizeof line ? sizeof line - k : 0, __VA_ARGS__)
     if (s->kind == KILN_LR_STEP) ADD(", lr x%g every %d epoch%s", s->gamma, s->step_epochs, s->step_epochs == 1 ? "" : "s");
     if (s->kind == KILN_LR_COSINE) ADD(", cosine lr with %g warm-up epochs", s->warmup_epochs);
+    if (a->momentum >= 0 || a->nesterov) ADD(", SGD momentum %g%s", o->momentum, o->nesterov ? " (Nesterov)" : "");
     if (o->weight_decay > 0) ADD(", weight decay %g", o->weight_decay);
     if (o->clip_norm > 0) ADD(", gradients clipped to global norm %g", o->clip_norm);
     if (a->patience) ADD(", early stopping on %s (patience %d, min delta %g)", cli_monitor(a), a->patience, a->min_delta > 0 ? a->min_delta : 0);
@@ -287,7 +294,7 @@ static kiln_status fit(train_run *t) {
     kiln_status st = KILN_OK;
     if (initial < a->epochs)
         st = kiln_fit_data(t->m, t->tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = t->vp,
-                                                          .verbose = a->verbose, .callbacks = t->cbs, .n_callbacks = t->n_cb,
+                                                          .verbose = a->verbose ? a->verbose : KILN_VERBOSE_SILENT, .callbacks = t->cbs, .n_callbacks = t->n_cb,
                                                           .data_on_device = a->data_on_device,
                                                           .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics,
                                                           .dist = a->dist, .devices = a->fit_devices,

@@ -36,6 +36,9 @@ bool kiln_dist_built_with_mpi(void);
 /* The world size the launcher (mpirun / srun: OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE ...) gave
  * this process, 1 when started alone. Needs no MPI. */
 int kiln_dist_launched_size(void);
+/* This process's rank as its launcher (mpirun, srun) set it in the environment; 0 when not
+ * launched. Only rank 0 prints what every rank would say alike ("no GPU found"). */
+int kiln_dist_launched_rank(void);
 /* Joins the job: MPI_Init (argc/argv may be NULL) when the process was started by a launcher
  * with more than one process, else a one-process context (no MPI call). *out: free with
  * kiln_dist_free. KILN_UNSUPPORTED, saying what to install, when launched as several processes

@@ -532,6 +532,9 @@ kiln_callback kiln_callback_lr_scheduler(kiln_lr_fn schedule, void *user);
 kiln_callback kiln_callback_tensorboard(const char *log_dir, int update_freq);
 
 /* ---- fit / evaluate / predict ---- */
+/* kiln_fit_opts.verbose: Keras's verbose="auto" is the default (a zeroed struct); silence is -1 */
+#define KILN_VERBOSE_AUTO 0
+#define KILN_VERBOSE_SILENT (-1)
 typedef struct kiln_fit_opts {
     int epochs;                        /* train epochs initial_epoch+1 .. epochs (0 -> 1) */
     int initial_epoch;                 /* e.g. kiln_model_epoch() after loading a checkpoint */
@@ -548,8 +551,10 @@ typedef struct kiln_fit_opts {
                                           epoch end over every example it yields, the partial last
                                           batch included; at most one of validation /
                                           validation_data */
-    int verbose;                       /* 0 silent, 1 progress bar (one line per epoch when not a
-                                          terminal), 2 one line per epoch */
+    int verbose;                       /* KILN_VERBOSE_AUTO (0, the default, Keras's "auto"): a
+                                          progress bar when stdout is a terminal, one line per
+                                          epoch otherwise; 1 the same; 2 one line per epoch;
+                                          KILN_VERBOSE_SILENT (-1) nothing */
     const kiln_callback *callbacks; int n_callbacks;
     /* The whole training set lives in the session's memory (on the GPU when the model runs
      * there) and each batch is gathered, and augmented, there: per step only the B example

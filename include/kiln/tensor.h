@@ -25,8 +25,13 @@ typedef struct kiln_shape {
  * KILN_SCALAR -> rank 0. */
 #define KILN_NARGS_(a, b, c, d, e, f, N, ...) N
 #define KILN_NARGS(...) KILN_NARGS_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#ifdef __cplusplus   /* a compound literal is C only: C++ spells the same value kiln_shape{...} */
+#define KILN_SHAPE(...) (kiln_shape{ KILN_NARGS(__VA_ARGS__), { __VA_ARGS__ } })
+#define KILN_SCALAR (kiln_shape{ 0, { 0 } })
+#else
 #define KILN_SHAPE(...) ((kiln_shape){ KILN_NARGS(__VA_ARGS__), { __VA_ARGS__ } })
 #define KILN_SCALAR ((kiln_shape){ 0, { 0 } })
+#endif
 kiln_shape kiln_shape_make(const int64_t *dims, int rank);
 int64_t kiln_shape_numel(kiln_shape s);   /* 0 if a dimension is 0; INT64_MAX when the product overflows */
 bool kiln_shape_equal(kiln_shape a, kiln_shape b);

@@ -167,7 +167,8 @@ typedef struct fit_args {
 
 /* Runs kiln_fit_data with the GIL released; the pipelines and views are the caller's. */
 static kiln_status run_fit(kiln_model *m, kiln_data *train, kiln_data *val, const fit_args *a, kiln_callback *cbs, int n_cb) {
-    kiln_fit_opts o = { .epochs = a->epochs, .initial_epoch = a->initial, .validation_data = val, .verbose = a->verbose,
+    kiln_fit_opts o = { .epochs = a->epochs, .initial_epoch = a->initial, .validation_data = val,
+                        .verbose = a->verbose ? a->verbose : KILN_VERBOSE_SILENT,   /* Keras's verbose=0: silent */
                         .callbacks = cbs, .n_callbacks = n_cb, .steps_per_epoch = a->steps, .devices = a->devices,
                         .sample_weight = a->w, .n_sample_weight = a->n_w };
     kiln_status st;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/sysinfo.h>
+#include "kiln/dist.h"
 #include "backend/registry.h"
 #include "backend/cuda/cuda_module.h"
 
@@ -135,6 +136,8 @@ void kiln_note_cpu_fallback(void) {
     pthread_mutex_lock(&print_lock);
     if (!reason_printed) {
         reason_printed = true;
+        /* under mpirun every rank would say it: rank 0 alone does */
+        if (kiln_dist_launched_rank() > 0) { pthread_mutex_unlock(&print_lock); return; }
         /* Plainly by default: on a machine without a GPU "no GPU found" is the whole story, and the
          * CUDA detail ("driver version is insufficient", a module not found) reads like a fault.
          * The reason goes with it under KILN_VERBOSE=1, or when an NVIDIA driver is loaded (then a

@@ -22,6 +22,18 @@ int kiln_dist_launched_size(void) {
     return 1;
 }
 
+int kiln_dist_launched_rank(void) {
+    static const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK" };
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            long r = strtol(v, NULL, 10);
+            if (r >= 0 && r < (1 << 24)) return (int)r;
+        }
+    }
+    return 0;
+}
+
 kiln_status kiln_dist_init(int *argc, char ***argv, kiln_dist **out) {
     if (!out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_dist_init: NULL out");
     *out = NULL;

@@ -49,7 +49,7 @@ kiln_status nn_dist_begin(nn_dist_fit *df, kiln_model *m, kiln_data **train, int
     *train = df->shard;
     *batch /= d->size;
     if (d->rank > 0) {      /* progress and files: rank 0's; every rank keeps the rest */
-        o->verbose = 0;
+        o->verbose = KILN_VERBOSE_SILENT;
         if (o->n_callbacks > 0 && !(df->cbs = kiln_calloc((size_t)o->n_callbacks, sizeof *df->cbs)))
             return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
         int n = 0;

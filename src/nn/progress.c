@@ -1,11 +1,15 @@
 /* Keras-style progress: a live bar on a terminal, one line per epoch otherwise. */
 #include <stdio.h>
 #include <unistd.h>
+#include "kiln/dist.h"
 #include "nn/nn_fit.h"
 
 void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epoch, int epochs, int64_t steps) {
-    p->verbose = verbose < 0 ? 0 : verbose > 2 ? 2 : verbose;
-    p->tty = isatty(fileno(stdout));
+    /* < 0 (KILN_VERBOSE_SILENT): nothing; 0 (auto, the default) and 1: the bar on a terminal */
+    p->verbose = verbose < 0 ? 0 : verbose == 0 ? 1 : verbose > 2 ? 2 : verbose;
+    /* under mpirun (or srun) stdout is the launcher's forwarding, a pty even when the job's
+     * output goes to a file: rank 0 cannot see its real stdout, so no \r frames there */
+    p->tty = isatty(fileno(stdout)) && kiln_dist_launched_size() <= 1;
     if (p->verbose == 1 && !p->tty) p->verbose = 2;
     p->epoch = epoch;
     p->epochs = epochs;

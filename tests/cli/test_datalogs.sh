@@ -40,6 +40,8 @@ out=$("$K" predict --load "$tmp/bin.safetensors" --data csv:"$tmp/train.csv" --t
 right=$(grep -oE "^[0-9]+ of 20 correct" <<<"$out" | cut -d' ' -f1)
 # one unit: class 1 when p > 0.5, confidence max(p, 1 - p) (a softmax over one unit said 100% for class 0 each time)
 [ -n "$right" ] && [ "$right" -ge 14 ] && grep -qE "^ +[0-9]+  1 " <<<"$out" && grep -qE " [5-9][0-9]\.[0-9]%" <<<"$out" && ok || bad "predict on a binary classifier: $out"
+# issue 28: a CSV file's examples are rows, not images
+grep -qE "^ +row  predicted" <<<"$out" && ! grep -q "image" <<<"$out" && ok || bad "predict on CSV rows: header 'row': $out"
 
 # regression: f32 labels train with mse (the default for them), one output unit
 "$PY" - "$tmp/reg.csv" <<'PYEOF'

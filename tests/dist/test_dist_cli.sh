@@ -28,6 +28,14 @@ out=$(timeout 120 "${MPI[@]}" "$K" "${T[@]}" --epochs 2 --save "$tmp/ck2.safeten
 grep -q "Data parallel: 2 processes (MPI), global batch 64 = 32 per process" <<<"$out" && ok || bad "the data-parallel line: $(head -3 <<<"$out")"
 [ "$(grep -c '^Epoch 2/2' <<<"$out")" -eq 1 ] && ok || bad "progress printed by more than rank 0: $(grep -c '^Epoch 2/2' <<<"$out") lines"
 [ "$(grep -c '^Training mlp' <<<"$out")" -eq 1 ] && ok || bad "the header printed by more than rank 0"
+# issue 28: "no GPU found; using the CPU" once (rank 0's), and no progress frames (\r, escapes)
+# in the job's output: mpirun's forwarding looks like a terminal even when redirected
+if "$K" devices | grep -q "GPU available: no"; then
+  [ "$(grep -c 'no GPU' <<<"$out")" -eq 1 ] && ok || bad "the no-GPU line printed by $(grep -c 'no GPU' <<<"$out") ranks"
+fi
+out1=$(timeout 120 "${MPI[@]}" "$K" train --model mlp --data csv:"$tmp/train.csv" --batch-size 64 --threads 1 --epochs 1 --verbose 1 2>&1)
+grep -q $'\r\|\033' <<<"$out1" && bad "progress frames under mpirun: $(od -c <<<"$out1" | head -3)" || ok
+[ "$(grep -c '^Epoch 1/1' <<<"$out1")" -eq 1 ] && ok || bad "one epoch line under mpirun --verbose 1: $out1"
 [ -f "$tmp/ck2.safetensors" ] && [ "$(wc -l < "$tmp/h2.csv")" -eq 3 ] && ok || bad "rank 0's checkpoint and history (2 rows): $(cat "$tmp/h2.csv")"
 loss2=$(tail -1 "$tmp/h2.csv" | cut -d, -f2)
 # one process, same global batch: close to it (mlp has dropout, whose masks follow the batch

@@ -118,7 +118,7 @@ static void test_augment_prefetch(void) {
         kiln_model *m = small_cnn(5);
         kiln_data *d = aug_pipeline(train, workers);
         CHECK(d != NULL);
-        CHECK_OK(kiln_fit_data(m, d, &(kiln_fit_opts){ .epochs = 2, .validation_data = v, .callbacks = &cb, .n_callbacks = 1, .verbose = 0 }));
+        CHECK_OK(kiln_fit_data(m, d, &(kiln_fit_opts){ .epochs = 2, .validation_data = v, .callbacks = &cb, .n_callbacks = 1, .verbose = KILN_VERBOSE_SILENT }));
         CHECK_MSG(steps_seen[1] == 12 && steps_seen[2] == 12, "steps %d %d (partial batch must be skipped)", steps_seen[1], steps_seen[2]);
         CHECK_MSG(allocs_at[11] == allocs_at[3], "the training loop allocated %llu times between steps 3 and 11",
                   (unsigned long long)(allocs_at[11] - allocs_at[3]));

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include "check.h"
 #include "kiln/nn.h"
@@ -336,6 +337,45 @@ static void test_callbacks(void) {
     kiln_dataset_free(val);
 }
 
+/* Runs kiln_fit with the given verbose, stdout sent to a file (not a terminal); the output in out. */
+static void fit_captured(int verbose, char *out, size_t cap) {
+    char path[] = "/tmp/kiln_verbose_XXXXXX";
+    int fd = mkstemp(path);
+    out[0] = 0;
+    if (fd < 0) { CHECK_MSG(0, "mkstemp"); return; }
+    kiln_dataset *train = separable(64, 9);
+    kiln_model *m = tiny_mlp(3, 4);
+    CHECK_OK(kiln_compile(m, &adam_opts));
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    kiln_status st = kiln_fit(m, train, &(kiln_fit_opts){ .epochs = 2, .batch_size = 32, .verbose = verbose });
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    CHECK_OK(st);
+    lseek(fd, 0, SEEK_SET);
+    ssize_t n = read(fd, out, cap - 1);
+    out[n > 0 ? n : 0] = 0;
+    close(fd);
+    unlink(path);
+    kiln_model_free(m);
+    kiln_dataset_free(train);
+}
+
+/* issue 28: the default (a zeroed kiln_fit_opts, KILN_VERBOSE_AUTO) prints one line per epoch when
+ * stdout is not a terminal, like Keras's verbose="auto"; KILN_VERBOSE_SILENT prints nothing */
+static void test_verbose_auto(void) {
+    static char out[8192];
+    fit_captured(KILN_VERBOSE_AUTO, out, sizeof out);
+    CHECK_MSG(strstr(out, "Epoch 1/2 - ") && strstr(out, "Epoch 2/2 - ") && !strchr(out, '\r') && !strchr(out, '\033'),
+              "default verbose, stdout a file: '%s'", out);
+    fit_captured(KILN_VERBOSE_SILENT, out, sizeof out);
+    CHECK_MSG(out[0] == 0, "KILN_VERBOSE_SILENT printed '%s'", out);
+    fit_captured(2, out, sizeof out);
+    CHECK_MSG(strstr(out, "Epoch 2/2 - ") != NULL, "verbose 2: '%s'", out);
+}
+
 int main(void) {
     test_fashion_cnn_summary();
     test_shape_errors();
@@ -344,5 +384,6 @@ int main(void) {
     test_divergence_and_functional();
     test_all_layers();
     test_callbacks();
+    test_verbose_auto();
     return check_summary("test_nn");
 }

@@ -214,7 +214,7 @@ static void test_fit_ids(kiln_precision prec, const char *what) {
     kiln_model *m = seq_classifier(TT, VOC, 4, prec);
     kiln_eval_result before = { 0 }, after = { 0 };
     CHECK_OK(kiln_evaluate(m, ds, NULL, &before));
-    CHECK_OK(kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 15, .batch_size = 32, .verbose = 0 }));
+    CHECK_OK(kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 15, .batch_size = 32, .verbose = KILN_VERBOSE_SILENT }));
     CHECK_OK(kiln_evaluate(m, ds, NULL, &after));
     printf("kiln_fit on token ids (%s): loss %.3f -> %.3f, accuracy %.2f\n", what, before.loss, after.loss, after.accuracy);
     CHECK_MSG(after.loss < 0.5 * before.loss && after.accuracy > 0.9, "%s: loss %g -> %g, accuracy %g", what, before.loss, after.loss, after.accuracy);
