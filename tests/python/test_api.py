@@ -16,7 +16,7 @@ def mlp(n_in=4, name=None):
 
 
 def test_unknown_tf_names_raise_attribute_error():
-    for expr, name in [(lambda: tf.Variable, "tf.Variable"), (lambda: tf.keras.layers.LSTM, "keras.layers.LSTM"),
+    for expr, name in [(lambda: tf.Variable, "tf.Variable"), (lambda: tf.keras.layers.ConvLSTM2D, "keras.layers.ConvLSTM2D"),
                        (lambda: tf.config.experimental.enable_op_determinism, "tf.config.experimental.enable_op_determinism"),
                        (lambda: tf.keras.optimizers.Nadam, "keras.optimizers.Nadam"),
                        (lambda: tf.distribute.TPUStrategy, "tf.distribute.TPUStrategy")]:

@@ -13,7 +13,7 @@ from kiln import _kiln
 
 tf.config.threading.set_intra_op_parallelism_threads(1)
 TABLE = json.loads(_kiln.layer_classes())
-SAMPLE = {"int": 4, "int2": 2, "float": 0.25, "bool": True, "seed": 3, "shape": [-1], "activation": "relu",
+SAMPLE = {"int": 4, "int2": 2, "int1": 2, "float": 0.25, "bool": True, "seed": 3, "shape": [-1], "activation": "relu",
           "padding": "same", "initializer": "he_normal"}
 
 
@@ -65,7 +65,14 @@ def test_every_generated_layer_runs(c):
     cls = getattr(layers, c["class_name"])
     assert cls.__name__ == c["class_name"] and issubclass(cls, layers.Layer)
     sig = inspect.signature(cls)
-    assert [p for p in sig.parameters][: len(c["options"])] == [o["name"] for o in c["options"]]
+    # Keras's order; a required option after optional ones is keyword-only (Python's rule)
+    names = [p.name for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
+    assert sorted(names) == sorted(o["name"] for o in c["options"])
+    positional = [p.name for p in sig.parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
+    assert positional == [o["name"] for o in c["options"] if o["name"] in positional]
+    if c["class_name"].endswith("1D"):      # [batch, steps, channels]
+        run_tiny(keras.Sequential([keras.Input(shape=(8, 3)), cls(*required_args(c)), layers.Flatten(), layers.Dense(2)]), (8, 3))
+        return
     if c["class_name"] in SEQUENCE_LAYERS:
         SEQUENCE_LAYERS[c["class_name"]](cls, c)
         return

@@ -139,8 +139,10 @@ class Layer:
             if k == "dtype" and hasattr(v, "name"):
                 v = v.name
             self._config[k] = to_json_value(v, k)
+        wrapped = self._config.get("layer")          # Bidirectional(LSTM(8)): the wrapped layer's own options
+        wrapped = wrapped.get("config", {}) if isinstance(wrapped, dict) else {}
         for o in opts:
-            if o["required"] and o["name"] not in self._config:
+            if o["required"] and o["name"] not in self._config and o["name"] not in wrapped:
                 raise TypeError(f"{cls}() missing required argument '{o['name']}'")
 
     def _config_json(self):
@@ -317,10 +319,18 @@ def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None
 
 
 def _signature(spec):
-    params = [inspect.Parameter(o["name"], inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                **({} if o["required"] else {"default": o.get("default")})) for o in spec]
-    params.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
-    return inspect.Signature(params)
+    """Keras's order; a required option after an optional one (Bidirectional's `layer` after the
+    wrapped layer's options) can only be given by keyword, as a Python signature requires."""
+    pos, kw, seen_default = [], [], False
+    for o in spec:
+        if not o["required"]:
+            seen_default = True
+            pos.append(inspect.Parameter(o["name"], inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.get("default")))
+        elif seen_default:
+            kw.append(inspect.Parameter(o["name"], inspect.Parameter.KEYWORD_ONLY))
+        else:
+            pos.append(inspect.Parameter(o["name"], inspect.Parameter.POSITIONAL_OR_KEYWORD))
+    return inspect.Signature(pos + kw + [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
 
 
 def _make_class(c):
