@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "status.h"
+#include "tensor.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -48,6 +49,19 @@ kiln_status kiln_tokenizer_decode(const kiln_tokenizer *t, const int32_t *ids, s
 kiln_status kiln_tokenizer_token_bytes(const kiln_tokenizer *t, int32_t id, const uint8_t **bytes, size_t *n);
 /* Releases what encode / decode / kiln_text_encode_bytes returned. */
 void kiln_text_free(void *p);
+
+/* ---- text data for causal language models ---- */
+/* The token ids of a text file into *ids (release with kiln_text_free), *n of them: its bytes
+ * (vocabulary 256: any file, UTF-8 or not) when t is NULL, else t's encoding of it (UTF-8). */
+kiln_status kiln_text_read_ids(const char *path, const kiln_tokenizer *t, int32_t **ids, size_t *n);
+/* Where the held-out tail starts: the last val_fraction of n ids validate (e.g. 0.1). */
+size_t kiln_text_split(size_t n, double val_fraction);
+/* Windows of block_size + 1 consecutive ids: *x i32 [rows, block_size] their first block_size,
+ * *y i32 [rows, block_size] the next-token labels (x shifted by one). count > 0: count windows at
+ * random starts drawn from seed (training); count 0: the consecutive windows from the start,
+ * stride block_size, as many as fit (evaluation). New tensors; the caller frees them. */
+kiln_status kiln_text_windows(const int32_t *ids, size_t n, int block_size, int64_t count, uint64_t seed,
+                              kiln_tensor **x, kiln_tensor **y);
 
 #ifdef __cplusplus
 }

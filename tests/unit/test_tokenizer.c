@@ -173,12 +173,54 @@ static void test_train_roundtrip(const char *dir) {
     unlink(path);
 }
 
+/* Text windows: y is x shifted by one token; random starts are seeded; the byte vocabulary. */
+static void test_windows(const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/text.txt", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f) { CHECK(0); return; }
+    for (int i = 0; i < 1000; i++) fputc("abcdefghij"[i % 10], f);
+    fputc(0xFF, f);   /* bytes need not be UTF-8 */
+    fclose(f);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    CHECK_OK(kiln_text_read_ids(path, NULL, &ids, &n));
+    CHECK(n == 1001 && ids && ids[0] == 'a' && ids[1000] == 255);
+    CHECK(kiln_text_split(n, 0.1) == 901);
+    kiln_tensor *x = NULL, *y = NULL, *x2 = NULL, *y2 = NULL;
+    CHECK_OK(kiln_text_windows(ids, 900, 16, 64, 7, &x, &y));
+    CHECK_OK(kiln_text_windows(ids, 900, 16, 64, 7, &x2, &y2));
+    if (x && y && x2) {
+        CHECK(x->shape.rank == 2 && x->shape.dim[0] == 64 && x->shape.dim[1] == 16 && x->dtype == KILN_I32);
+        const int32_t *xd = x->data, *yd = y->data;
+        int shifted = 1, starts_differ = 0;
+        for (int i = 0; i < 64; i++) {
+            for (int t = 0; t < 16; t++) shifted &= yd[i * 16 + t] == 'a' + ((xd[i * 16 + t] - 'a' + 1) % 10);
+            starts_differ |= xd[i * 16] != xd[0];
+        }
+        CHECK(shifted && starts_differ);
+        CHECK(!memcmp(x->data, x2->data, 64 * 16 * 4));   /* the same seed, the same windows */
+    }
+    kiln_tensor_free(x); kiln_tensor_free(y); kiln_tensor_free(x2); kiln_tensor_free(y2);
+    CHECK_OK(kiln_text_windows(ids + 901, 100, 16, 0, 0, &x, &y));   /* the tail, in order */
+    if (x) CHECK(x->shape.dim[0] == 6 && ((int32_t *)x->data)[16] == ids[901 + 16] && ((int32_t *)y->data)[95] == ids[901 + 96]);
+    kiln_tensor_free(x); kiln_tensor_free(y);
+    CHECK(kiln_text_windows(ids, 16, 16, 1, 0, &x, &y) == KILN_INVALID_ARGUMENT && !x && !y);
+    kiln_text_free(ids);
+    /* through a tokenizer: invalid UTF-8 is an error naming the file */
+    kiln_tokenizer *t = load_str(hand_json(NULL, NULL, NULL));
+    CHECK(kiln_text_read_ids(path, t, &ids, &n) == KILN_INVALID_ARGUMENT && !ids && strstr(kiln_last_error(), "text.txt"));
+    kiln_tokenizer_free(t);
+    unlink(path);
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln_test_tokenizer_XXXXXX";
     if (!mkdtemp(dir)) return 1;
     test_known_ids();
     test_hostile();
     test_train_roundtrip(dir);
+    test_windows(dir);
     rmdir(dir);
     return check_summary("test_tokenizer");
 }
