@@ -1,6 +1,6 @@
 /* Byte-level BPE training, as `tokenizers`' BpeTrainer with the ByteLevel pre-tokenizer: words
  * counted line by line, then merges of the most frequent adjacent pair (ties: the smaller pair of
- * ids), each merge applied left to right in every word. */
+ * ids), each merge applied left to right in every word that holds it. */
 #include <string.h>
 #include "core/core.h"
 #include "text/text_internal.h"
@@ -94,41 +94,132 @@ static kiln_status count_words(const uint8_t *s, size_t n, const int32_t *byte_s
     return KILN_OK;
 }
 
-/* The most frequent adjacent pair over all words (ties: smallest (a, b)); false when none. */
-static bool best_pair(const tw_words *ws, tk_pairmap *pm, int64_t *cnt, int32_t *ba, int32_t *bb) {
-    memset(pm->key, 0, pm->cap * sizeof *pm->key);
-    int64_t best = 0;
-    for (int i = 0; i < ws->n; i++) {
-        const tw_word *w = &ws->w[i];
-        for (int k = 0; k + 1 < w->n; k++) {
-            size_t h = tk_pairmap_find(pm, w->sym[k], w->sym[k + 1]);
-            if (!pm->key[h]) { pm->key[h] = (((uint64_t)(uint32_t)w->sym[k] << 32) | (uint32_t)w->sym[k + 1]) + 1; cnt[h] = 0; }
-            cnt[h] += w->count;
+/* Pair counts kept up to date merge by merge, as `tokenizers` does: each pair's count, the words
+ * that hold it (a list that may hold stale or repeated entries: merging a word without the pair
+ * changes nothing), and a max-heap of (count, pair) whose stale entries are re-pushed with their
+ * current count when they reach the top; so the top is the largest current count, ties to the
+ * smaller (a, b). */
+typedef struct {
+    int32_t a, b;
+    int64_t count;
+    int32_t *words;
+    int n_words, cap_words;
+} tp_pair;
+
+typedef struct {
+    int64_t count;
+    int32_t a, b, rec;
+} tp_entry;
+
+typedef struct {
+    tk_pairmap map;      /* pair -> index in rec (the map's rank field) */
+    tp_pair *rec;
+    int n_rec;
+    tp_entry *heap;
+    size_t n_heap, cap_heap;
+    bool oom;
+} tp_state;
+
+static bool entry_above(const tp_entry *x, const tp_entry *y) {
+    if (x->count != y->count) return x->count > y->count;
+    return x->a != y->a ? x->a < y->a : x->b < y->b;
+}
+
+static void heap_push(tp_state *p, tp_entry e) {
+    if (p->n_heap == p->cap_heap) {
+        size_t cap = p->cap_heap ? 2 * p->cap_heap : 4096;
+        tp_entry *h = kiln_realloc(p->heap, cap * sizeof *h);
+        if (!h) { p->oom = true; return; }
+        p->heap = h;
+        p->cap_heap = cap;
+    }
+    size_t i = p->n_heap++;
+    while (i > 0 && entry_above(&e, &p->heap[(i - 1) / 2])) { p->heap[i] = p->heap[(i - 1) / 2]; i = (i - 1) / 2; }
+    p->heap[i] = e;
+}
+
+static tp_entry heap_pop(tp_state *p) {
+    tp_entry top = p->heap[0], last = p->heap[--p->n_heap];
+    size_t i = 0, n = p->n_heap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && entry_above(&p->heap[c + 1], &p->heap[c])) c++;
+        if (!entry_above(&p->heap[c], &last)) break;
+        p->heap[i] = p->heap[c];
+        i = c;
+    }
+    if (n) p->heap[i] = last;
+    return top;
+}
+
+/* The record of (a, b), created when new. */
+static tp_pair *pair_rec(tp_state *p, int32_t a, int32_t b) {
+    size_t h = tk_pairmap_find(&p->map, a, b);
+    if (p->map.key[h]) return &p->rec[p->map.rank[h]];
+    p->map.key[h] = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    p->map.rank[h] = p->n_rec;
+    tp_pair *r = &p->rec[p->n_rec++];
+    *r = (tp_pair){ .a = a, .b = b };
+    return r;
+}
+
+/* Adds delta occurrences of (a, b) in word w; a pair that gains is (re)pushed on the heap. */
+static void pair_add(tp_state *p, int32_t a, int32_t b, int64_t delta, int32_t w) {
+    tp_pair *r = pair_rec(p, a, b);
+    r->count += delta;
+    if (delta <= 0) return;
+    if (r->n_words == r->cap_words) {
+        int cap = r->cap_words ? 2 * r->cap_words : 4;
+        int32_t *v = kiln_realloc(r->words, (size_t)cap * sizeof *v);
+        if (!v) { p->oom = true; return; }
+        r->words = v;
+        r->cap_words = cap;
+    }
+    if (!r->n_words || r->words[r->n_words - 1] != w) r->words[r->n_words++] = w;
+    heap_push(p, (tp_entry){ r->count, a, b, (int32_t)(r - p->rec) });
+}
+
+/* Merges (a, b) into m left to right in word w, updating the pair counts. */
+static void merge_word(tp_state *p, tw_word *w, int32_t wi, int32_t a, int32_t b, int32_t m) {
+    int o = 0;
+    for (int k = 0; k < w->n; k++) {
+        if (k + 1 < w->n && w->sym[k] == a && w->sym[k + 1] == b) {
+            pair_add(p, a, b, -w->count, wi);
+            if (o > 0) { pair_add(p, w->sym[o - 1], a, -w->count, wi); pair_add(p, w->sym[o - 1], m, w->count, wi); }
+            if (k + 2 < w->n) { pair_add(p, b, w->sym[k + 2], -w->count, wi); pair_add(p, m, w->sym[k + 2], w->count, wi); }
+            w->sym[o++] = m;
+            k++;
+        } else {
+            w->sym[o++] = w->sym[k];
         }
     }
-    for (size_t h = 0; h < pm->cap; h++) {
-        if (!pm->key[h] || cnt[h] < best) continue;
-        int32_t a = (int32_t)((pm->key[h] - 1) >> 32), b = (int32_t)((pm->key[h] - 1) & 0xFFFFFFFFu);
-        if (cnt[h] > best || a < *ba || (a == *ba && b < *bb)) { best = cnt[h]; *ba = a; *bb = b; }
-    }
-    return best > 0;
+    w->n = o;
 }
 
 static kiln_status train_merges(kiln_tokenizer *t, tw_words *ws, int vocab_size, int *n_tok) {
     size_t total = 0;
     for (int i = 0; i < ws->n; i++) total += (size_t)ws->w[i].n;
-    tk_pairmap pm;
-    int64_t *cnt = NULL;
-    kiln_status st = tk_pairmap_init(&pm, total + 1);
+    tp_state p = { 0 };
+    /* distinct pairs: at most those of the words plus two new ones per merge event */
+    kiln_status st = tk_pairmap_init(&p.map, 3 * total + 1);
     if (st != KILN_OK) return st;
-    if (!(cnt = kiln_malloc(pm.cap * sizeof *cnt))) { tk_pairmap_free(&pm); return oom(); }
+    if (!(p.rec = kiln_malloc((3 * total + 1) * sizeof *p.rec))) { tk_pairmap_free(&p.map); return oom(); }
+    for (int i = 0; i < ws->n; i++)
+        for (int k = 0; k + 1 < ws->w[i].n; k++) pair_add(&p, ws->w[i].sym[k], ws->w[i].sym[k + 1], ws->w[i].count, i);
     char *buf = NULL;
-    while (*n_tok < vocab_size && st == KILN_OK) {
-        int32_t a = INT32_MAX, b = INT32_MAX;
-        if (!best_pair(ws, &pm, cnt, &a, &b)) break;
+    while (*n_tok < vocab_size && !p.oom && p.n_heap) {
+        tp_entry e = heap_pop(&p);
+        tp_pair *r = &p.rec[e.rec];
+        if (e.count != r->count) {   /* stale: back with its current count */
+            if (r->count > 0) heap_push(&p, (tp_entry){ r->count, r->a, r->b, e.rec });
+            continue;
+        }
+        if (e.count < 1) break;
+        int32_t a = e.a, b = e.b;
         size_t an = t->tok[a].n, bn = t->tok[b].n;
         kiln_free(buf);
-        if (!(buf = kiln_malloc(an + bn + 1))) { st = oom(); break; }
+        if (!(buf = kiln_malloc(an + bn + 1))) { p.oom = true; break; }
         memcpy(buf, t->tok[a].s, an);
         memcpy(buf + an, t->tok[b].s, bn);
         int32_t m = tk_strmap_get(&t->vocab, t->tok, buf, an + bn);
@@ -139,19 +230,20 @@ static kiln_status train_merges(kiln_tokenizer *t, tw_words *ws, int vocab_size,
         }
         t->merges[t->n_merges][0] = a;
         t->merges[t->n_merges++][1] = b;
-        for (int i = 0; i < ws->n; i++) {   /* left to right, non-overlapping */
-            tw_word *w = &ws->w[i];
-            int o = 0;
-            for (int k = 0; k < w->n; k++) {
-                if (k + 1 < w->n && w->sym[k] == a && w->sym[k + 1] == b) { w->sym[o++] = m; k++; }
-                else w->sym[o++] = w->sym[k];
-            }
-            w->n = o;
-        }
+        /* the word list may grow while merging (a == m cannot happen: m is longer) */
+        int32_t *list = r->words;
+        int nw = r->n_words;
+        r->words = NULL;
+        r->n_words = r->cap_words = 0;
+        for (int i = 0; i < nw; i++) merge_word(&p, &ws->w[list[i]], list[i], a, b, m);
+        kiln_free(list);
     }
+    if (p.oom && st == KILN_OK) st = oom();
     kiln_free(buf);
-    kiln_free(cnt);
-    tk_pairmap_free(&pm);
+    for (int i = 0; i < p.n_rec; i++) kiln_free(p.rec[i].words);
+    kiln_free(p.rec);
+    kiln_free(p.heap);
+    tk_pairmap_free(&p.map);
     return st;
 }
 
