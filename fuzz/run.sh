@@ -21,8 +21,8 @@ mkdir -p "$out"
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 cflags="-std=gnu11 -g -O1 $san -Iinclude -Isrc "
 libs="-lpng -ljpeg -lz -lm -lpthread"
-targets=${FUZZ_TARGETS:-"fuzz_idx fuzz_cifar fuzz_images fuzz_safetensors fuzz_npz fuzz_csv fuzz_onnx fuzz_keras_json fuzz_history_csv"}
-lib_targets=" fuzz_onnx fuzz_keras_json fuzz_history_csv "   # these link the whole library
+targets=${FUZZ_TARGETS:-"fuzz_idx fuzz_cifar fuzz_images fuzz_safetensors fuzz_npz fuzz_csv fuzz_onnx fuzz_keras_json fuzz_history_csv fuzz_tokenizer"}
+lib_targets=" fuzz_onnx fuzz_keras_json fuzz_history_csv fuzz_tokenizer "   # these link the whole library
 
 # core/data/io with coverage instrumentation (no libFuzzer main), once, for the loader targets
 objs=()

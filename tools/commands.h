@@ -43,4 +43,6 @@ int cmd_devices(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_tokenizer(int argc, char **argv);
 #endif

@@ -24,6 +24,8 @@ static const command commands[] = {
     { "bench", cmd_bench, NULL, "time training and inference on each device (CPU vs GPU table)" },
     { "plot", cmd_plot, NULL, "draw learning curves (loss, accuracy) from a history CSV to PNG or SVG" },
     { "export", cmd_export, NULL, "write a saved model as an ONNX file (for onnxruntime, TensorRT, ...) or a Keras 3 .keras file" },
+    { "tokenize", cmd_tokenize, NULL, "encode a text file to token ids with a tokenizer.json (or decode ids)" },
+    { "tokenizer", cmd_tokenizer, NULL, "train a byte-level BPE tokenizer on a text file (kiln tokenizer train)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

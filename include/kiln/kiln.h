@@ -8,6 +8,7 @@
 #include "graph.h"      /* graph builder, ops, autodiff, optimizers, sessions */
 #include "data.h"       /* in-memory datasets, IDX / MNIST loading */
 #include "pipeline.h"   /* input pipelines: sources, transforms, prefetch */
+#include "text.h"       /* byte-level BPE tokenizers (tokenizer.json), token streams */
 #include "io.h"         /* safetensors files */
 #include "nn.h"         /* Keras-style models: layers, compile, fit, evaluate, predict, callbacks */
 #include "onnx.h"       /* ONNX export and import */

@@ -27,6 +27,8 @@ int main(void) {
     if (kiln_safetensors_load("/nonexistent/kiln.safetensors", &f) == KILN_OK) { printf("FAIL: io\n"); fails++; }
     kiln_model *om = NULL;                                                        /* onnx.h */
     if (kiln_model_from_onnx("/nonexistent/kiln.onnx", NULL, &om) == KILN_OK || om) { printf("FAIL: onnx\n"); fails++; }
+    kiln_tokenizer *tk = NULL;                                                    /* text.h */
+    if (kiln_tokenizer_load("/nonexistent/tokenizer.json", &tk) == KILN_OK || tk) { printf("FAIL: text\n"); fails++; }
     if (strcmp(KILN_VERSION_STRING, "") == 0) fails++;                            /* status.h via kiln_last_error above */
     printf("test_umbrella: %s\n", fails ? "FAILED" : "ok");
     return fails != 0;
