@@ -188,6 +188,21 @@ kiln_layer *kiln_layer_embedding(kiln_model *m, const kiln_embedding_opts *o);
 kiln_layer *kiln_layer_layer_norm(kiln_model *m, const kiln_layer_norm_opts *o);             /* o may be NULL */
 kiln_layer *kiln_layer_multi_head_attention(kiln_model *m, const kiln_mha_opts *o);
 kiln_layer *kiln_layer_position_embedding(kiln_model *m, const kiln_position_embedding_opts *o);
+/* A pre-LayerNorm GPT block on (None, T, D): x + Dropout(Attention(LN1(x))), then
+ * + Dropout(MLP(LN2(x))) with MLP = Dense(4D) -> GELU -> Dense(D); causal attention with biases. */
+typedef struct kiln_gpt_block_opts {
+    const char *name; kiln_layer *input;
+    int num_heads;                     /* D must divide by it */
+    double dropout;                    /* on the attention and MLP outputs (not on the probabilities) */
+    double epsilon;                    /* 0 -> 1e-5 */
+    bool gelu_approximate;             /* tanh GELU (GPT-2's gelu_new); false: exact (nanoGPT's nn.GELU) */
+    double init_stddev;                /* 0 -> 0.02 (the output projections: / sqrt(2 n_layer) if residual_scale_layers) */
+    int residual_scale_layers;         /* n_layer for GPT-2's scaled init of the two output projections; 0: none */
+} kiln_gpt_block_opts;
+kiln_layer *kiln_layer_gpt_block(kiln_model *m, const kiln_gpt_block_opts *o);
+/* Weight tying: logits (None, T, V) = hidden (None, T, D) times the transpose of the token
+ * embedding matrix of `embedding` (an Embedding layer of the same model); no variable of its own. */
+kiln_layer *kiln_layer_tied_output(kiln_model *m, const char *name, kiln_layer *hidden, kiln_layer *embedding);
 
 kiln_layer *kiln_layer_dense(kiln_model *m, const kiln_dense_opts *o);
 kiln_layer *kiln_layer_conv2d(kiln_model *m, const kiln_conv2d_opts *o);
@@ -306,6 +321,7 @@ typedef struct kiln_lr_schedule {
     double gamma; int step_epochs;
     double warmup_epochs, min_lr;
     double pct_start, div_factor, final_div_factor;   /* 0 -> 0.3, 25, 1e4 */
+    double warmup_steps;   /* cosine: warm-up in optimizer steps (nanoGPT's warmup_iters); > 0 overrides warmup_epochs */
 } kiln_lr_schedule;
 /* Learning rate at time t (in epochs) of total_epochs, for the base rate. */
 double kiln_lr_at(const kiln_lr_schedule *s, double base_lr, double t, double total_epochs);

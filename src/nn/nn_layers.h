@@ -38,6 +38,7 @@ typedef struct nn_layer_cfg {
     int input_dim;                         /* Embedding: vocabulary size; PositionEmbedding: sequence_length */
     int num_heads, key_dim, value_dim;     /* MultiHeadAttention (value_dim 0: key_dim) */
     bool causal;                           /* MultiHeadAttention: use_causal_mask */
+    bool approximate;                      /* GPTBlock: GELU with the tanh approximation (GPT-2's gelu_new) */
 } nn_layer_cfg;
 
 /* ---- option values (what a model-file reader hands over) ---- */

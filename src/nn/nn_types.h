@@ -50,6 +50,7 @@ struct kiln_layer {
     int heads, key_dim;       /* MultiHeadAttention */
     bool center, scale;       /* LayerNormalization: beta, gamma */
     bool causal;              /* MultiHeadAttention: use_causal_mask */
+    bool approximate;         /* GPTBlock: tanh GELU */
     struct nn_layer_cfg *cfg; /* the options it was made with, name cleared (the architecture a checkpoint stores) */
     nn_var *vars;             /* grown by nn_layer_add_var (an imported graph has hundreds) */
     int n_vars, cap_vars;

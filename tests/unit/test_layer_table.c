@@ -25,7 +25,7 @@ static void test_table(void) {
                                          "Concatenate", "Add", "ImportedGraph", "ZeroPadding2D", "Cropping2D", "UpSampling2D",
                                          "GlobalMaxPooling2D", "SeparableConv2D", "Rescaling", "Normalization", "LeakyReLU", "ELU",
                                          "Multiply", "Subtract", "Average", "Maximum", "Minimum", "ReLU", "Embedding", "LayerNormalization",
-                                         "MultiHeadAttention", "PositionEmbedding" };
+                                         "MultiHeadAttention", "PositionEmbedding", "GPTBlock", "TiedOutput" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
         nn_kind k;
@@ -47,7 +47,13 @@ static kiln_model *model_for(nn_kind t, kiln_layer **in, int *n_in) {
     in[0] = x;
     if (t == NN_INPUT) *n_in = 0;
     if (t == NN_DENSE) in[0] = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = x });
-    if (t == NN_MHA || t == NN_POS_EMBEDDING) in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
+    if (t == NN_MHA || t == NN_POS_EMBEDDING || t == NN_GPT_BLOCK) in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
+    if (t == NN_TIED_OUTPUT) {    /* the hidden sequence (36, 4) and an Embedding of width 4 */
+        in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
+        in[1] = kiln_layer_embedding(m, &(kiln_embedding_opts){ .input = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(144) }),
+                                                                 .input_dim = 10, .output_dim = 4 });
+        *n_in = 2;
+    }
     if (t == NN_CONCAT || t == NN_ADD || t == NN_MULTIPLY || t == NN_SUBTRACT || t == NN_AVERAGE || t == NN_MAXIMUM || t == NN_MINIMUM) { in[1] = kiln_layer_activation(m, &(kiln_activation_opts){ .input = x, .activation = KILN_RELU }); *n_in = 2; }
     return m;
 }
@@ -67,6 +73,7 @@ static int required_opts(nn_kind t, nn_opt *o) {
     case NN_EMBEDDING: o[0] = NN_INT("input_dim", 10); o[1] = NN_INT("output_dim", 3); return 2;
     case NN_MHA: o[0] = NN_INT("num_heads", 2); o[1] = NN_INT("key_dim", 3); return 2;
     case NN_POS_EMBEDDING: o[0] = NN_INT("sequence_length", 40); return 1;
+    case NN_GPT_BLOCK: o[0] = NN_INT("num_heads", 2); return 1;
     default: return 0;
     }
 }
