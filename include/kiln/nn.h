@@ -544,6 +544,19 @@ kiln_status kiln_evaluate_data(kiln_model *m, kiln_data *d, const kiln_eval_opts
 /* Model outputs for every row of x ([N, ...input shape] f32) into *out (new [N, ...output shape]
  * f32 tensor, caller frees). Raw outputs: logits when the model ends without softmax. */
 kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_opts *o, kiln_tensor **out);
+
+/* Generation from a GPT-shaped model (gpt_char, gpt2, a Hugging Face GPT-2 folder: Embedding,
+ * PositionEmbedding, Add, GPTBlocks, LayerNormalization, TiedOutput), one sequence, on the CPU,
+ * with a KV cache. *out (free()) gets the prompt followed by the new ids, *n_out their count.
+ * Past the context (the position table), the last half is kept and decoded again. */
+typedef struct kiln_generate_opts {
+    int tokens;                /* new tokens */
+    double temperature;        /* 0: greedy (argmax) */
+    int top_k;                 /* sample among the k most likely (0: all) */
+    uint64_t seed;
+    kiln_tensor **logits;      /* optional: a new f32 [tokens, vocabulary], the logits each new id was drawn from */
+} kiln_generate_opts;
+kiln_status kiln_generate(kiln_model *m, const int32_t *prompt, int n_prompt, const kiln_generate_opts *o, int32_t **out, int *n_out);
 /* Decodes one PNG or JPEG file to the model's input shape (kiln_image_load: converted to its
  * channels, resized to its height and width; *resized says so, may be NULL) and classifies it:
  * *out is a new f32 [classes] tensor of class probabilities (the softmax of the outputs when the

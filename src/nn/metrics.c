@@ -10,7 +10,8 @@ void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const kiln_te
     const int32_t *labels = y->data;
     const float *values = y->data;
     bool f32 = y->dtype == KILN_F32;
-    int64_t c = out->shape.dim[1];
+    int64_t c = out->shape.dim[out->shape.rank - 1], per = 1;
+    if (out->shape.rank == 3) { per = out->shape.dim[1]; n *= per; }   /* a language model: each position, counted 1/T */
     int k = m->copts.top_k;
     double hit = 0, top = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -32,6 +33,6 @@ void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const kiln_te
         hit += best == lab;
         top += above < k;
     }
-    *correct = hit;
-    *topk = top;
+    *correct = hit / (double)per;
+    *topk = top / (double)per;
 }
