@@ -43,4 +43,5 @@ int cmd_devices(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 #endif

@@ -24,6 +24,7 @@ static const command commands[] = {
     { "bench", cmd_bench, NULL, "time training and inference on each device (CPU vs GPU table)" },
     { "plot", cmd_plot, NULL, "draw learning curves (loss, accuracy) from a history CSV to PNG or SVG" },
     { "export", cmd_export, NULL, "write a saved model as an ONNX file (for onnxruntime, TensorRT, ...) or a Keras 3 .keras file" },
+    { "generate", cmd_generate, NULL, "continue a prompt of token ids with a GPT model (KV cache; Hugging Face GPT-2 folders too)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -557,6 +557,14 @@ typedef struct kiln_generate_opts {
     kiln_tensor **logits;      /* optional: a new f32 [tokens, vocabulary], the logits each new id was drawn from */
 } kiln_generate_opts;
 kiln_status kiln_generate(kiln_model *m, const int32_t *prompt, int n_prompt, const kiln_generate_opts *o, int32_t **out, int *n_out);
+/* Hugging Face GPT-2 folders (GPT2LMHeadModel.save_pretrained: config.json, model.safetensors):
+ * the model at the config's sizes, context n_positions, weights loaded (f32; f16/bf16 files are
+ * converted); and written back (config.json and model.safetensors, the head tied), readable by
+ * transformers' from_pretrained. */
+kiln_status kiln_model_from_hf_gpt2(const char *dir, kiln_model **out);
+kiln_status kiln_model_save_hf_gpt2(kiln_model *m, const char *dir);
+/* true when path is a directory holding config.json (a Hugging Face folder) */
+bool kiln_is_hf_folder(const char *path);
 /* Decodes one PNG or JPEG file to the model's input shape (kiln_image_load: converted to its
  * channels, resized to its height and width; *resized says so, may be NULL) and classifies it:
  * *out is a new f32 [classes] tensor of class probabilities (the softmax of the outputs when the
