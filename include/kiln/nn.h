@@ -544,6 +544,10 @@ kiln_status kiln_evaluate_data(kiln_model *m, kiln_data *d, const kiln_eval_opts
 /* Model outputs for every row of x ([N, ...input shape] f32) into *out (new [N, ...output shape]
  * f32 tensor, caller frees). Raw outputs: logits when the model ends without softmax. */
 kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_opts *o, kiln_tensor **out);
+/* One optimizer step on the batch x (f32 (B, input)) with labels y: i32 (B) class ids, or i32
+ * (B, T) next-token ids for a model whose output is (T, vocabulary) logits (a GPT); *loss (may be
+ * NULL) the batch's mean loss before the step. The compiled learning rate (no schedule). */
+kiln_status kiln_train_on_batch(kiln_model *m, const kiln_tensor *x, const kiln_tensor *y, double *loss);
 
 /* Generation from a GPT-shaped model (gpt_char, gpt2, a Hugging Face GPT-2 folder: Embedding,
  * PositionEmbedding, Add, GPTBlocks, LayerNormalization, TiedOutput), one sequence, on the CPU,
