@@ -12,3 +12,5 @@ set_tests_properties(test_datalogs test_tensorboard PROPERTIES SKIP_RETURN_CODE 
 add_test(NAME test_fifo_inputs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_fifo_inputs.sh $<TARGET_FILE:kiln_cli>)
 add_test(NAME test_outputs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_outputs.sh $<TARGET_FILE:kiln_cli>)
 set_tests_properties(test_fifo_inputs PROPERTIES SKIP_RETURN_CODE 77)
+# kiln predict --output FILE.npy|FILE.csv (issue 29)
+add_test(NAME test_predict_output COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_predict_output.sh $<TARGET_FILE:kiln_cli>)

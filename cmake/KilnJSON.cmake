@@ -43,6 +43,12 @@ target_link_libraries(keras_apps_check PRIVATE kiln_static)
 add_test(NAME test_keras_apps COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_keras_apps.sh
          $<TARGET_FILE:keras_apps_check> ${CMAKE_CURRENT_SOURCE_DIR})
 set_tests_properties(test_keras_apps PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800 LABELS pypi)
+# issue 29: Kiln's losses and metrics against Keras 3's on the same outputs (PyPI; skipped without it)
+add_executable(loss_metric_probe tests/keras/loss_metric_probe.c)
+target_link_libraries(loss_metric_probe PRIVATE kiln_static)
+add_test(NAME test_keras_losses_vs_keras COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_keras_losses.sh
+         $<TARGET_FILE:loss_metric_probe> ${CMAKE_CURRENT_SOURCE_DIR})
+set_tests_properties(test_keras_losses_vs_keras PROPERTIES SKIP_RETURN_CODE 77 LABELS pypi)
 if(TARGET test_keras_json)   # the committed Keras files, wherever the test runs from
   target_compile_definitions(test_keras_json PRIVATE KILN_KERAS_DATA="${KILN_KERAS_DATA}")
 endif()

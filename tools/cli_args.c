@@ -30,6 +30,7 @@ static const cli_opt opts[] = {
     { "--validation-split", K_REAL, T | E | P, F(val_split), 0, 1, OPEN_LO | OPEN_HI },
     { "--batch-size", K_INT, T | E | P | S, F(batch), 1, CLI_MAX_BATCH, 0 },
     { "--count", K_INT, P, F(count), 1, 100000, 0 },
+    { "--output", K_STR, P, F(output), 0, 0, 0 },
     { "--threads", K_INT, T | E | P, F(threads), 0, CLI_MAX_THREADS, 0 },
     { "--device", K_STR, T | E | P | S, F(device), 0, 0, 0 },
     { "--log-device-placement", K_FLAG, T | E | P, F(log_placement), 0, 0, 0 },

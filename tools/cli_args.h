@@ -11,6 +11,7 @@ enum { CMD_TRAIN = 1, CMD_EVAL = 2, CMD_PREDICT = 4, CMD_SUMMARY = 8 };
 #define CLI_DEFAULT_DATA "/usr/share/datasets/fashion-mnist"   /* --data when not given */
 
 typedef struct args {
+    const char *output;        /* predict --output FILE.npy|FILE.csv */
     const char *model_file;    /* --model-file: Keras model JSON (.json) or an ONNX file (.onnx) */
     const char *data, *model, *optimizer, *save, *load, *history, *device, *schedule, *augment, *monitor;
     const char *loss, *metrics, *label_column, *test_csv, *tensorboard;   /* NULL: not given */

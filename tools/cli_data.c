@@ -17,19 +17,24 @@ static int metric_bit(const char *name, unsigned *bit) {
     return 2;
 }
 
-static int parse_metrics(const char *list, unsigned *bits, const char *cmd) {
+/* --metrics: accuracy and top_k as before (bits); Keras' other metrics (precision, recall, auc,
+ * mae, mse, rmse, top_k_categorical_accuracy:K) into *more, compile's metric_list. */
+static int parse_metrics(const char *list, unsigned *bits, char *more, size_t cap, const char *cmd) {
     *bits = 0;
+    *more = 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         unsigned b;
         if (!strcmp(t, "none")) continue;
-        if (metric_bit(t, &b)) {
+        if (!metric_bit(t, &b)) { *bits |= b; continue; }
+        if (kiln_metric_list_check(t) != KILN_OK || strlen(more) + strlen(t) + 2 > cap) {
             if (cmd) fprintf(stderr, "kiln %s: unknown metric '%s' in --metrics: use accuracy (binary_accuracy, sparse_categorical_accuracy), "
-                             "top_k (top-5 accuracy) or none, comma-separated\n", cmd, t);
+                             "top_k (top-5 accuracy), precision, recall, auc, mae, mse, rmse, top_k_categorical_accuracy:K or none, "
+                             "comma-separated\n", cmd, t);
             return 2;
         }
-        *bits |= b;
+        snprintf(more + strlen(more), cap - strlen(more), "%s%s", *more ? "," : "", t);
     }
     return 0;
 }
@@ -38,7 +43,8 @@ int cli_check_data_opts(const args *a, const char *cmd) {
     kiln_loss_kind k;
     unsigned bits;
     if (a->loss && kiln_loss_from_name(a->loss, &k) != KILN_OK) { fprintf(stderr, "kiln %s: --loss: %s\n", cmd, kiln_last_error()); return 2; }
-    if (a->metrics && parse_metrics(a->metrics, &bits, cmd)) return 2;
+    char more[512];
+    if (a->metrics && parse_metrics(a->metrics, &bits, more, sizeof more, cmd)) return 2;
     if ((a->label_column || a->test_csv) && !is_csv(a->data)) {
         fprintf(stderr, "kiln %s: %s goes with --data csv:FILE.csv (the data is %s)\n", cmd, a->label_column ? "--label-column" : "--test-csv",
                 a->data_given ? a->data : "the default Fashion-MNIST");
@@ -59,7 +65,9 @@ int cli_check_data_opts(const args *a, const char *cmd) {
  * ids, 250000 would make a model of 250,001 classes, which the CSV reader refuses) */
 static bool value_labels(const args *a) {
     kiln_loss_kind k;
-    return a->loss && kiln_loss_from_name(a->loss, &k) == KILN_OK && k == KILN_LOSS_MSE;
+    if (!a->loss || kiln_loss_from_name(a->loss, &k) != KILN_OK) return false;
+    return k == KILN_LOSS_MSE || k == KILN_LOSS_MAE || k == KILN_LOSS_HUBER || k == KILN_LOSS_LOG_COSH || k == KILN_LOSS_POISSON ||
+           k == KILN_LOSS_HINGE || k == KILN_LOSS_SQUARED_HINGE;
 }
 
 kiln_status cli_open_train(const args *a, const char *spec, kiln_data **out) {
@@ -81,9 +89,11 @@ kiln_status cli_open_test(const args *a, const char *spec, const kiln_data *trai
     return st;
 }
 
+/* the losses of values (and hinge's -1/1 targets) train one output unit; kl_divergence,
+ * categorical_hinge and cosine_similarity compare a row with the class id's one-hot row */
 static bool single_output_loss(const args *a) {
     kiln_loss_kind k;
-    return a->loss && kiln_loss_from_name(a->loss, &k) == KILN_OK && (k == KILN_LOSS_BINARY_CROSSENTROPY || k == KILN_LOSS_MSE);
+    return a->loss && kiln_loss_from_name(a->loss, &k) == KILN_OK && (k == KILN_LOSS_BINARY_CROSSENTROPY || value_labels(a));
 }
 
 int cli_output_units(const args *a, const kiln_data *train) {
@@ -101,8 +111,17 @@ kiln_loss_kind cli_loss(const args *a, const kiln_model *m, kiln_dtype labels) {
 
 unsigned cli_metrics(const args *a, kiln_loss_kind loss) {
     unsigned bits = 0;
-    if (a->metrics && parse_metrics(a->metrics, &bits, NULL) == 0) return bits;
-    return loss == KILN_LOSS_MSE ? 0 : KILN_METRIC_ACCURACY;
+    char more[512];
+    if (a->metrics && parse_metrics(a->metrics, &bits, more, sizeof more, NULL) == 0) return bits;
+    bool values = loss == KILN_LOSS_MSE || loss == KILN_LOSS_MAE || loss == KILN_LOSS_HUBER || loss == KILN_LOSS_LOG_COSH || loss == KILN_LOSS_POISSON;
+    return values ? 0 : KILN_METRIC_ACCURACY;
+}
+
+const char *cli_metric_list(const args *a) {
+    static char more[512];
+    unsigned bits;
+    if (!a->metrics || parse_metrics(a->metrics, &bits, more, sizeof more, NULL)) return NULL;
+    return *more ? more : NULL;
 }
 
 int cli_print_values(const kiln_tensor *out, const kiln_tensor *y, int count) {

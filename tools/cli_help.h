@@ -50,9 +50,17 @@
     "                                                         (the default for a one-unit model)\n" \
     "                        mse                              mean squared error on the label's value\n" \
     "                                                         (regression; the default for float labels)\n" \
-    "                      built-in models get one output unit for binary_crossentropy and mse\n" \
-    "  --metrics LIST      accuracy (binary accuracy for one output unit), top_k (top-5), none;\n" \
-    "                      comma-separated (default: accuracy, none for mse)\n"
+    "                        mae (mean_absolute_error), huber (delta 1), log_cosh, poisson\n" \
+    "                                                         regression on the label's value, as mse\n" \
+    "                        hinge, squared_hinge             labels 0/1 (as -1/1) or -1/1, one output unit\n" \
+    "                        kl_divergence, categorical_hinge, cosine_similarity\n" \
+    "                                                         the outputs against the class id's one-hot row\n" \
+    "                      built-in models get one output unit for binary_crossentropy, mse, mae, huber,\n" \
+    "                      log_cosh, poisson, hinge and squared_hinge\n" \
+    "  --metrics LIST      accuracy (binary accuracy for one output unit), top_k (top-5), none,\n" \
+    "                      and Keras' precision, recall, auc (ROC), mae, mse, rmse,\n" \
+    "                      top_k_categorical_accuracy:K (shown under these names, val_ for validation);\n" \
+    "                      comma-separated (default: accuracy, none for mse and other value losses)\n"
 
 #define PRECISION_HELP \
     "  --precision P       float32 (default); mixed_bfloat16 (bf16): convolutions and dense layers\n" \

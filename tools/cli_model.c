@@ -149,7 +149,8 @@ kiln_compile_opts cli_compile_opts(const args *a, const kiln_model *m, kiln_dtyp
     return (kiln_compile_opts){ .optimizer = opt, .schedule = sched, .loss = loss,
                                 .from_logits = !kiln_model_outputs_probabilities(m), .metrics = cli_metrics(a, loss), .device = a->device,
                                 .num_threads = a->threads, .log_device_placement = a->log_placement,
-                                .precision = cli_precision(a), .sync_batchnorm = a->sync_batchnorm };
+                                .precision = cli_precision(a), .sync_batchnorm = a->sync_batchnorm,
+                                .metric_list = cli_metric_list(a) };
 }
 
 bool cli_fashion_like(const args *a, kiln_shape in, int64_t classes) {

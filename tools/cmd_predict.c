@@ -15,7 +15,7 @@
 
 static void predict_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln predict --load PATH [--data SPEC] [--count N]\n"
+        "usage: kiln predict --load PATH [--data SPEC] [--count N] [--output FILE.npy|FILE.csv]\n"
         "       kiln predict --model-file F.onnx|F.keras|F.h5 [--load PATH] [--data SPEC] [--count N]\n"
         "       kiln predict --load PATH --image FILE [FILE...]\n\n"
         "Loads a checkpoint and prints the predicted class, the true label and the confidence for\n"
@@ -30,6 +30,10 @@ static void predict_usage(FILE *f) {
         "                      for a 10-class 28x28x1 model (unless --data names other data), else numbers\n"
         DATA_HELP
         "  --count N           how many test images (default 10; not with --image)\n"
+        "  --output FILE       write the model's outputs for every test example (the first N with\n"
+        "                      --count) to FILE.npy (float32 [N, outputs], numpy.load) or FILE.csv\n"
+        "                      (a header output_0,... and one row per example); raw outputs: logits\n"
+        "                      when the model ends without softmax\n"
         "  --validation-split F  predict the held-out fraction F of the training data (not with --image)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
         MODEL_FILE_HELP
@@ -156,7 +160,12 @@ int cmd_predict(cli_ctx *c) {
     if (!ck && !cli_onnx_file(a) && !own) return 1;
     data_src ds;
     if (cli_open_data(c, "predict", false, &ds)) { kiln_safetensors_free(ck); return 1; }
-    int count = a->count > 0 ? a->count : 10, rc = 0;     /* --count: 0 when not given */
+    if (a->output && !cli_output_kind_ok(a->output)) {
+        fprintf(stderr, "kiln predict: --output %s: give a .npy or .csv file\n", a->output);
+        cli_data_src_free(&ds); kiln_safetensors_free(ck);
+        return 2;
+    }
+    int count = a->count > 0 ? a->count : a->output ? (int)kiln_data_source_size(ds.test) : 10, rc = 0;   /* --count: 0 when not given */
     if (count > kiln_data_source_size(ds.test)) count = (int)kiln_data_source_size(ds.test);
     bool fashion = strstr(a->data, "fashion") != NULL && kiln_data_num_classes(ds.test) == 10;
     kiln_model *m = NULL;
@@ -173,7 +182,7 @@ int cmd_predict(cli_ctx *c) {
     ds.test = NULL;
     if (!d || kiln_data_iter_new(d, 0, &it) != KILN_OK || kiln_data_iter_next(it, &x, &y) != KILN_OK || !x) { rc = cli_fail("predict", 1); goto done; }
     if (kiln_predict(m, x, &(kiln_eval_opts){ .batch_size = a->batch }, &out) != KILN_OK) { rc = cli_fail("predict", 1); goto done; }
-    rc = print_predictions(a, m, out, y, d, count, fashion);
+    rc = a->output ? cli_write_predictions(a->output, out) : print_predictions(a, m, out, y, d, count, fashion);
 done:
     kiln_safetensors_free(ck);
     kiln_tensor_free(out);

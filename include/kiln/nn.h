@@ -332,15 +332,42 @@ typedef enum kiln_loss_kind {
     KILN_LOSS_CATEGORICAL_CROSSENTROPY,              /* labels: class ids, one-hot encoded inside */
     KILN_LOSS_BINARY_CROSSENTROPY,                   /* one output unit; labels 0/1 */
     KILN_LOSS_MSE,                                   /* one unit: the label as value; else one-hot */
+    /* Keras' formulas, each the mean over the batch of a per-example loss over the target: one
+     * unit: the label as value; else the one-hot row of the class id (as mse). */
+    KILN_LOSS_MAE,                                   /* mean |p - t| */
+    KILN_LOSS_HUBER,                                 /* huber_delta (0 -> 1.0) */
+    KILN_LOSS_LOG_COSH,                              /* mean log(cosh(p - t)) */
+    KILN_LOSS_KL_DIVERGENCE,                         /* sum t log(t / p), both clipped to [1e-7, 1] */
+    KILN_LOSS_POISSON,                               /* mean p - t log(p + 1e-7) */
+    KILN_LOSS_HINGE,                                 /* mean max(1 - t p, 0); labels 0/1 become -1/1 */
+    KILN_LOSS_SQUARED_HINGE,                         /* mean max(1 - t p, 0)^2; likewise */
+    KILN_LOSS_CATEGORICAL_HINGE,                     /* max(max((1 - t) p) - sum t p + 1, 0) */
+    KILN_LOSS_COSINE_SIMILARITY,                     /* -cos(t, p): Keras' sign, -1 is best */
     KILN_LOSS_COUNT
 } kiln_loss_kind;
 /* Keras' name of a loss ("sparse_categorical_crossentropy", "categorical_crossentropy",
- * "binary_crossentropy", "mse"); "?" out of range. */
+ * "binary_crossentropy", "mse", "mae", "huber", "log_cosh", "kl_divergence", "poisson", "hinge",
+ * "squared_hinge", "categorical_hinge", "cosine_similarity"); "?" out of range. */
 const char *kiln_loss_name(kiln_loss_kind k);
-/* The loss a Keras name gives: those four, "mean_squared_error" and the CamelCase class names
- * ("BinaryCrossentropy", ...). INVALID_ARGUMENT naming the known ones otherwise. */
+/* The loss a Keras name gives: those, their long forms ("mean_squared_error",
+ * "mean_absolute_error", "kld", "huber_loss", "logcosh") and the CamelCase class names
+ * ("BinaryCrossentropy", "Huber", ...). INVALID_ARGUMENT naming the known ones otherwise. */
 kiln_status kiln_loss_from_name(const char *name, kiln_loss_kind *out);
 enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
+/* kiln_compile_opts.metric_list: up to KILN_MAX_METRICS entries "NAME[:K][@DISPLAY]", NAME one of
+ * Keras' binary_accuracy (threshold 0.5), categorical_accuracy, sparse_categorical_accuracy,
+ * top_k_categorical_accuracy / sparse_top_k_categorical_accuracy (:K, default 5), precision,
+ * recall (threshold 0.5), auc (ROC, 200 thresholds, predictions clipped to [0, 1], trapezoids as
+ * Keras' AUC()), mae
+ * (mean_absolute_error), mse (mean_squared_error), rmse (root_mean_squared_error). Targets as the
+ * losses': one unit: the label's value; else the class id's one-hot row. Counts over the epoch
+ * (precision, recall, auc: confusion counts; not a mean of batch values). DISPLAY: the name in
+ * logs, CSV, TensorBoard and progress (default NAME as given). */
+#define KILN_MAX_METRICS 16
+/* Checks a metric_list (as kiln_compile would): INVALID_ARGUMENT naming the first bad entry. */
+kiln_status kiln_metric_list_check(const char *list);
+/* The display name of compiled metric i of metric_list, NULL past the end. */
+const char *kiln_model_metric_name(const kiln_model *m, int i);
 /* Precision policy (Keras mixed_precision policies, PyTorch autocast). Variables (master weights)
  * and optimizer state stay f32 in every policy, so checkpoints hold f32 and load in any policy.
  *   FLOAT32         everything in f32 (the default)
@@ -383,6 +410,10 @@ typedef struct kiln_compile_opts {
      * in the forward pass and the matching terms in the backward pass. Default (false):
      * per-replica statistics, as TensorFlow's MirroredStrategy. One process alone: the same as off. */
     bool sync_batchnorm;
+    double huber_delta;                /* KILN_LOSS_HUBER's delta (Keras' Huber(delta)); 0 -> 1.0 */
+    /* More metrics, Keras' names, comma-separated (e.g. "precision,recall,auc,mae"): see
+     * KILN_MAX_METRICS. Their values are in kiln_logs.metrics / val_metrics in this order. */
+    const char *metric_list;
 } kiln_compile_opts;
 kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o);
 
@@ -396,6 +427,8 @@ typedef struct kiln_logs {
     double lr, seconds, images_per_sec;
     int64_t skipped_steps;      /* mixed_float16: steps skipped for non-finite gradients, in all of training */
     double loss_scale;          /* mixed_float16: the loss scale at the end of the epoch (else 0) */
+    int n_metrics;              /* compile's metric_list, in its order (kiln_model_metric_name) */
+    double metrics[KILN_MAX_METRICS], val_metrics[KILN_MAX_METRICS];
 } kiln_logs;
 /* Return true to stop training (after the current batch / epoch). */
 typedef bool (*kiln_callback_fn)(kiln_model *m, const kiln_logs *logs, void *user);
@@ -505,6 +538,13 @@ typedef struct kiln_fit_opts {
      * that step's update. Slow; for finding where numbers go wrong. Without it a non-finite loss
      * stops training too, naming the epoch, step and the first layer whose weights went non-finite. */
     bool debug_numerics;
+    /* Keras' sample_weight: one weight per example of the training data, by its number in the
+     * source (kiln_fit's dataset, the rows of kiln_data_from_arrays), borrowed. The training loss
+     * is sum(w_i * loss_i) / B over each batch of B (Keras' sum_over_batch_size), for every loss;
+     * validation losses and all metrics are unweighted. Not with accumulate_steps > 1, devices,
+     * dist or data_on_device (INVALID_ARGUMENT). NULL: every weight 1. */
+    const float *sample_weight;
+    int64_t n_sample_weight;           /* at least the source's example count */
 } kiln_fit_opts;
 /* Trains on full batches of batch_size (the partial last batch of an epoch is skipped; shuffling
  * changes which examples that is). Stops with KILN_NUMERIC_ERROR when the loss is NaN/Inf.
@@ -532,7 +572,10 @@ void kiln_model_reset_history(kiln_model *m);
 int kiln_model_epoch(const kiln_model *m);     /* epochs completed (restored by kiln_model_load) */
 
 typedef struct kiln_eval_opts { int batch_size; /* 0: the fit batch size, else 32 */ int verbose; } kiln_eval_opts;
-typedef struct kiln_eval_result { double loss, accuracy, top_k; int64_t count; double seconds; } kiln_eval_result;
+typedef struct kiln_eval_result {
+    double loss, accuracy, top_k; int64_t count; double seconds;
+    int n_metrics; double metrics[KILN_MAX_METRICS];   /* compile's metric_list */
+} kiln_eval_result;
 /* Evaluates every example of d (the partial last batch included). o may be NULL. Goes through
  * kiln_evaluate_data on kiln_data_batch(kiln_data_from_dataset(d, false), batch_size, false). */
 kiln_status kiln_evaluate(kiln_model *m, const kiln_dataset *d, const kiln_eval_opts *o, kiln_eval_result *out);

@@ -87,15 +87,18 @@ static int read_schedule(PyObject *d, kiln_lr_schedule *s) {
 
 PyObject *kpy_model_compile(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kws[] = { "optimizer", "loss", "from_logits", "metrics", "top_k", "precision", "device", "threads",
-                           "log_device_placement", "schedule", "sync_batchnorm", NULL };
+                           "log_device_placement", "schedule", "sync_batchnorm", "huber_delta", "metric_list", NULL };
     PyObject *opt_o, *sched_o = Py_None;
     const char *loss, *precision = "float32", *device = "auto";
     int from_logits = 0, metrics = 0, top_k = 0, threads = 0, log_place = 0, sync_bn = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|pIizzipOp", kws, &opt_o, &loss, &from_logits, &metrics, &top_k, &precision, &device,
-                                     &threads, &log_place, &sched_o, &sync_bn))
+    double huber_delta = 0;
+    const char *metric_list = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|pIizzipOpdz", kws, &opt_o, &loss, &from_logits, &metrics, &top_k, &precision, &device,
+                                     &threads, &log_place, &sched_o, &sync_bn, &huber_delta, &metric_list))
         return NULL;
     kiln_compile_opts o = { .from_logits = from_logits, .metrics = (unsigned)metrics, .top_k = top_k, .device = device,
-                            .num_threads = threads, .log_device_placement = log_place, .sync_batchnorm = sync_bn };
+                            .num_threads = threads, .log_device_placement = log_place, .sync_batchnorm = sync_bn,
+                            .huber_delta = huber_delta, .metric_list = metric_list };
     kiln_status st;
     if (read_optimizer(opt_o, &o.optimizer) || read_schedule(sched_o, &o.schedule)) return NULL;
     if ((st = kiln_loss_from_name(loss, &o.loss)) || (precision && (st = kiln_precision_parse(precision, &o.precision))))

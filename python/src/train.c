@@ -22,11 +22,30 @@ PyObject *kpy_logs_dict(const kiln_logs *l) {
         PUT("val_accuracy", PyFloat_FromDouble(l->val_accuracy));
         PUT("val_top_k", PyFloat_FromDouble(l->val_top_k));
     }
+    for (int i = 0; i < l->n_metrics && i < KILN_MAX_METRICS; i++) {   /* compile's metric_list as m0, m1, ... */
+        char key[16];
+        snprintf(key, sizeof key, "m%d", i);
+        PUT(key, PyFloat_FromDouble(l->metrics[i]));
+        if (l->has_val) { snprintf(key, sizeof key, "val_m%d", i); PUT(key, PyFloat_FromDouble(l->val_metrics[i])); }
+    }
     PUT("lr", PyFloat_FromDouble(l->lr));
     PUT("seconds", PyFloat_FromDouble(l->seconds));
     PUT("images_per_sec", PyFloat_FromDouble(l->images_per_sec));
 #undef PUT
     return d;
+}
+
+/* evaluate's result: loss, accuracy, top_k, count and compile's metric_list as m0, m1, ... */
+static PyObject *eval_dict(const kiln_eval_result *e) {
+    PyObject *r = Py_BuildValue("{sdsdsdsL}", "loss", e->loss, "accuracy", e->accuracy, "top_k", e->top_k, "count", (long long)e->count);
+    for (int i = 0; r && i < e->n_metrics && i < KILN_MAX_METRICS; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "m%d", i);
+        PyObject *v = PyFloat_FromDouble(e->metrics[i]);
+        if (!v || PyDict_SetItemString(r, key, v) < 0) Py_CLEAR(r);
+        Py_XDECREF(v);
+    }
+    return r;
 }
 
 /* x (f32) and y (i32 class ids or f32 values) as borrowed views; y may be None. */
@@ -142,12 +161,15 @@ typedef struct fit_args {
     unsigned long long seed;
     double split;
     const char *devices;
+    PyObject *sw;                  /* sample_weight: f32 [N] or None */
+    const float *w; int64_t n_w;   /* its view's data */
 } fit_args;
 
 /* Runs kiln_fit_data with the GIL released; the pipelines and views are the caller's. */
 static kiln_status run_fit(kiln_model *m, kiln_data *train, kiln_data *val, const fit_args *a, kiln_callback *cbs, int n_cb) {
     kiln_fit_opts o = { .epochs = a->epochs, .initial_epoch = a->initial, .validation_data = val, .verbose = a->verbose,
-                        .callbacks = cbs, .n_callbacks = n_cb, .steps_per_epoch = a->steps, .devices = a->devices };
+                        .callbacks = cbs, .n_callbacks = n_cb, .steps_per_epoch = a->steps, .devices = a->devices,
+                        .sample_weight = a->w, .n_sample_weight = a->n_w };
     kiln_status st;
     Py_BEGIN_ALLOW_THREADS
     st = kiln_fit_data(m, train, &o);
@@ -195,11 +217,12 @@ static PyObject *fit_result(kiln_model *m, kiln_status st, fit_ctx *ctx, int bef
 
 PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kws[] = { "x", "y", "batch_size", "epochs", "initial_epoch", "shuffle", "seed", "validation_split", "validation_x",
-                           "validation_y", "verbose", "callbacks", "on_batch_end", "on_epoch_end", "steps_per_epoch", "devices", NULL };
+                           "validation_y", "verbose", "callbacks", "on_batch_end", "on_epoch_end", "steps_per_epoch", "devices",
+                           "sample_weight", NULL };
     fit_args a = { .vx = Py_None, .vy = Py_None, .cbs = Py_None, .on_batch = Py_None, .on_epoch = Py_None, .batch = 32, .epochs = 1,
-                   .shuffle = 1, .verbose = 1 };
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iiipKdOOiOOOiz", kws, &a.x, &a.y, &a.batch, &a.epochs, &a.initial, &a.shuffle, &a.seed,
-                                     &a.split, &a.vx, &a.vy, &a.verbose, &a.cbs, &a.on_batch, &a.on_epoch, &a.steps, &a.devices))
+                   .shuffle = 1, .verbose = 1, .sw = Py_None };
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iiipKdOOiOOOizO", kws, &a.x, &a.y, &a.batch, &a.epochs, &a.initial, &a.shuffle, &a.seed,
+                                     &a.split, &a.vx, &a.vy, &a.verbose, &a.cbs, &a.on_batch, &a.on_epoch, &a.steps, &a.devices, &a.sw))
         return NULL;
     kiln_model *m = MODEL(self);
     if (a.batch < 1) return PyErr_Format(PyExc_ValueError, "batch_size %d must be at least 1", a.batch);
@@ -208,9 +231,14 @@ PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
     int n_cb = 0;
     fit_ctx ctx;
     if (callbacks(&a, &ctx, cbs, &n_cb)) return NULL;
-    kpy_view xv, yv, vxv, vyv;
-    bool has_y, has_vy = false, has_val = a.vx != Py_None;
-    if (views(a.x, a.y, &xv, &yv, &has_y)) return NULL;
+    kpy_view xv, yv, vxv, vyv, wv;
+    bool has_y, has_vy = false, has_val = a.vx != Py_None, has_w = a.sw != Py_None;
+    if (has_w) {                   /* Keras' sample_weight: one per row of x (C checks the count and values) */
+        if (kpy_view_get(a.sw, KILN_F32, "sample_weight", &wv)) return NULL;
+        a.w = wv.t.data;
+        a.n_w = kiln_shape_numel(wv.t.shape);
+    }
+    if (views(a.x, a.y, &xv, &yv, &has_y)) { if (has_w) kpy_view_release(&wv); return NULL; }
     if (has_val && views(a.vx, a.vy, &vxv, &vyv, &has_vy)) { kpy_view_release(&xv); kpy_view_release(&yv); return NULL; }
     int64_t n = xv.t.shape.dim[0], split_at = a.split > 0 ? (int64_t)ceil((double)n * (1.0 - a.split)) : n;   /* Keras rounds up */
     PyObject *result = NULL;
@@ -230,6 +258,7 @@ PyObject *kpy_model_fit(PyObject *self, PyObject *args, PyObject *kw) {
     kpy_view_release(&xv);
     kpy_view_release(&yv);
     if (has_val) { kpy_view_release(&vxv); kpy_view_release(&vyv); }
+    if (has_w) kpy_view_release(&wv);
     return result;
 }
 
@@ -252,7 +281,7 @@ PyObject *kpy_model_evaluate(PyObject *self, PyObject *args, PyObject *kw) {
         st = kiln_evaluate_data(m, d, &(kiln_eval_opts){ .verbose = verbose }, &e);
         Py_END_ALLOW_THREADS
         if (st) kpy_raise(st, NULL);
-        else r = Py_BuildValue("{sdsdsdsL}", "loss", e.loss, "accuracy", e.accuracy, "top_k", e.top_k, "count", (long long)e.count);
+        else r = eval_dict(&e);
     }
     kiln_data_free(d);
     kpy_view_release(&xv);
@@ -322,5 +351,5 @@ PyObject *kpy_model_evaluate_data(PyObject *self, PyObject *args, PyObject *kw) 
     Py_END_ALLOW_THREADS
     Py_DECREF(data_o);
     if (st) return kpy_raise(st, NULL);
-    return Py_BuildValue("{sdsdsdsL}", "loss", e.loss, "accuracy", e.accuracy, "top_k", e.top_k, "count", (long long)e.count);
+    return eval_dict(&e);
 }

@@ -91,5 +91,8 @@ struct kiln_data {
 };
 /* kiln_data_shard over a borrowed pipeline (not freed with the shard, nor on failure). */
 kiln_data *kiln_data_shard_borrowed(kiln_data *in, int index, int count);
+/* The source example numbers of the rows of a batch the iterator handed out and still holds (x:
+ * that batch's x tensor) into src[0..cap); the row count, or -1 when x is not one of its batches. */
+int64_t kiln_data_iter_sources(const kiln_data_iter *it, const kiln_tensor *x, int64_t *src, int64_t cap);
 
 #endif

@@ -487,6 +487,16 @@ static void slot_tensors(kiln_data_iter *it, slot *sl, kiln_tensor **x, kiln_ten
     *y = &sl->ty;
 }
 
+int64_t kiln_data_iter_sources(const kiln_data_iter *it, const kiln_tensor *x, int64_t *src, int64_t cap) {
+    for (int i = 0; it && i < it->nslots; i++) {
+        const slot *sl = &it->slots[i];
+        if (&sl->tx != x || sl->count > cap) continue;
+        for (int64_t k = 0; k < sl->count; k++) src[k] = sl->ids[k].src;
+        return sl->count;
+    }
+    return -1;
+}
+
 kiln_status kiln_data_iter_next(kiln_data_iter *it, kiln_tensor **x, kiln_tensor **y) {
     kiln_tensor *dx = NULL, *dy = NULL;
     if (!x) x = &dx;

@@ -31,9 +31,12 @@ kiln_callback kiln_callback_tensorboard(const char *log_dir, int update_freq) {
 }
 
 static const char *monitor_of(const kiln_callback *c) { return c->monitor && *c->monitor ? c->monitor : "val_loss"; }
-static bool maximize(const char *mon) { return strstr(mon, "acc") || strstr(mon, "top"); }
+/* Keras' mode "auto": accuracies, auc, precision and recall grow; losses, mae, mse, rmse fall */
+static bool maximize(const char *mon) {
+    return strstr(mon, "acc") || strstr(mon, "top") || strstr(mon, "auc") || strstr(mon, "precision") || strstr(mon, "recall");
+}
 
-static kiln_status monitor_value(const kiln_callback *c, const kiln_logs *l, double *v) {
+static kiln_status monitor_value(const kiln_model *m, const kiln_callback *c, const kiln_logs *l, double *v) {
     const char *mon = monitor_of(c);
     bool val = !strncmp(mon, "val_", 4);
     const char *base = val ? mon + 4 : mon;
@@ -42,7 +45,11 @@ static kiln_status monitor_value(const kiln_callback *c, const kiln_logs *l, dou
     if (!strcmp(base, "loss")) *v = val ? l->val_loss : l->loss;
     else if (!strcmp(base, "accuracy") || !strcmp(base, "acc")) *v = val ? l->val_accuracy : l->accuracy;
     else if (!strncmp(base, "top", 3)) *v = val ? l->val_top_k : l->top_k;
-    else return kiln_set_error(KILN_INVALID_ARGUMENT, "callback monitor '%s' unknown: use loss, accuracy, top_k or their val_ forms", mon);
+    else {
+        for (int i = 0; i < l->n_metrics; i++)       /* compile's metric_list by its names */
+            if (!strcmp(base, kiln_model_metric_name(m, i))) { *v = val ? l->val_metrics[i] : l->metrics[i]; return KILN_OK; }
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "callback monitor '%s' unknown: use loss, accuracy, top_k, a metric of the metric_list or their val_ forms", mon);
+    }
     return KILN_OK;
 }
 
@@ -149,8 +156,10 @@ kiln_status nn_callbacks_begin(kiln_model *m, const kiln_fit_opts *o, nn_cb_stat
         }
         if (c->kind == KILN_CB_CSV_LOGGER) {
             bool append = o->initial_epoch > 0;
-            char header[512];
+            char header[512 + KILN_MAX_METRICS * 150];
             snprintf(header, sizeof header, "epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds,images_per_sec%s", nn_precision_csv_header(m));
+            for (int k = 0; kiln_model_metric_name(m, k); k++)   /* compile's metric_list: NAME,val_NAME each */
+                snprintf(header + strlen(header), sizeof header - strlen(header), ",%s,val_%s", kiln_model_metric_name(m, k), kiln_model_metric_name(m, k));
             st[i].csv = open_history(c->path, &append);
             if (!st[i].csv)
                 return kiln_set_error(KILN_IO_ERROR, "CSV logger: cannot open '%s' for writing: %s", c->path,
@@ -204,7 +213,7 @@ kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_
             break;
         case KILN_CB_MODEL_CHECKPOINT: {
             if (c->save_best_only) {
-                if ((s = monitor_value(c, l, &v))) return s;
+                if ((s = monitor_value(m, c, l, &v))) return s;
                 bool better = maximize(monitor_of(c)) ? v > st[i].best : v < st[i].best;
                 if (!better) break;
                 st[i].best = v;
@@ -217,7 +226,7 @@ kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_
             break;
         }
         case KILN_CB_EARLY_STOPPING: {
-            if ((s = monitor_value(c, l, &v))) return s;
+            if ((s = monitor_value(m, c, l, &v))) return s;
             bool max = maximize(monitor_of(c));
             double delta = fabs(c->min_delta);
             bool better = !st[i].have_best || (max ? v > st[i].best + delta : v < st[i].best - delta);
@@ -230,8 +239,13 @@ kiln_status nn_callbacks_epoch_end(kiln_model *m, const kiln_fit_opts *o, nn_cb_
             break;
         case KILN_CB_CSV_LOGGER:
             if (!st[i].csv) break;
-            char extra[64];
-            nn_precision_csv_row(m, l, extra, sizeof extra);
+            char extra[64 + KILN_MAX_METRICS * 48];
+            nn_precision_csv_row(m, l, extra, 64);
+            for (int k = 0; k < l->n_metrics; k++) {
+                size_t e = strlen(extra);
+                if (l->has_val) snprintf(extra + e, sizeof extra - e, ",%.6f,%.6f", l->metrics[k], l->val_metrics[k]);
+                else snprintf(extra + e, sizeof extra - e, ",%.6f,", l->metrics[k]);
+            }
             if (l->has_val)
                 fprintf(st[i].csv, "%d,%.6f,%.6f,%.6f,%.6f,%.8g,%.3f,%.1f%s\n", l->epoch, l->loss, l->accuracy, l->val_loss, l->val_accuracy, l->lr, l->seconds, l->images_per_sec, extra);
             else

@@ -35,9 +35,10 @@ kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *wha
     if (st) return st;
     int64_t units = m->output->out.dim[0];
     kiln_loss_kind loss = m->copts.loss;
-    if (f32 && ((loss != KILN_LOSS_MSE && loss != KILN_LOSS_BINARY_CROSSENTROPY) || units != 1))
+    bool value_loss = loss != KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && loss != KILN_LOSS_CATEGORICAL_CROSSENTROPY;
+    if (f32 && (!value_loss || units != 1))
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the data's labels are values, not class ids (not all whole numbers >= 0): "
-                              "train them with mse (regression) or binary_crossentropy (targets in [0, 1]) and a model with one "
+                              "train them with mse, mae, huber, ... (regression) or binary_crossentropy (targets in [0, 1]) and a model with one "
                               "output unit (model '%s' outputs %lld, loss %s)", what, m->name, (long long)units, kiln_loss_name(loss));
     if (kiln_data_cardinality(d) < 0)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the pipeline is infinite (kiln_data_repeat(-1)); one pass is one epoch, so bound it with kiln_data_take", what);
@@ -67,6 +68,7 @@ kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *
     kiln_data_iter *it = NULL;
     kiln_tensor *nx = NULL, *ny = NULL;   /* one batch ahead, copied to the GPU while this one runs */
     m->float_labels = kiln_data_label_dtype(d) == KILN_F32;    /* the forwards feed this data's labels */
+    nn_metrics_reset(m);
     kiln_status st = kiln_data_iter_new(d, 0, &it);
     if (!st && !(st = kiln_data_iter_hold(it, 2))) st = kiln_data_iter_next(it, &nx, &ny);
     while (!st) {
@@ -93,6 +95,7 @@ kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *
     r->loss = count ? loss / (double)count : 0;
     r->accuracy = count ? hit / (double)count : 0;
     r->top_k = count ? top / (double)count : 0;
+    r->n_metrics = nn_metrics_values(m, r->metrics);
     r->seconds = kiln_now() - t0;
     if (!isfinite(r->loss))
         return kiln_set_error(KILN_NUMERIC_ERROR, "model '%s': the evaluation loss is %g (NaN/Inf): the weights diverged; train with a lower learning rate", m->name, r->loss);
@@ -143,6 +146,7 @@ static kiln_status fit_batches(fit_run *r, int epoch, nn_progress *prog, kiln_lo
     int64_t s = 0;
     nn_step_io io;
     kiln_status st;
+    nn_metrics_reset(m);
     while (!(st = nn_stepper_next(sp, m, &io)) && io.x) {
         kiln_lr_schedule sch = m->copts.schedule;
         if (sch.warmup_steps > 0 && r->steps > 0) sch.warmup_epochs = sch.warmup_steps / (double)r->steps;   /* steps -> epochs */
@@ -159,6 +163,7 @@ static kiln_status fit_batches(fit_run *r, int epoch, nn_progress *prog, kiln_lo
         logs->loss = sum_loss / (double)s;
         logs->accuracy = sum_hit / (double)(s * sp->batch * sp->world);
         logs->top_k = sum_top / (double)(s * sp->batch * sp->world);
+        logs->n_metrics = nn_metrics_values(m, logs->metrics);
         logs->lr = lr;
         logs->seconds = kiln_now() - t0;
         nn_progress_batch(prog, s, logs);
@@ -193,6 +198,7 @@ static kiln_status fit_epoch(fit_run *r, kiln_data *val, int epoch) {
         logs.val_loss = e.loss;
         logs.val_accuracy = e.accuracy;
         logs.val_top_k = e.top_k;
+        memcpy(logs.val_metrics, e.metrics, sizeof e.metrics);
     }
     m->epoch = epoch;
     if ((st = history_add(m, &logs))) return st;

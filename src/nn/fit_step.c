@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 #include "nn/nn_fit.h"
+#include "data/pipeline_internal.h"
 
 static kiln_status run_plain(nn_stepper *s, kiln_model *m, nn_step_io *io) {
     nn_forward *f = &m->train;
@@ -26,6 +27,28 @@ static kiln_status run_mirrored(nn_stepper *s, kiln_model *m, nn_step_io *io) {
     return nn_mirror_step(&s->mir, m, io->x, io->y, &io->loss, &io->correct, &io->topk);
 }
 
+/* Sample weights: a plain step over host batches, a weight for every source example. */
+static kiln_status sample_weight_check(const nn_stepper *s, kiln_model *m, const kiln_fit_opts *o) {
+    m->weighted = o->sample_weight != NULL;
+    if (!m->weighted) return KILN_OK;
+    const char *no = s->split > 1 ? "several devices" : s->dist.d ? "MPI ranks (dist)" : o->accumulate_steps > 1 ? "accumulate_steps"
+                   : m->res.n > 0 ? "data_on_device" : NULL;
+    if (no) { m->weighted = false; return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: sample_weight does not go with %s", no); }
+    int64_t n = s->train->src->n;
+    if (o->n_sample_weight < n) {
+        m->weighted = false;
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: %lld sample weights for %lld training examples; give one per example",
+                              (long long)o->n_sample_weight, (long long)n);
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (!(o->sample_weight[i] >= 0) || !isfinite(o->sample_weight[i])) {
+            m->weighted = false;
+            return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: sample weight %lld is %g; weights must be finite and >= 0",
+                                  (long long)i, (double)o->sample_weight[i]);
+        }
+    return KILN_OK;
+}
+
 kiln_status nn_stepper_begin(nn_stepper *s, kiln_model *m, kiln_data *train, const kiln_fit_opts *o) {
     memset(s, 0, sizeof *s);
     s->opts = *o;
@@ -37,6 +60,7 @@ kiln_status nn_stepper_begin(nn_stepper *s, kiln_model *m, kiln_data *train, con
     s->split = s->mir.n > 1 ? s->mir.n : 1;
     s->world = s->split > 1 ? s->split : s->dist.d ? s->dist.world : 1;
     m->float_labels = kiln_data_label_dtype(s->train) == KILN_F32;
+    if ((st = sample_weight_check(s, m, o))) return st;
     if ((st = nn_accum_check(m, s->batch, s->opts.accumulate_steps, "kiln_fit")) || (st = nn_ensure_train(m, s->batch)))
         return st;
     if (m->res.n > 0 && (st = nn_resident_load(m, s->batch))) return st;
@@ -46,6 +70,8 @@ kiln_status nn_stepper_begin(nn_stepper *s, kiln_model *m, kiln_data *train, con
     s->outs[0] = f->loss_t; s->outs[1] = f->out_t; s->outs[2] = f->finite_t;
     s->n_fetch = f->finite ? 3 : 2;
     s->run = s->split > 1 ? run_mirrored : f->accumulate > 1 ? run_accumulated : run_plain;
+    if (m->weighted && (!(s->wt = kiln_tensor_new(KILN_F32, KILN_SHAPE(s->batch))) || !(s->src = kiln_malloc(sizeof(int64_t) * (size_t)s->batch))))
+        return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_fit: out of host memory");
     s->ahead = f->resident_n == 0;
     return KILN_OK;
 }
@@ -90,6 +116,14 @@ kiln_status nn_stepper_next(nn_stepper *s, kiln_model *m, nn_step_io *io) {
     io->next[0] = (kiln_feed){ f->x, s->nx };
     io->next[1] = (kiln_feed){ f->y, s->ny };
     io->n_next = s->ahead && s->nx && s->nx->shape.dim[0] == s->batch ? 2 : 0;
+    if (f->w) {                        /* the rows' weights by their source example numbers; nothing copied ahead */
+        if (kiln_data_iter_sources(s->it, x, s->src, s->batch) != s->batch)
+            return kiln_set_error(KILN_INTERNAL, "kiln_fit: the batch's example numbers are not known (sample weights)");
+        float *w = s->wt->data;
+        for (int i = 0; i < s->batch; i++) w[i] = s->opts.sample_weight[s->src[i]];
+        io->feeds[io->n_feeds++] = (kiln_feed){ f->w, s->wt };
+        io->n_next = 0;
+    }
     return KILN_OK;
 }
 
@@ -117,6 +151,10 @@ void nn_stepper_epoch_end(nn_stepper *s) {
 
 void nn_stepper_end(nn_stepper *s, kiln_model *m) {
     nn_stepper_epoch_end(s);
+    kiln_tensor_free(s->wt);
+    kiln_free(s->src);
+    s->wt = NULL;
+    s->src = NULL;
     nn_mirror_end(&s->mir);
     nn_dist_end(&s->dist, m);
 }

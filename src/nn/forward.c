@@ -23,6 +23,11 @@ static void fed_input(kiln_model *m, nn_forward *f) {
     kiln_shape ys = m->output->out.rank == 2 ? KILN_SHAPE(f->batch, m->output->out.dim[0]) : KILN_SHAPE(f->batch);   /* (T) next-token ids */
     f->y = kiln_placeholder(m->g, nm, m->float_labels ? KILN_F32 : KILN_I32, ys);
     f->float_labels = m->float_labels;
+    f->w = NULL;
+    if (f->training && m->weighted) {
+        snprintf(nm, sizeof nm, "train_w_%d", f->batch);
+        f->w = kiln_placeholder(m->g, nm, KILN_F32, KILN_SHAPE(f->batch));
+    }
 }
 
 /* Resident data (training only): the batch is gathered (and augmented) by index from the data
@@ -154,7 +159,7 @@ kiln_status nn_build_forward(kiln_model *m, nn_forward *f, int batch, bool train
     kiln_status st = build_layers(m, f);
     if (st) return st;
     if (m->compiled) {
-        f->loss = nn_build_loss(m, g, f->out, f->y, batch);
+        f->loss = nn_build_loss(m, g, f->out, f->y, f->w, batch);
         if (!f->loss) return m->status ? m->status : nn_fail(m, kiln_graph_status(g), "model '%s': loss: %s", m->name, kiln_graph_error(g));
     }
     if (training && (st = build_step(m, f))) return st;

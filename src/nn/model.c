@@ -76,6 +76,7 @@ void kiln_model_free(kiln_model *m) {
     kiln_free(m->layers);
     kiln_name_index_free(&m->layer_index);
     kiln_free(m->history);
+    nn_metric_set_free(m->mset);
     kiln_free(m);
 }
 
@@ -214,6 +215,8 @@ kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o) {
     if ((unsigned)c.loss >= KILN_LOSS_COUNT) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: unknown loss %d", (int)c.loss);
     if ((unsigned)c.schedule.kind >= KILN_LR_KIND_COUNT) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: unknown lr schedule %d", (int)c.schedule.kind);
     if (c.top_k <= 0) c.top_k = 5;
+    if (c.huber_delta < 0 || !isfinite(c.huber_delta))
+        return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: huber_delta %g must be positive (0: Keras' default 1.0)", c.huber_delta);
     kiln_shape out = m->output->out;
     char b[96];
     /* a language model: (T, vocabulary) logits, labels (T) next-token ids */
@@ -234,6 +237,11 @@ kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o) {
     c.device = m->device;
     if ((unsigned)c.precision >= KILN_PRECISION_COUNT)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: unknown precision %d: use a kiln_precision value", (int)c.precision);
+    struct nn_metric_set *ms = NULL;
+    if ((st = nn_metric_set_parse(c.metric_list, &ms))) return st;
+    nn_metric_set_free(m->mset);
+    m->mset = ms;
+    c.metric_list = NULL;                  /* parsed; the caller's string is not kept */
     m->copts = c;
     m->precision = nn_precision_resolve(m);
     m->compiled = true;

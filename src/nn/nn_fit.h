@@ -12,6 +12,12 @@
 void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const kiln_tensor *y, int64_t n,
                       double *correct, double *topk);
 
+/* metrics.c: compile's metric_list: parsed at compile; counts reset before an epoch or an
+ * evaluation, updated by nn_batch_metrics, read as values */
+typedef struct nn_metric_set nn_metric_set;
+void nn_metrics_reset(const kiln_model *m);
+int nn_metrics_values(const kiln_model *m, double *out);   /* count of values written */
+
 /* progress.c */
 typedef struct nn_progress {
     int verbose;              /* 0 none, 1 bar, 2 line per epoch */
@@ -20,6 +26,7 @@ typedef struct nn_progress {
     int64_t steps;
     unsigned metrics;
     int top_k;
+    const kiln_model *m;      /* the names of compile's metric_list */
     double t0, last_draw;
 } nn_progress;
 void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epoch, int epochs, int64_t steps);
@@ -121,7 +128,7 @@ void nn_resident_data_free(kiln_model *m, nn_resident_data *r);   /* and nn_resi
 /* fit_step.c: one training step, its kind chosen once when the fit starts */
 typedef struct nn_step_io {
     const kiln_tensor *x, *y;     /* the batch (NULL x: the epoch's end); resident: x holds example indices */
-    kiln_feed feeds[2], next[2];  /* the step's feeds; the next batch's, copied ahead to a device */
+    kiln_feed feeds[3], next[2];  /* the step's feeds (x, y [, sample weights]); the next batch's, copied ahead to a device */
     int n_feeds, n_next;          /* n_next 0: no copy ahead */
     double loss, correct, topk;   /* the step's mean loss and summed metrics (over every rank) */
     bool skipped;                 /* mixed_float16 skipped the update (a non-finite scaled step) */
@@ -144,6 +151,8 @@ struct nn_stepper {
     kiln_data_iter *it;
     kiln_tensor *nx, *ny;
     bool ahead, primed;
+    kiln_tensor *wt;          /* sample weights: the batch's [batch], gathered by source example number */
+    int64_t *src;
     int epoch;
 };
 /* Shards the data, builds the step for this process's batch, starts the replicas' or ranks'

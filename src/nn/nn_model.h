@@ -5,6 +5,9 @@
 #include "nn/nn_step.h"
 
 /* session.c */
+/* metrics.c: compile's metric_list parsed (*out NULL for none); INVALID_ARGUMENT naming a bad entry */
+kiln_status nn_metric_set_parse(const char *list, struct nn_metric_set **out);
+void nn_metric_set_free(struct nn_metric_set *s);
 void nn_graph_drop(kiln_model *m);                              /* frees graph, session, forwards */
 kiln_status nn_ensure_session(kiln_model *m, int batch);        /* any graph + session */
 kiln_status nn_ensure_train(kiln_model *m, int batch);          /* training step for batch */

@@ -11,7 +11,11 @@
 kiln_status nn_build_forward(kiln_model *m, nn_forward *f, int batch, bool training);
 
 /* loss.c: mean loss of out against labels y (the compiled loss); NULL on error (sticky on m). */
-kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node *y, int batch);
+/* w: sample weights [batch] or NULL: the loss is then sum(w_i * loss_i) / batch. */
+kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node *y, kiln_node *w, int batch);
+/* Keras' per-example loss [B] for outputs p and targets t ([B, C] f32 each) of mse and the losses
+ * after it (NULL for the cross-entropies); delta: huber's. */
+kiln_node *nn_example_loss(kiln_graph *g, kiln_loss_kind k, double delta, kiln_node *p, kiln_node *t);
 
 /* accumulate.c: with nn_accum_n(m) = N > 1, the accumulators, f->accum_step (acc += g/N) and
  * f->accum_reset, and grads[i] replaced by acc + g/N for the update; sets f->accumulate. */

@@ -72,6 +72,7 @@ typedef struct nn_forward {
     int resident_pad;         /* resident training: the crop/flip built in (a fit asking another rebuilds) */
     bool resident_flip;
     bool float_labels;        /* y is f32 label values (npz / CSV data), else i32 class ids */
+    kiln_node *w;             /* training with sample weights: their placeholder [batch] (else NULL) */
     kiln_node *out;           /* model output */
     kiln_node *loss;          /* mean loss (+ L2 when training) */
     kiln_node *step;          /* training: the optimizer update target */
@@ -109,6 +110,7 @@ struct kiln_model {
     /* compile */
     bool compiled;
     kiln_compile_opts copts;
+    struct nn_metric_set *mset;   /* copts.metric_list parsed, with its running counts (metrics.c) */
     char device[32];
     kiln_precision precision;  /* the policy in effect (src/nn/precision.c): copts' or FLOAT32 */
     /* graph and session */
@@ -130,6 +132,7 @@ struct kiln_model {
     /* training */
     int epoch;
     bool float_labels;        /* the data being fed has f32 labels (kiln_data_label_dtype): forwards are built for it */
+    bool weighted;            /* the fit has sample weights: the training step is built with f->w */
     double base_lr;           /* lr scheduler callbacks change it */
     kiln_logs *history;
     int n_history, cap_history;

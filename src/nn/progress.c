@@ -12,6 +12,7 @@ void nn_progress_begin(nn_progress *p, const kiln_model *m, int verbose, int epo
     p->steps = steps;
     p->metrics = m->copts.metrics;
     p->top_k = m->copts.top_k;
+    p->m = m;
     p->t0 = kiln_now();
     p->last_draw = 0;
     if (p->verbose == 1) { printf("Epoch %d/%d\n", epoch, epochs); fflush(stdout); }
@@ -21,10 +22,12 @@ static void metrics(const nn_progress *p, const kiln_logs *l, bool val) {
     printf(" - loss: %.4f", l->loss);
     if (p->metrics & KILN_METRIC_ACCURACY) printf(" - accuracy: %.4f", l->accuracy);
     if (p->metrics & KILN_METRIC_TOP_K) printf(" - top_%d: %.4f", p->top_k, l->top_k);
+    for (int i = 0; i < l->n_metrics; i++) printf(" - %s: %.4f", kiln_model_metric_name(p->m, i), l->metrics[i]);
     if (!val || !l->has_val) return;
     printf(" - val_loss: %.4f", l->val_loss);
     if (p->metrics & KILN_METRIC_ACCURACY) printf(" - val_accuracy: %.4f", l->val_accuracy);
     if (p->metrics & KILN_METRIC_TOP_K) printf(" - val_top_%d: %.4f", p->top_k, l->val_top_k);
+    for (int i = 0; i < l->n_metrics; i++) printf(" - val_%s: %.4f", kiln_model_metric_name(p->m, i), l->val_metrics[i]);
 }
 
 static void bar(const nn_progress *p, int64_t step) {

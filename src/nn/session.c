@@ -134,7 +134,7 @@ kiln_status nn_ensure_train(kiln_model *m, int batch) {
     if (!m->compiled) return kiln_set_error(KILN_INVALID_ARGUMENT, "model '%s' is not compiled: call kiln_compile() before kiln_fit()", m->name);
     batch /= nn_accum_n(m);                  /* the step is built for the micro-batch */
     if (m->s && m->train.batch == batch && m->train.accumulate == nn_accum_n(m) && m->train.resident_n == m->res.n && m->train.resident_pad == m->res.pad &&
-        m->train.resident_flip == m->res.flip && m->train.float_labels == m->float_labels)
+        m->train.resident_flip == m->res.flip && m->train.float_labels == m->float_labels && (m->train.w != NULL) == m->weighted)
         return nn_check(m);
     kiln_status st = carry_all(m);
     if (st) return st;

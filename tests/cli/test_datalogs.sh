@@ -107,7 +107,7 @@ expect_fail "--label-column that is not in the header" "no column named 'target'
 expect_fail "--label-column without CSV data" "--label-column goes with --data csv:FILE.csv" "$K" train --model mlp --data synthetic --label-column 3 "${Q[@]}"
 expect_fail "--test-csv with --validation-split" "--test-csv or --validation-split, not both" "$K" train --model mlp --data csv:"$tmp/train.csv" --test-csv "$tmp/test.csv" --validation-split 0.2 "${Q[@]}"
 expect_fail "a missing --test-csv file names it" "$tmp/none.csv" "$K" train --model mlp --data csv:"$tmp/train.csv" --test-csv "$tmp/none.csv" "${Q[@]}"
-expect_fail "unknown --loss" "--loss: unknown loss 'hinge'" "$K" train --model mlp --data csv:"$tmp/train.csv" --loss hinge "${Q[@]}"
+expect_fail "unknown --loss" "--loss: unknown loss 'binary_focal_crossentropy'" "$K" train --model mlp --data csv:"$tmp/train.csv" --loss binary_focal_crossentropy "${Q[@]}"
 expect_fail "unknown metric" "unknown metric 'f1' in --metrics" "$K" train --model mlp --data csv:"$tmp/train.csv" --metrics accuracy,f1 "${Q[@]}"
 expect_fail "--tensorboard-every without --tensorboard" "--tensorboard-every N needs --tensorboard DIR" "$K" train --model mlp --data csv:"$tmp/train.csv" --tensorboard-every 5 "${Q[@]}"
 touch "$tmp/file"

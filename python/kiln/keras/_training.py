@@ -16,6 +16,10 @@ from ._dataset import Dataset
 from . import losses, metrics as M, optimizers as O
 
 
+# losses of one value per example with one output unit (float targets; hinge's -1/1 too)
+_VALUE_LOSSES = ("mse", "mae", "huber", "log_cosh", "poisson", "hinge", "squared_hinge")
+
+
 def _refuse(what, **given):
     for k, (v, default) in given.items():
         if v is not default and not (isinstance(v, (int, float, str, bool)) and v == default):
@@ -42,13 +46,14 @@ class Training:
                 auto_scale_loss=(auto_scale_loss, True), **{k: (v, None) for k, v in kwargs.items()})
         opt = O.get(optimizer)
         loss_name, from_logits = losses.resolve(loss) if loss is not None else (None, False)
-        bits, top_k, order = M.resolve(metrics)
+        bits, top_k, order, metric_list = M.resolve(metrics)
         self.optimizer, self.loss, self._metrics = opt, loss, order
         opt._model = self
         if _state.current_strategy() is not None and self._strategy is None:
             self._strategy = _state.current_strategy()
         device = _state.current_device() or self._device or "auto"
         self._compile_kw = dict(loss=loss_name, from_logits=from_logits, metrics=bits, top_k=top_k,
+                                huber_delta=float(getattr(loss, "delta", 0.0) or 0.0), metric_list=metric_list,
                                 precision=_state.precision, device=device, threads=_state.threads,
                                 log_device_placement=_state.log_device_placement)
         self._c_compiled, self._sched_key = False, None
@@ -113,14 +118,15 @@ class Training:
         loss, units = self._compile_kw["loss"], int(np.prod(self._c.output_shape()))
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.reshape(n)
-        if y.ndim == 2 and loss in ("categorical_crossentropy", "mse") and units == y.shape[1] and units > 1:
+        onehot_losses = ("categorical_crossentropy", "kl_divergence", "categorical_hinge", "cosine_similarity") + _VALUE_LOSSES
+        if y.ndim == 2 and loss in onehot_losses and units == y.shape[1] and units > 1:
             if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):
                 raise ValueError(f"{what}: Kiln's {loss} takes one-hot rows (or class ids); soft labels are not supported")
             return np.ascontiguousarray(y.argmax(axis=1), dtype=np.int32)
         if y.ndim != 1:
             raise ValueError(f"{what} has shape {y.shape}; Kiln's {loss} takes class ids [N] (or one-hot rows "
                              f"[N, {units}] for categorical_crossentropy)" + (" and mse fits one value per example" if loss == "mse" else ""))
-        if loss == "mse" and units == 1:
+        if loss in _VALUE_LOSSES and units == 1:
             return np.ascontiguousarray(y, dtype=np.float32)
         if not np.issubdtype(y.dtype, np.integer):
             if not (np.isfinite(y).all() and (y == np.round(y)).all()):
@@ -148,6 +154,23 @@ class Training:
             out["learning_rate"] = d["lr"]
         return out
 
+    def _sample_weight(self, sample_weight, ds, n, validation_split):
+        """fit's sample_weight as float32 [n] (Kiln weighs the training loss as Keras; its validation
+        loss is unweighted, so validation_split, whose held-out part Keras weighs, is refused with it)."""
+        if sample_weight is None:
+            return None
+        if ds is not None:
+            raise NotImplementedError("fit: sample_weight with a dataset: give x, y and sample_weight arrays")
+        if validation_split:
+            raise NotImplementedError("fit: sample_weight with validation_split: Kiln's validation loss is unweighted "
+                                      "(pass validation_data=(x, y) instead)")
+        w = np.ascontiguousarray(sample_weight, dtype=np.float32)
+        if w.ndim == 2 and w.shape[1] == 1:
+            w = w.reshape(-1)
+        if w.shape != (n,):
+            raise ValueError(f"fit: sample_weight has shape {w.shape}; Kiln takes one weight per example, ({n},)")
+        return w
+
     def _kiln_monitor(self, monitor, mode, who):
         val = monitor.startswith("val_")
         base = monitor[4:] if val else monitor
@@ -155,8 +178,9 @@ class Training:
         if kind is None:
             raise ValueError(f"{who}: monitor '{monitor}' is not one of this model's logs "
                              f"({', '.join(['loss'] + [n for n, _ in self._metrics])}, and their val_ forms)")
-        kiln = ("val_" if val else "") + kind
-        want = "min" if kind == "loss" else "max"
+        listed = kind.startswith("m") and kind[1:].isdigit()     # Kiln's C callbacks know it by its name
+        kiln = ("val_" if val else "") + (base if listed else kind)
+        want = "min" if kind == "loss" or (listed and not any(w in base for w in ("auc", "precision", "recall", "acc"))) else "max"
         if mode not in ("auto", want):
             raise NotImplementedError(f"{who}: mode '{mode}' for '{monitor}': Kiln {want}imizes it")
         return kiln
@@ -165,7 +189,7 @@ class Training:
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
             steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1,
             max_queue_size=10, workers=1, use_multiprocessing=False):
-        _refuse("fit", class_weight=(class_weight, None), sample_weight=(sample_weight, None),
+        _refuse("fit", class_weight=(class_weight, None),
                 validation_steps=(validation_steps, None), validation_batch_size=(validation_batch_size, None),
                 validation_freq=(validation_freq, 1), max_queue_size=(max_queue_size, 10), workers=(workers, 1),
                 use_multiprocessing=(use_multiprocessing, False))
@@ -187,6 +211,7 @@ class Training:
             spe = min(spe, int(steps_per_epoch))
         self._ready(x, spe, int(epochs))
         y = self._labels(y, n) if ds is None else None
+        sw = self._sample_weight(sample_weight, ds, n if ds is None else 0, validation_split)
         vx = vy = None
         if ds is None and validation_data is not None:
             if len(validation_data) == 3 and validation_data[2] is not None:
@@ -265,7 +290,7 @@ class Training:
                                     validation_y=vy, verbose=verbose, callbacks=c_dicts,
                                     on_batch_end=on_batch_end if batches else None,
                                     on_epoch_end=on_epoch_end if py else None,
-                                    steps_per_epoch=int(steps_per_epoch or 0), devices=devices)
+                                    steps_per_epoch=int(steps_per_epoch or 0), devices=devices, sample_weight=sw)
         history.kiln_logs = logs_list      # Kiln's own per-epoch logs: lr, seconds, images_per_sec, ...
         for d in logs_list:
             history.on_epoch_end(d["epoch"] - 1, self._keras_logs(d))

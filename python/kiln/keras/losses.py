@@ -14,6 +14,15 @@ _CANON = {
     "CategoricalCrossentropy": "categorical_crossentropy",
     "BinaryCrossentropy": "binary_crossentropy",
     "MeanSquaredError": "mse",
+    "mae": "mae", "mean_absolute_error": "mae", "MAE": "mae", "MeanAbsoluteError": "mae",
+    "huber": "huber", "huber_loss": "huber", "Huber": "huber",
+    "log_cosh": "log_cosh", "logcosh": "log_cosh", "LogCosh": "log_cosh",
+    "kl_divergence": "kl_divergence", "kld": "kl_divergence", "KLD": "kl_divergence",
+    "kullback_leibler_divergence": "kl_divergence", "KLDivergence": "kl_divergence",
+    "poisson": "poisson", "Poisson": "poisson",
+    "hinge": "hinge", "Hinge": "hinge", "squared_hinge": "squared_hinge", "SquaredHinge": "squared_hinge",
+    "categorical_hinge": "categorical_hinge", "CategoricalHinge": "categorical_hinge",
+    "cosine_similarity": "cosine_similarity", "CosineSimilarity": "cosine_similarity",
 }
 
 
@@ -62,6 +71,44 @@ class MeanSquaredError(Loss):
         super().__init__(False, reduction, name, **kwargs)
 
 
+def _plain(cls_name, kiln_name, default_name):
+    """A Keras loss class without from_logits (reduction and name only)."""
+    def __init__(self, reduction="sum_over_batch_size", name=default_name, **kwargs):
+        Loss.__init__(self, False, reduction, name, **kwargs)
+    return type(cls_name, (Loss,), {"_kiln_name": kiln_name, "__init__": __init__})
+
+
+MeanAbsoluteError = _plain("MeanAbsoluteError", "mae", "mean_absolute_error")
+LogCosh = _plain("LogCosh", "log_cosh", "log_cosh")
+KLDivergence = _plain("KLDivergence", "kl_divergence", "kl_divergence")
+Poisson = _plain("Poisson", "poisson", "poisson")
+Hinge = _plain("Hinge", "hinge", "hinge")
+SquaredHinge = _plain("SquaredHinge", "squared_hinge", "squared_hinge")
+CategoricalHinge = _plain("CategoricalHinge", "categorical_hinge", "categorical_hinge")
+
+
+class Huber(Loss):
+    _kiln_name = "huber"
+
+    def __init__(self, delta=1.0, reduction="sum_over_batch_size", name="huber_loss", **kwargs):
+        super().__init__(False, reduction, name, **kwargs)
+        if not delta > 0:
+            raise ValueError(f"Huber: delta must be positive, got {delta!r}")
+        self.delta = float(delta)
+
+    def get_config(self):
+        return {"name": self.name, "delta": self.delta}
+
+
+class CosineSimilarity(Loss):
+    _kiln_name = "cosine_similarity"
+
+    def __init__(self, axis=-1, reduction="sum_over_batch_size", name="cosine_similarity", **kwargs):
+        if axis not in (-1, 1):
+            raise NotImplementedError(f"CosineSimilarity: axis={axis!r}: Kiln compares the last axis")
+        super().__init__(False, reduction, name, **kwargs)
+
+
 def _fn(name):
     def f(y_true, y_pred, from_logits=False, **kwargs):
         raise NotImplementedError(f"keras.losses.{name}: Kiln computes losses inside fit/evaluate; pass it to compile")
@@ -74,6 +121,15 @@ sparse_categorical_crossentropy = _fn("sparse_categorical_crossentropy")
 categorical_crossentropy = _fn("categorical_crossentropy")
 binary_crossentropy = _fn("binary_crossentropy")
 mean_squared_error = mse = MSE = _fn("mean_squared_error")
+mean_absolute_error = mae = MAE = _fn("mean_absolute_error")
+huber = _fn("huber")
+log_cosh = logcosh = _fn("log_cosh")
+kl_divergence = kld = KLD = kullback_leibler_divergence = _fn("kl_divergence")
+poisson = _fn("poisson")
+hinge = _fn("hinge")
+squared_hinge = _fn("squared_hinge")
+categorical_hinge = _fn("categorical_hinge")
+cosine_similarity = _fn("cosine_similarity")
 
 
 def resolve(loss):
@@ -86,7 +142,8 @@ def resolve(loss):
         if loss in _CANON:
             return _CANON[loss], False
         raise ValueError(f"loss '{loss}': Kiln has sparse_categorical_crossentropy, categorical_crossentropy, "
-                         "binary_crossentropy, mse (mean_squared_error) and their classes")
+                         "binary_crossentropy, mse (mean_squared_error), mae (mean_absolute_error), huber, log_cosh, "
+                         "kl_divergence, poisson, hinge, squared_hinge, categorical_hinge, cosine_similarity and their classes")
     if getattr(loss, "_kiln_name", None):
         return loss._kiln_name, False
     if isinstance(loss, (list, tuple, dict)):
