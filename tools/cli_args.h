@@ -33,6 +33,8 @@ typedef struct args {
     const char *gpus, *devices_list;   /* train --gpus N|all, --devices LIST (mirrored replicas) */
     const char *fit_devices;   /* what they ask of kiln_fit_opts.devices (tools/cli_dist.c), or NULL */
     int accumulate;            /* --accumulate N: micro-batches per step (0: none) */
+    int context;               /* --context N: a GPT preset's context (tokens; 0: its own) */
+    double warmup_steps;       /* --warmup-steps N: cosine warm-up in steps (-1: not given) */
     bool batch_auto;           /* --batch-size auto */
     bool batch_given;          /* --batch-size given (summary: print the training step's memory) */
     int memory_limit_mib;      /* --memory-limit MIB (train --batch-size auto on the CPU; 0: not given) */

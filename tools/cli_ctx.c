@@ -16,7 +16,7 @@ int cli_ctx_init(cli_ctx *c, int argc, char **argv, const char *cmd) {
     memset(c, 0, sizeof *c);
     c->a = (args){ .data = NULL, .model = NULL, .optimizer = "adam", .epochs = 5, .batch = 64, .verbose = 1, .seed = 1,
                    .prefetch = 2, .workers = 1, .val_split = -1, .min_delta = -1, .lr_step_factor = -1, .warmup_epochs = -1,
-                   .weight_decay = -1, .momentum = -1 };
+                   .weight_decay = -1, .momentum = -1, .warmup_steps = -1 };
     args *a = &c->a;
     unsigned bit = cli_command_bit(cmd);
     int rc = cli_parse(argc, argv, a, cmd);

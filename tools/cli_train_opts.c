@@ -65,6 +65,14 @@ int cli_parse_schedule(const args *a, kiln_lr_schedule *s) {
         fprintf(stderr, "kiln train: --lr-step-epochs and --lr-step-factor set up --schedule step (the schedule is %s)\n", name ? name : "constant");
         return 2;
     }
+    if (a->warmup_steps >= 0) {
+        if (s->kind != KILN_LR_COSINE || a->warmup_epochs >= 0) {
+            fprintf(stderr, "kiln train: --warmup-steps sets up --lr-schedule cosine, instead of --warmup-epochs (the schedule is %s)\n", name ? name : "constant");
+            return 2;
+        }
+        s->warmup_epochs = 0;
+        s->warmup_steps = a->warmup_steps;
+    }
     if (a->warmup_epochs >= 0 && s->kind != KILN_LR_COSINE) {
         fprintf(stderr, "kiln train: --warmup-epochs sets up --schedule cosine (the schedule is %s)\n", name ? name : "constant");
         return 2;

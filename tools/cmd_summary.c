@@ -34,6 +34,7 @@ static void summary_usage(FILE *f) {
         "                      optimizer-state bytes and the forward values kept, then the step's arena\n"
         "                      (activations, gradients, workspaces), the variables and the peak\n"
         "  --accumulate N      ... with gradient accumulation: micro-batches of B/N (kiln train --accumulate)\n"
+        "  --context N         a GPT model (gpt_char, gpt2): its context in tokens (default 256, 1024)\n"
         "  --optimizer NAME    the optimizer whose state is counted (default adam)\n"
         "  --device D          plan for auto (default), cpu, gpu (the GPU's plan needs a GPU), ref\n"
         PRECISION_HELP
@@ -88,7 +89,7 @@ int cmd_summary(cli_ctx *c) {
         kiln_compile_opts co = cli_compile_opts(a, m, KILN_I32, kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
         if (a->load && (kiln_compile(m, &co) != KILN_OK || kiln_model_load(m, a->load) != KILN_OK)) { kiln_model_free(m); return cli_fail("summary", 1); }
     } else if (a->load && kiln_model_from_checkpoint(a->load, &m) != KILN_OK) return cli_fail("summary", 1);
-    if (!m && !(m = kiln_model_preset(a->model, KILN_SCALAR, 10))) return cli_fail("summary", 2);
+    if (!m && !(m = kiln_model_preset(a->model, a->context > 0 ? KILN_SHAPE(a->context) : KILN_SCALAR, 0))) return cli_fail("summary", 2);
     if (a->load) printf("Checkpoint %s: model %s, epoch %d\n", a->load, kiln_model_name(m), kiln_model_epoch(m));
     kiln_model_summary(m, stdout);
     if (a->precision) printf("Precision: %s\n", kiln_precision_name(cli_precision(a)));

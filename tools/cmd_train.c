@@ -60,7 +60,7 @@ static void train_usage(FILE *f) {
         "                      momentum: 0.9)\n"
         "  --nesterov          SGD with Nesterov momentum (momentum 0.9 unless --momentum)\n"
         "  --lr X              learning rate (default 0.001 for adam/adamw/rmsprop, 0.01 otherwise)\n"
-        "  --schedule NAME     learning-rate schedule (per epoch, from --lr): constant (default);\n"
+        "  --schedule NAME     learning-rate schedule (per epoch, from --lr; also --lr-schedule): constant (default);\n"
         "                      step (lr x --lr-step-factor every --lr-step-epochs epochs); exponential\n"
         "                      (lr x 0.96 per epoch); cosine (linear warm-up over --warmup-epochs, then\n"
         "                      cosine decay to 0 at the last epoch); one-cycle (up from lr/25 over the\n"
@@ -68,9 +68,11 @@ static void train_usage(FILE *f) {
         "  --lr-step-epochs N  step: epochs between drops (default 2)\n"
         "  --lr-step-factor F  step: the factor of each drop, 0 < F <= 1 (default 0.5)\n"
         "  --warmup-epochs E   cosine: warm-up length in epochs, may be fractional (default 0.2)\n"
+        "  --warmup-steps N    cosine: warm-up length in optimizer steps instead (nanoGPT's warmup_iters)\n"
         "  --weight-decay W    decoupled weight decay for sgd, momentum, adam and adamw (default: 0;\n"
         "                      adamw 0.004)\n"
-        "  --clipnorm C        clip the gradients to global norm C, C > 0 (default: no clipping)\n"
+        "  --clipnorm C        clip the gradients to global norm C, C > 0 (default: no clipping; also\n"
+        "                      --clip-norm)\n"
         "  --early-stopping P  stop when --monitor has not improved by more than --min-delta for P\n"
         "                      epochs in a row (default: off; the last epoch's weights are kept)\n"
         "  --monitor NAME      what --early-stopping and --save-best watch: val_loss (default),\n"
@@ -253,7 +255,8 @@ static void print_extras(const args *a, const kiln_optimizer *o, const kiln_lr_s
     size_t k = 0;
 #define ADD(...) k += (size_t)snprintf(line + k, k < sizeof line ? sizeof line - k : 0, __VA_ARGS__)
     if (s->kind == KILN_LR_STEP) ADD(", lr x%g every %d epoch%s", s->gamma, s->step_epochs, s->step_epochs == 1 ? "" : "s");
-    if (s->kind == KILN_LR_COSINE) ADD(", cosine lr with %g warm-up epochs", s->warmup_epochs);
+    if (s->kind == KILN_LR_COSINE && s->warmup_steps > 0) ADD(", cosine lr with %g warm-up steps", s->warmup_steps);
+    else if (s->kind == KILN_LR_COSINE) ADD(", cosine lr with %g warm-up epochs", s->warmup_epochs);
     if (a->momentum >= 0 || a->nesterov) ADD(", SGD momentum %g%s", o->momentum, o->nesterov ? " (Nesterov)" : "");
     if (o->weight_decay > 0) ADD(", weight decay %g", o->weight_decay);
     if (o->clip_norm > 0) ADD(", gradients clipped to global norm %g", o->clip_norm);

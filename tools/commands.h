@@ -45,4 +45,5 @@ int cmd_plot(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 #endif

@@ -26,6 +26,7 @@ static const command commands[] = {
     { "export", cmd_export, NULL, "write a saved model as an ONNX file (for onnxruntime, TensorRT, ...) or a Keras 3 .keras file" },
     { "tokenize", cmd_tokenize, NULL, "encode a text file to token ids with a tokenizer.json (or decode ids)" },
     { "tokenizer", cmd_tokenizer, NULL, "train a byte-level BPE tokenizer on a text file (kiln tokenizer train)" },
+    { "generate", cmd_generate, NULL, "continue a prompt of token ids with a GPT model (KV cache; Hugging Face GPT-2 folders too)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

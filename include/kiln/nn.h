@@ -218,6 +218,21 @@ kiln_layer *kiln_layer_embedding(kiln_model *m, const kiln_embedding_opts *o);
 kiln_layer *kiln_layer_layer_norm(kiln_model *m, const kiln_layer_norm_opts *o);             /* o may be NULL */
 kiln_layer *kiln_layer_multi_head_attention(kiln_model *m, const kiln_mha_opts *o);
 kiln_layer *kiln_layer_position_embedding(kiln_model *m, const kiln_position_embedding_opts *o);
+/* A pre-LayerNorm GPT block on (None, T, D): x + Dropout(Attention(LN1(x))), then
+ * + Dropout(MLP(LN2(x))) with MLP = Dense(4D) -> GELU -> Dense(D); causal attention with biases. */
+typedef struct kiln_gpt_block_opts {
+    const char *name; kiln_layer *input;
+    int num_heads;                     /* D must divide by it */
+    double dropout;                    /* on the attention and MLP outputs (not on the probabilities) */
+    double epsilon;                    /* 0 -> 1e-5 */
+    bool gelu_approximate;             /* tanh GELU (GPT-2's gelu_new); false: exact (nanoGPT's nn.GELU) */
+    double init_stddev;                /* 0 -> 0.02 (the output projections: / sqrt(2 n_layer) if residual_scale_layers) */
+    int residual_scale_layers;         /* n_layer for GPT-2's scaled init of the two output projections; 0: none */
+} kiln_gpt_block_opts;
+kiln_layer *kiln_layer_gpt_block(kiln_model *m, const kiln_gpt_block_opts *o);
+/* Weight tying: logits (None, T, V) = hidden (None, T, D) times the transpose of the token
+ * embedding matrix of `embedding` (an Embedding layer of the same model); no variable of its own. */
+kiln_layer *kiln_layer_tied_output(kiln_model *m, const char *name, kiln_layer *hidden, kiln_layer *embedding);
 
 kiln_layer *kiln_layer_dense(kiln_model *m, const kiln_dense_opts *o);
 kiln_layer *kiln_layer_conv2d(kiln_model *m, const kiln_conv2d_opts *o);
@@ -374,6 +389,7 @@ typedef struct kiln_lr_schedule {
     double gamma; int step_epochs;
     double warmup_epochs, min_lr;
     double pct_start, div_factor, final_div_factor;   /* 0 -> 0.3, 25, 1e4 */
+    double warmup_steps;   /* cosine: warm-up in optimizer steps (nanoGPT's warmup_iters); > 0 overrides warmup_epochs */
 } kiln_lr_schedule;
 /* Learning rate at time t (in epochs) of total_epochs, for the base rate. */
 double kiln_lr_at(const kiln_lr_schedule *s, double base_lr, double t, double total_epochs);
@@ -644,6 +660,31 @@ kiln_status kiln_evaluate_data(kiln_model *m, kiln_data *d, const kiln_eval_opts
 /* Model outputs for every row of x ([N, ...input shape] f32) into *out (new [N, ...output shape]
  * f32 tensor, caller frees). Raw outputs: logits when the model ends without softmax. */
 kiln_status kiln_predict(kiln_model *m, const kiln_tensor *x, const kiln_eval_opts *o, kiln_tensor **out);
+/* One optimizer step on the batch x (f32 (B, input)) with labels y: i32 (B) class ids, or i32
+ * (B, T) next-token ids for a model whose output is (T, vocabulary) logits (a GPT); *loss (may be
+ * NULL) the batch's mean loss before the step. The compiled learning rate (no schedule). */
+kiln_status kiln_train_on_batch(kiln_model *m, const kiln_tensor *x, const kiln_tensor *y, double *loss);
+
+/* Generation from a GPT-shaped model (gpt_char, gpt2, a Hugging Face GPT-2 folder: Embedding,
+ * PositionEmbedding, Add, GPTBlocks, LayerNormalization, TiedOutput), one sequence, on the CPU,
+ * with a KV cache. *out (free()) gets the prompt followed by the new ids, *n_out their count.
+ * Past the context (the position table), the last half is kept and decoded again. */
+typedef struct kiln_generate_opts {
+    int tokens;                /* new tokens */
+    double temperature;        /* 0: greedy (argmax) */
+    int top_k;                 /* sample among the k most likely (0: all) */
+    uint64_t seed;
+    kiln_tensor **logits;      /* optional: a new f32 [tokens, vocabulary], the logits each new id was drawn from */
+} kiln_generate_opts;
+kiln_status kiln_generate(kiln_model *m, const int32_t *prompt, int n_prompt, const kiln_generate_opts *o, int32_t **out, int *n_out);
+/* Hugging Face GPT-2 folders (GPT2LMHeadModel.save_pretrained: config.json, model.safetensors):
+ * the model at the config's sizes, context n_positions, weights loaded (f32; f16/bf16 files are
+ * converted); and written back (config.json and model.safetensors, the head tied), readable by
+ * transformers' from_pretrained. */
+kiln_status kiln_model_from_hf_gpt2(const char *dir, kiln_model **out);
+kiln_status kiln_model_save_hf_gpt2(kiln_model *m, const char *dir);
+/* true when path is a directory holding config.json (a Hugging Face folder) */
+bool kiln_is_hf_folder(const char *path);
 /* Decodes one PNG or JPEG file to the model's input shape (kiln_image_load: converted to its
  * channels, resized to its height and width; *resized says so, may be NULL) and classifies it:
  * *out is a new f32 [classes] tensor of class probabilities (the softmax of the outputs when the

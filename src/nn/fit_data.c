@@ -148,7 +148,9 @@ static kiln_status fit_batches(fit_run *r, int epoch, nn_progress *prog, kiln_lo
     kiln_status st;
     nn_metrics_reset(m);
     while (!(st = nn_stepper_next(sp, m, &io)) && io.x) {
-        double lr = kiln_lr_at(&m->copts.schedule, m->base_lr, (double)(epoch - 1) + (double)s / (double)r->steps, (double)r->epochs);
+        kiln_lr_schedule sch = m->copts.schedule;
+        if (sch.warmup_steps > 0 && r->steps > 0) sch.warmup_epochs = sch.warmup_steps / (double)r->steps;   /* steps -> epochs */
+        double lr = kiln_lr_at(&sch, m->base_lr, (double)(epoch - 1) + (double)s / (double)r->steps, (double)r->epochs);
         if ((st = nn_set_lr(m, lr))) break;
         if ((st = nn_step(sp, m, &io, epoch, s + 1, lr))) {
             if (prog->verbose) fputc('\n', stdout);

@@ -20,7 +20,8 @@ static void fed_input(kiln_model *m, nn_forward *f) {
     snprintf(nm, sizeof nm, "%s_x_%d", phase, f->batch);
     f->x = kiln_placeholder(m->g, nm, KILN_F32, batched(m->input->out, f->batch));
     snprintf(nm, sizeof nm, "%s_y%s_%d", phase, m->float_labels ? "f" : "", f->batch);
-    f->y = kiln_placeholder(m->g, nm, m->float_labels ? KILN_F32 : KILN_I32, KILN_SHAPE(f->batch));
+    kiln_shape ys = m->output->out.rank == 2 ? KILN_SHAPE(f->batch, m->output->out.dim[0]) : KILN_SHAPE(f->batch);   /* (T) next-token ids */
+    f->y = kiln_placeholder(m->g, nm, m->float_labels ? KILN_F32 : KILN_I32, ys);
     f->float_labels = m->float_labels;
     f->w = NULL;
     if (f->training && m->weighted) {

@@ -56,6 +56,12 @@ static int64_t flops(const kiln_layer *l, acc *c) {
         int64_t att = mul(c, mul(c, 4, mul(c, T, tk)), hk);
         return add(c, proj, l->causal ? att / 2 : att);
     }
+    case NN_GPT_BLOCK: {   /* projections 2 T (3 + 1 + 8) D^2, causal q k^T and p v 2 T^2 D, 2 norms, GELU */
+        int64_t T = in.dim[0], D = in.dim[1];
+        int64_t proj = mul(c, mul(c, 24, T), mul(c, D, D)), att = mul(c, mul(c, 2, mul(c, T, T)), D);
+        return add(c, add(c, proj, att), mul(c, 14, out));
+    }
+    case NN_TIED_OUTPUT: return mul(c, mul(c, 2, in.dim[0]), mul(c, in.dim[1], l->units));
     case NN_IMPORTED: return l->ext && l->ext->flops ? l->ext->flops(l->ext_data) : 0;     /* an ONNX graph: its ops' (onnx_model.c) */
     case NN_SEPCONV2D: {            /* depthwise multiply-adds at its output size, then the pointwise product */
         int64_t pix = mul(c, l->out.dim[0], l->out.dim[1]), mid = mul(c, in.dim[2], l->cfg ? l->cfg->depth_multiplier : 1);

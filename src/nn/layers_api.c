@@ -1,6 +1,7 @@
 /* The typed public layer builders (include/kiln/nn.h): each maps its options struct, with its
  * "0 = default" fields, onto the type's schema defaults and adds the layer through the table.
  * The top of the layers. */
+#include <math.h>
 #include "nn/nn_layers.h"
 
 kiln_layer *kiln_input(kiln_model *m, kiln_shape shape) {
@@ -329,4 +330,24 @@ kiln_layer *kiln_layer_spatial_dropout2d(kiln_model *m, const kiln_dropout_opts 
     c.rate = o->rate;
     c.seed = o->seed;
     return nn_layer_add(m, NN_SPATIAL_DROPOUT2D, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_gpt_block(kiln_model *m, const kiln_gpt_block_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "gpt_block: options are required (.num_heads)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_GPT_BLOCK);
+    c.name = o->name;
+    c.num_heads = o->num_heads;
+    c.rate = o->dropout;
+    if (o->epsilon) c.epsilon = o->epsilon;
+    c.approximate = o->gelu_approximate;
+    double sd = o->init_stddev > 0 ? o->init_stddev : 0.02;
+    c.kernel_init = (kiln_init){ .kind = KILN_INIT_NORMAL, .a = 0, .b = sd };
+    c.pointwise_init = (kiln_init){ .kind = KILN_INIT_NORMAL, .a = 0, .b = o->residual_scale_layers > 0 ? sd / sqrt(2.0 * o->residual_scale_layers) : sd };
+    return nn_layer_add(m, NN_GPT_BLOCK, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_tied_output(kiln_model *m, const char *name, kiln_layer *hidden, kiln_layer *embedding) {
+    nn_layer_cfg c = nn_layer_defaults(NN_TIED_OUTPUT);
+    c.name = name;
+    return nn_layer_add(m, NN_TIED_OUTPUT, &c, (kiln_layer *[]){ hidden, embedding }, 2);
 }

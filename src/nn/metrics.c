@@ -135,7 +135,7 @@ static void update_one(metric *t, const float *r, int64_t c, double label, bool 
 }
 
 static void metrics_update(const kiln_model *m, const kiln_tensor *out, const kiln_tensor *y, int64_t n) {
-    int64_t c = out->shape.dim[1];
+    int64_t c = out->shape.dim[out->shape.rank - 1];
     bool ids = y->dtype != KILN_F32;
     for (int i = 0; m->mset && i < m->mset->n; i++)
         for (int64_t e = 0; e < n; e++)
@@ -176,7 +176,8 @@ void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const kiln_te
     const int32_t *labels = y->data;
     const float *values = y->data;
     bool f32 = y->dtype == KILN_F32;
-    int64_t c = out->shape.dim[1];
+    int64_t c = out->shape.dim[out->shape.rank - 1], per = 1;
+    if (out->shape.rank == 3) { per = out->shape.dim[1]; n *= per; }   /* a language model: each position, counted 1/T */
     int k = m->copts.top_k;
     double hit = 0, top = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -198,7 +199,7 @@ void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const kiln_te
         hit += best == lab;
         top += above < k;
     }
-    *correct = hit;
-    *topk = top;
-    metrics_update(m, out, y, n);
+    *correct = hit / (double)per;
+    *topk = top / (double)per;
+    metrics_update(m, out, y, n);       /* n rows: each position of a language model */
 }

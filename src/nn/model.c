@@ -220,6 +220,9 @@ kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o) {
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: huber_delta %g must be positive (0: Keras' default 1.0)", c.huber_delta);
     kiln_shape out = m->output->out;
     char b[96];
+    /* a language model: (T, vocabulary) logits, labels (T) next-token ids */
+    bool seq = out.rank == 2 && c.loss == KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+    if (seq) out = KILN_SHAPE(out.dim[1]);
     if (out.rank != 1)
         return kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_compile: model '%s' output %s must be (None, classes) for these losses; end with kiln_layer_flatten() and kiln_layer_dense()",
                               m->name, kiln_shape_str(out, b, sizeof b));

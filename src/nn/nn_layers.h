@@ -51,6 +51,7 @@ typedef struct nn_layer_cfg {
     kiln_shape shared_axes;                /* PReLU: 1-based axes sharing alpha (rank 0: none) */
     double init_value;                     /* LayerScale: gamma's initial value */
     bool flat_only;                        /* Dense from kiln_layer_dense: (None, features) input only (the C API's contract) */
+    bool approximate;                      /* GPTBlock: GELU with the tanh approximation (GPT-2's gelu_new) */
 } nn_layer_cfg;
 enum { NN_PAD1D_VALID = 0, NN_PAD1D_SAME, NN_PAD1D_CAUSAL };   /* Conv1D's padding names, in order */
 

@@ -55,6 +55,7 @@ struct kiln_layer {
     bool return_sequences, go_backwards, reset_after;
     int cell;                 /* NN_RNN_SIMPLE, NN_RNN_LSTM, NN_RNN_GRU */
     int merge_mode;           /* Bidirectional: NN_MERGE_CONCAT, _SUM, _MUL, _AVE */
+    bool approximate;         /* GPTBlock: tanh GELU */
     struct nn_layer_cfg *cfg; /* the options it was made with, name cleared (the architecture a checkpoint stores) */
     nn_var *vars;             /* grown by nn_layer_add_var (an imported graph has hundreds) */
     int n_vars, cap_vars;

@@ -15,11 +15,22 @@ typedef struct nn_preset {
     bool any_size;           /* takes any image shape it builds for, not only `input` */
     bool functional;
     nn_preset_build build;
+    int classes;             /* the default number of classes (vocabulary); 0: 10 */
 } nn_preset;
 
 void nn_zoo_lenet5(kiln_model *m, kiln_shape in, int classes);
 void nn_zoo_resnet(kiln_model *m, kiln_shape in, int classes);    /* depth from the model's name */
 void nn_zoo_inception(kiln_model *m, kiln_shape in, int classes);
 void nn_zoo_fast_cifar(kiln_model *m, kiln_shape in, int classes);
+
+/* zoo_gpt.c: gpt_char and gpt2 (their sizes from the model's name; classes: the vocabulary) */
+typedef struct nn_gpt_config {
+    int layers, heads, width, vocab;
+    int positions;           /* the position table's length; 0: the context (the input's length) */
+    double dropout, epsilon;
+    bool gelu_tanh;          /* GPT-2's gelu_new; false: exact GELU */
+} nn_gpt_config;
+void nn_zoo_gpt(kiln_model *m, kiln_shape in, int classes);
+void nn_zoo_gpt_build(kiln_model *m, kiln_shape in, const nn_gpt_config *c);   /* on kiln_model_new */
 
 #endif

@@ -49,10 +49,13 @@ static const nn_preset presets[] = {
     { "resnet56",    RGB32,  true,  true,  nn_zoo_resnet },
     { "inception",   RGB32,  true,  true,  nn_zoo_inception },
     { "fast_cifar",  RGB32,  true,  false, nn_zoo_fast_cifar },
+    /* token ids (context) -> (context, vocabulary) logits; any context (the position table follows it) */
+    { "gpt_char",    { 1, { 256 } },  true, true, nn_zoo_gpt, 65 },
+    { "gpt2",        { 1, { 1024 } }, true, true, nn_zoo_gpt, 50257 },
 };
 #define N_PRESETS (int)(sizeof presets / sizeof presets[0])
 
-const char *kiln_model_preset_names(void) { return "fashion_cnn, mlp, cifar_cnn, lenet5, resnet20, resnet56, inception, fast_cifar"; }
+const char *kiln_model_preset_names(void) { return "fashion_cnn, mlp, cifar_cnn, lenet5, resnet20, resnet56, inception, fast_cifar, gpt_char, gpt2"; }
 
 static const nn_preset *find_preset(const char *name) {
     for (int i = 0; name && i < N_PRESETS; i++) if (!strcmp(presets[i].name, name)) return &presets[i];
@@ -60,13 +63,13 @@ static const nn_preset *find_preset(const char *name) {
 }
 
 kiln_model *kiln_model_preset(const char *name, kiln_shape in, int classes) {
-    if (classes <= 0) classes = 10;
     if (!name) name = "";
     const nn_preset *p = find_preset(name);
     if (!p) {
         kiln_set_error(KILN_NOT_FOUND, "unknown model '%s': choose one of %s", name, kiln_model_preset_names());
         return NULL;
     }
+    if (classes <= 0) classes = p->classes > 0 ? p->classes : 10;
     if (!in.rank) in = p->input;
     kiln_model *m = p->functional ? kiln_model_new(name) : kiln_sequential(name, in);
     if (!m) return NULL;
@@ -85,7 +88,7 @@ kiln_model *kiln_model_preset(const char *name, kiln_shape in, int classes) {
 bool kiln_model_preset_takes(const char *name, kiln_shape in) {
     const nn_preset *p = find_preset(name);
     if (!p) return false;
-    if (!p->any_size || in.rank != 3) return kiln_shape_equal(in, p->input);
+    if (!p->any_size || in.rank != p->input.rank) return kiln_shape_equal(in, p->input);
     kiln_model *m = kiln_model_preset(name, in, 10);
     bool ok = m != NULL;
     kiln_model_free(m);

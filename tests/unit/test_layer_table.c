@@ -27,7 +27,8 @@ static void test_table(void) {
                                          "Multiply", "Subtract", "Average", "Maximum", "Minimum", "ReLU", "Embedding", "LayerNormalization",
                                          "MultiHeadAttention", "PositionEmbedding", "Conv1D", "MaxPooling1D", "AveragePooling1D",
                                          "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D", "Conv2DTranspose", "SpatialDropout2D",
-                                         "SimpleRNN", "LSTM", "GRU", "Bidirectional", "PReLU", "LayerScale" };
+                                         "SimpleRNN", "LSTM", "GRU", "Bidirectional", "PReLU", "LayerScale",
+                                         "GPTBlock", "TiedOutput" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
         nn_kind k;
@@ -50,7 +51,13 @@ static kiln_model *model_for(nn_kind t, kiln_layer **in, int *n_in) {
     if (t == NN_INPUT) *n_in = 0;
     if (t == NN_DENSE) in[0] = kiln_layer_flatten(m, &(kiln_layer_opts){ .input = x });
     if (t == NN_MHA || t == NN_POS_EMBEDDING || t == NN_CONV1D || t == NN_MAXPOOL1D || t == NN_AVGPOOL1D || t == NN_GAP1D || t == NN_GMP1D || t == NN_UPSAMPLE1D ||
-        t == NN_SIMPLE_RNN || t == NN_LSTM || t == NN_GRU || t == NN_BIDIRECTIONAL) in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
+        t == NN_SIMPLE_RNN || t == NN_LSTM || t == NN_GRU || t == NN_BIDIRECTIONAL || t == NN_GPT_BLOCK) in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
+    if (t == NN_TIED_OUTPUT) {    /* the hidden sequence (36, 4) and an Embedding of width 4 */
+        in[0] = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(36, 4) });
+        in[1] = kiln_layer_embedding(m, &(kiln_embedding_opts){ .input = kiln_layer_reshape(m, &(kiln_reshape_opts){ .input = x, .shape = KILN_SHAPE(144) }),
+                                                                 .input_dim = 10, .output_dim = 4 });
+        *n_in = 2;
+    }
     if (t == NN_CONCAT || t == NN_ADD || t == NN_MULTIPLY || t == NN_SUBTRACT || t == NN_AVERAGE || t == NN_MAXIMUM || t == NN_MINIMUM) { in[1] = kiln_layer_activation(m, &(kiln_activation_opts){ .input = x, .activation = KILN_RELU }); *n_in = 2; }
     return m;
 }
@@ -76,6 +83,7 @@ static int required_opts(nn_kind t, nn_opt *o) {
     case NN_SIMPLE_RNN: case NN_LSTM: case NN_GRU: o[0] = NN_INT("units", 3); return 1;
     case NN_BIDIRECTIONAL: o[0] = NN_STR("layer", "GRU"); o[1] = NN_INT("units", 3); return 2;
     case NN_LAYER_SCALE: o[0] = NN_FLOAT("init_values", 0.5); o[1] = NN_INT("projection_dim", 4); return 2;
+    case NN_GPT_BLOCK: o[0] = NN_INT("num_heads", 2); return 1;
     default: return 0;
     }
 }
