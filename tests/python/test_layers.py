@@ -55,6 +55,9 @@ SEQUENCE_LAYERS = {
     "GRU": lambda cls, c: _run_ids(_ids_model(lambda t: cls(4, go_backwards=True)(layers.Embedding(4, 8)(t))), (6,), 4),
     "Bidirectional": lambda cls, c: _run_ids(_ids_model(
         lambda t: cls(layers.LSTM(3, return_sequences=True), merge_mode="sum")(layers.Embedding(4, 8)(t))), (6,), 4),
+    "GPTBlock": lambda cls, c: _run_ids(_ids_model(lambda t: cls(2)(layers.Embedding(4, 8)(t))), (6,), 4),
+    # the logits of the hidden sequence against the Embedding's own matrix (weight tying)
+    "TiedOutput": lambda cls, c: _run_ids(_ids_model(lambda t: (lambda e: cls()([e, e]))(layers.Embedding(4, 8)(t))), (6,), 4),
     # projection_dim must be the input's channels
     "LayerScale": lambda cls, c: run_tiny(keras.Sequential([keras.Input(shape=(6, 6, 3)), cls(0.5, 3), layers.Flatten(), layers.Dense(2)]), (6, 6, 3)),
 }
