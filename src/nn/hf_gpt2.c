@@ -16,19 +16,10 @@
 #include "nn/nn_json.h"
 #include "nn/nn_zoo.h"
 #include "kiln/io.h"
+#include "core/core.h"
+#include "io/read_file.h"
 
 #define MAX_CONFIG (1 << 20)
-
-static char *read_text(const char *path, kiln_status *st) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { *st = kiln_set_error(errno == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR, "cannot open '%s': %s", path, strerror(errno)); return NULL; }
-    char *s = malloc(MAX_CONFIG + 1);
-    size_t n = s ? fread(s, 1, MAX_CONFIG + 1, f) : 0;
-    fclose(f);
-    if (!s || n > MAX_CONFIG) { free(s); *st = kiln_set_error(KILN_INVALID_ARGUMENT, "'%s' is over 1 MiB (or memory ran out): not a model config", path); return NULL; }
-    s[n] = 0;
-    return s;
-}
 
 static kiln_status int_field(const cJSON *j, const char *key, const char *alt, int lo, int hi, int *out, const char *path) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
@@ -48,11 +39,13 @@ static double num_field(const cJSON *j, const char *key, double dflt) {
 static kiln_status read_config(const char *dir, nn_gpt_config *c) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    kiln_status st = KILN_OK;
-    char *text = read_text(path, &st), why[160];
-    if (!text) return st;
-    cJSON *j = nn_json_parse(text, why, sizeof why);
-    free(text);
+    uint8_t *text = NULL;
+    size_t n = 0;
+    char why[160];
+    kiln_status st = kiln_file_read_all(path, "Hugging Face config", MAX_CONFIG, &text, &n);   /* a FIFO or a folder refused */
+    if (st) return st;
+    cJSON *j = nn_json_parse((const char *)text, why, sizeof why);
+    kiln_free(text);
     if (!j) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: %s", path, why);
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "model_type");
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "activation_function");
