@@ -100,7 +100,8 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     ok = True
     print("onnxruntime %s, onnx %s; pass: max |p_kiln - p_ort| < %g and the same argmax" % (ort.__version__, onnx.__version__, TOL))
-    models = run(PROBE, "presets").split() + ["mixed", "apps", "layers1d"]
+    # gpt_char / gpt2 take token ids (no image data to train them on) and GPTBlock has no ONNX export yet
+    models = [m for m in run(PROBE, "presets").split() if not m.startswith("gpt")] + ["mixed", "apps", "layers1d"]
     for name in models:
         ckpt, path = os.path.join(WORK, name + ".safetensors"), os.path.join(WORK, name + ".onnx")
         if name in ("mixed", "apps", "layers1d"):
