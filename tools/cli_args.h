@@ -33,7 +33,10 @@ typedef struct args {
     const char *gpus, *devices_list;   /* train --gpus N|all, --devices LIST (mirrored replicas) */
     const char *fit_devices;   /* what they ask of kiln_fit_opts.devices (tools/cli_dist.c), or NULL */
     int accumulate;            /* --accumulate N: micro-batches per step (0: none) */
-    int context;               /* --context N: a GPT preset's context (tokens; 0: its own) */
+    int context;               /* --context N: a GPT preset's context (tokens; 0: its own); train / eval
+                                  --block-size N: the text windows' length, which sets it */
+    int steps_per_epoch;       /* train --steps-per-epoch N: at most N batches an epoch (0: all) */
+    const char *tokenizer;     /* train / eval --tokenizer FILE: tokenizer.json for --data text: */
     double warmup_steps;       /* --warmup-steps N: cosine warm-up in steps (-1: not given) */
     bool batch_auto;           /* --batch-size auto */
     bool batch_given;          /* --batch-size given (summary: print the training step's memory) */

@@ -30,7 +30,7 @@ static int parse_metrics(const char *list, unsigned *bits, char *more, size_t ca
         if (!metric_bit(t, &b)) { *bits |= b; continue; }
         if (kiln_metric_list_check(t) != KILN_OK || strlen(more) + strlen(t) + 2 > cap) {
             if (cmd) fprintf(stderr, "kiln %s: unknown metric '%s' in --metrics: use accuracy (binary_accuracy, sparse_categorical_accuracy), "
-                             "top_k (top-5 accuracy), precision, recall, auc, mae, mse, rmse, top_k_categorical_accuracy:K or none, "
+                             "top_k (top-5 accuracy), precision, recall, auc, mae, mse, rmse, perplexity, top_k_categorical_accuracy:K or none, "
                              "comma-separated\n", cmd, t);
             return 2;
         }
@@ -52,6 +52,10 @@ int cli_check_data_opts(const args *a, const char *cmd) {
     }
     if (a->test_csv && a->val_split > 0) {
         fprintf(stderr, "kiln %s: give --test-csv or --validation-split, not both\n", cmd);
+        return 2;
+    }
+    if ((a->tokenizer || a->context > 0) && !cli_is_text(a->data)) {
+        fprintf(stderr, "kiln %s: %s goes with --data text:FILE (the data is %s)\n", cmd, a->tokenizer ? "--tokenizer" : "--block-size", a->data);
         return 2;
     }
     if (a->tensorboard_every > 0 && !a->tensorboard) {
@@ -120,9 +124,14 @@ unsigned cli_metrics(const args *a, kiln_loss_kind loss) {
 const char *cli_metric_list(const args *a) {
     static char more[512];
     unsigned bits;
-    if (!a->metrics || parse_metrics(a->metrics, &bits, more, sizeof more, NULL)) return NULL;
+    more[0] = 0;
+    if (a->metrics && parse_metrics(a->metrics, &bits, more, sizeof more, NULL)) return NULL;
+    if (cli_is_text(a->data) && !strstr(more, "perplexity"))     /* text: always reported */
+        snprintf(more + strlen(more), sizeof more - strlen(more), "%sperplexity", *more ? "," : "");
     return *more ? more : NULL;
 }
+
+bool cli_is_text(const char *spec) { return spec && !strncmp(spec, "text:", 5); }
 
 int cli_print_values(const kiln_tensor *out, const kiln_tensor *y, int count) {
     const float *o = out->data, *l = y->data;

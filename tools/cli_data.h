@@ -29,8 +29,11 @@ int cli_output_units(const args *a, const kiln_data *train);
 kiln_loss_kind cli_loss(const args *a, const kiln_model *m, kiln_dtype labels);
 /* KILN_METRIC_* bits: --metrics, else accuracy (none for mse). */
 unsigned cli_metrics(const args *a, kiln_loss_kind loss);
-/* --metrics' Keras metrics beyond accuracy / top_k (compile's metric_list), or NULL. */
+/* --metrics' Keras metrics beyond accuracy / top_k (compile's metric_list), or NULL; with --data
+ * text: perplexity too. */
 const char *cli_metric_list(const args *a);
+/* spec is text:FILE (a language model's token windows). */
+bool cli_is_text(const char *spec);
 /* kiln predict for value labels (mse): the first count outputs next to their labels. */
 int cli_print_values(const kiln_tensor *out, const kiln_tensor *y, int count);
 /* cli_output.c: kiln predict --output FILE.npy|FILE.csv (float32 [N, outputs]; a header and a

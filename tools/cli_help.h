@@ -31,6 +31,9 @@
     "                        csv:FILE.csv   numbers, one example per row, a header row optional; the label\n" \
     "                                       column is the last (or --label-column), the rest are features;\n" \
     "                                       test rows from --test-csv FILE, else 10%% held out\n" \
+    "                        text:FILE      a text file for a language model (gpt_char): its bytes are the\n" \
+    "                                       tokens (vocabulary 256) unless --tokenizer; needs --block-size\n" \
+    "                                       (train, eval)\n" \
     "                        synthetic      random data shaped like the model's input (throughput runs)\n" \
     "                        DIR            any of the above, recognised from the files present\n" \
     "                      The test split of the same source gives val_* and the final accuracy.\n" \
@@ -41,6 +44,18 @@
     "  --label-column C    csv: the label column, by header name or 0-based index (-1: the last,\n" \
     "                      the default)\n" \
     "  --test-csv FILE     csv: the test rows, a file with the same columns as --data's\n"
+
+#define TEXT_HELP \
+    "  --block-size N      text: tokens in each window, the model's context (gpt_char gets it). A window\n" \
+    "                      is N tokens as input and the same N shifted by one as the labels: the\n" \
+    "                      model learns to predict each next token. Training takes windows at random\n" \
+    "                      places in the first 90%% of the text (--seed picks them; an epoch is as many\n" \
+    "                      windows as the training part has tokens / N, or --steps-per-epoch batches);\n" \
+    "                      the last 10%% (--validation-split F) is held out, read in consecutive\n" \
+    "                      windows. Loss, token accuracy and perplexity (exp of the loss: how many\n" \
+    "                      tokens the model is choosing between, on average) are reported\n" \
+    "  --tokenizer FILE    text: a tokenizer.json (Hugging Face BPE; kiln tokenizer train makes one)\n" \
+    "                      whose ids are the tokens; its vocabulary must match the model's\n"
 
 #define LOSS_HELP \
     "  --loss NAME         what training minimises (Keras' names):\n" \

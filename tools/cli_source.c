@@ -52,10 +52,34 @@ static int synthetic_specs(const cli_ctx *c, const char *cmd, char *spec, size_t
     return 0;
 }
 
+/* --data text:FILE --block-size N [--tokenizer F]: windows of the training head, consecutive
+ * windows of the held-out tail (--validation-split, default 0.1). */
+static int open_text(const args *a, const char *cmd, data_src *ds) {
+    if (a->context <= 0) {
+        fprintf(stderr, "kiln %s: --data text:FILE needs --block-size N: the tokens in each training window, the model's context "
+                "(e.g. 256 for gpt_char; kiln eval: the block size it was trained with)\n", cmd);
+        return 2;
+    }
+    if (a->augment && strcmp(a->augment, "none")) { fprintf(stderr, "kiln %s: --augment is for images, not --data text:\n", cmd); return 2; }
+    kiln_tokenizer *tok = NULL;
+    if (a->tokenizer && kiln_tokenizer_load(a->tokenizer, &tok)) return cli_fail(cmd, 1);
+    ds->held_out = ds->text = true;
+    ds->fraction = a->val_split > 0 ? a->val_split : 0.1;
+    kiln_status st = kiln_data_from_text(a->data + 5, &(kiln_text_data_opts){ .block_size = a->context, .tokenizer = tok,
+                                                                              .validation_split = ds->fraction }, &ds->train, &ds->test);
+    kiln_tokenizer_free(tok);
+    return st ? cli_fail(cmd, 1) : 0;
+}
+
 int cli_open_data(const cli_ctx *c, const char *cmd, bool want_train, data_src *ds) {
     const args *a = &c->a;
     int rc;
     memset(ds, 0, sizeof *ds);
+    if (cli_is_text(a->data)) {
+        if ((rc = open_text(a, cmd, ds))) return rc;
+        if (!want_train) { kiln_data_free(ds->train); ds->train = NULL; }
+        return 0;
+    }
     char spec[4096], test_spec[4096], tr[4200], te[4200];
     snprintf(spec, sizeof spec, "%s", a->data);
     snprintf(test_spec, sizeof test_spec, "%s", a->data);
@@ -139,11 +163,12 @@ int cli_parse_augment(const char *list, kiln_augment_opts *o, kiln_shape shape, 
 bool cli_augmenting(const kiln_augment_opts *o) { return o->flip || o->crop_pad > 0 || o->cutout_size > 0; }
 
 kiln_data *cli_train_pipeline(const args *a, kiln_data *src, bool images, const kiln_augment_opts *aug) {
-    int64_t n = kiln_data_source_size(src);
+    int64_t n = kiln_data_source_size(src), windows = cli_is_text(a->data) ? kiln_text_epoch_windows(src) : 0;
     kiln_data *d = src;
     if (a->limit > 0 && a->limit < n) { d = kiln_data_take(d, a->limit); n = a->limit; }
     d = maybe_cache(d, images);
     d = kiln_data_shuffle(d, n, a->seed);
+    if (windows > 0 && windows < n) d = kiln_data_take(d, windows);   /* text: an epoch of random windows */
     if (cli_augmenting(aug)) d = kiln_data_augment(d, aug);
     d = kiln_data_batch(d, a->batch, true);
     if (a->prefetch > 0) d = kiln_data_prefetch(d, a->prefetch, a->workers > 0 ? a->workers : 1);

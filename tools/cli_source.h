@@ -15,6 +15,7 @@ typedef struct data_src {
     bool images;             /* an image folder: decoded pixels are cached */
     bool held_out;           /* test = a held-out part of the training data */
     bool whole;              /* test = all of a source without a test split (eval, predict) */
+    bool text;               /* --data text:FILE: token windows, test = the held-out tail */
     double fraction;
 } data_src;
 

@@ -20,6 +20,7 @@ static void eval_usage(FILE *f) {
         "options:\n"
         "  --load PATH         the checkpoint (required)\n"
         DATA_HELP
+        TEXT_HELP
         "  --validation-split F  evaluate on the held-out fraction F of the training data instead\n"
         "                      (as kiln train --validation-split F held it out)\n"
         "  --model NAME        model to build if the checkpoint does not name one\n"
@@ -64,8 +65,9 @@ int cmd_eval(cli_ctx *c) {
         char acc[48] = "";
         kiln_compile_opts co = cli_compile_opts(a, m, kiln_data_label_dtype(vp), kiln_adam(1e-3), (kiln_lr_schedule){ 0 });
         if (co.metrics & KILN_METRIC_ACCURACY) snprintf(acc, sizeof acc, " accuracy %.2f%%,", r.accuracy * 100);
-        printf("%s (epoch %d) on %s: %s%s loss %.4f, %lld examples, %.1f s\n", kiln_model_name(m), kiln_model_epoch(m),
-               a->data, split, acc, r.loss, (long long)r.count, r.seconds);
+        printf("%s (epoch %d) on %s: %s%s loss %.4f,", kiln_model_name(m), kiln_model_epoch(m), a->data, split, acc, r.loss);
+        for (int i = 0; i < r.n_metrics; i++) printf(" %s %.4f,", kiln_model_metric_name(m, i), r.metrics[i]);
+        printf(" %lld %s, %.1f s\n", (long long)r.count, ds.text ? "windows" : "examples", r.seconds);
     }
 out:
     kiln_safetensors_free(ck);

@@ -1,6 +1,7 @@
 /* kiln train: opens the data, builds (or loads) and compiles the model, builds the input
  * pipelines and callbacks, prints what it will do, fits, and reports the result. Each step is a
  * function over one train_run; train_run_free releases what the steps made, whichever failed. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,9 @@ static void train_usage(FILE *f) {
         "worker threads a few batches ahead of the training step (--prefetch, --workers).\n\n"
         "options:\n"
         DATA_HELP
+        TEXT_HELP
         "  --model NAME        fashion_cnn (default), mlp, cifar_cnn, lenet5, resnet20, resnet56,\n"
-        "                      inception, fast_cifar (see: kiln summary --model NAME)\n"
+        "                      inception, fast_cifar, gpt_char, gpt2 (see: kiln summary --model NAME)\n"
         MODEL_FILE_HELP
         "                      (with --load: the file gives the layers, the checkpoint the weights)\n"
         LOSS_HELP
@@ -123,6 +125,7 @@ static void train_usage(FILE *f) {
         "                      writable before training; with --load, rows after the checkpoint's\n"
         "                      epoch are dropped and new rows appended\n"
         "  --limit N           train on the first N training examples only (quick tries)\n"
+        "  --steps-per-epoch N at most N training steps (batches) an epoch\n"
         "  --verbose N         0 quiet, 1 progress bar (default; one line per epoch when the output\n"
         "                      is not a terminal), 2 one line per epoch\n"
         "  --gpus N|all        one process, several GPUs (MirroredStrategy): a replica of the training\n"
@@ -141,6 +144,8 @@ static void train_usage(FILE *f) {
         "             --optimizer momentum --lr 0.01 --batch-size 128 --epochs 30 --workers 2\n"
         "  kiln train --model cifar_cnn --data images:photos/ --validation-split 0.2\n"
         "  kiln train --model mlp --data csv:train.csv --loss binary_crossentropy --tensorboard logs\n"
+        "  kiln train --model gpt_char --data text:/usr/share/games/fortunes/fortunes --block-size 64 \\\n"
+        "             --optimizer adamw --warmup-steps 100 --clip-norm 1 --save gpt.safetensors\n"
         "  mpirun -np 4 kiln train --model cifar_cnn --data cifar10:DIR --batch-size 256\n\n"
         "several processes or machines (MPI): start kiln train with mpirun; --batch-size is then the\n"
         "global batch, each of the N processes trains on its 1/N of it and the gradients are\n"
@@ -157,6 +162,7 @@ typedef struct train_run {
     data_src ds;
     kiln_augment_opts aug;
     int64_t n_train, n_test;
+    int64_t epoch_windows;     /* --data text: windows an epoch */
     kiln_model *m;
     kiln_compile_opts co;
     int initial;                  /* the epoch training starts from (--load resumes) */
@@ -232,6 +238,10 @@ static int make_pipelines(train_run *t) {
         if (kiln_data_label_dtype(t->ds.train) == KILN_F32) { fprintf(stderr, "kiln train: --data-on-device takes class-id labels; these are values (mse)\n"); return 2; }
         if (t->aug.cutout_size > 0) { fprintf(stderr, "kiln train: --data-on-device does crop and flip on the device, not cutout\n"); return 2; }
     }
+    if (t->ds.text) {
+        int64_t w = kiln_text_epoch_windows(t->ds.train);
+        t->epoch_windows = w < t->n_train ? w : t->n_train;
+    }
     t->tp = cli_train_pipeline(a, t->ds.train, t->ds.images, &t->aug);
     t->ds.train = NULL;                      /* owned by tp now */
     t->vp = cli_eval_pipeline(a, t->ds.test, t->ds.images);
@@ -269,9 +279,15 @@ static void print_extras(const args *a, const kiln_optimizer *o, const kiln_lr_s
 /* What the run will do: model, data, optimizer, batch and epochs; precision; the input; options. */
 static void print_header(const train_run *t) {
     const args *a = &t->c->a;
-    printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
-           cli_onnx_file(a) ? a->model_file : a->model, a->data, (long long)t->n_train, (long long)t->n_test, t->ds.held_out ? "held-out" : "test",
-           a->optimizer, t->opt.lr, a->batch, a->epochs, a->epochs == 1 ? "" : "s");
+    if (t->ds.text)    /* windows: every start in the training head, an epoch of random ones */
+        printf("Training %s on %s: windows of %d tokens, %lld training (%lld random ones an epoch: its tokens / block size) / %lld held-out, "
+               "vocabulary %d, %s lr %g, batch %d, %d epoch%s\n", a->model, a->data, a->context, (long long)t->n_train,
+               (long long)t->epoch_windows, (long long)t->n_test, kiln_data_num_classes(t->tp), a->optimizer, t->opt.lr, a->batch, a->epochs,
+               a->epochs == 1 ? "" : "s");
+    else
+        printf("Training %s on %s: %lld training / %lld %s examples, %s lr %g, batch %d, %d epoch%s\n",
+               cli_onnx_file(a) ? a->model_file : a->model, a->data, (long long)t->n_train, (long long)t->n_test, t->ds.held_out ? "held-out" : "test",
+               a->optimizer, t->opt.lr, a->batch, a->epochs, a->epochs == 1 ? "" : "s");
     if (a->precision) printf("Precision: %s\n", kiln_precision_name(kiln_model_precision(t->m)));
     const kiln_augment_opts *aug = &t->aug;
     char aug_desc[64] = "";
@@ -298,7 +314,7 @@ static kiln_status fit(train_run *t) {
     if (initial < a->epochs)
         st = kiln_fit_data(t->m, t->tp, &(kiln_fit_opts){ .epochs = a->epochs, .initial_epoch = initial, .validation_data = t->vp,
                                                           .verbose = a->verbose ? a->verbose : KILN_VERBOSE_SILENT, .callbacks = t->cbs, .n_callbacks = t->n_cb,
-                                                          .data_on_device = a->data_on_device,
+                                                          .data_on_device = a->data_on_device, .steps_per_epoch = a->steps_per_epoch,
                                                           .accumulate_steps = a->accumulate, .debug_numerics = a->debug_numerics,
                                                           .dist = a->dist, .devices = a->fit_devices,
                                                           .bucket_bytes = (size_t)a->bucket_kb << 10 });
@@ -341,7 +357,10 @@ static int report(const train_run *t, double secs) {
     for (int i = 0; i < n_hist; i++) train_secs += h[i].seconds;
     if (n_hist > 0 && train_secs > 0) { for (int i = 0; i < n_hist; i++) ips += h[i].images_per_sec * h[i].seconds; ips /= train_secs; }
     const char *split = t->ds.held_out ? "Validation" : "Test";
-    if (t->co.metrics & KILN_METRIC_ACCURACY)
+    if (t->ds.text)    /* a language model: perplexity = exp(the mean cross-entropy per token) */
+        printf("%s loss: %.4f, perplexity %.3f, token accuracy %.2f%% (%lld windows of %d tokens)\n", split, loss, exp(loss), acc * 100,
+               (long long)t->n_test, a->context);
+    else if (t->co.metrics & KILN_METRIC_ACCURACY)
         printf("%s accuracy: %.2f%% (loss %.4f, %lld examples)\n", split, acc * 100, loss, (long long)t->n_test);
     else printf("%s loss (%s): %.6g (%lld examples)\n", split, kiln_loss_name(t->co.loss), loss, (long long)t->n_test);
     printf("Time: %.1f s for %d epoch%s (training loop %.1f s, %.0f images/s)\n", secs, n_hist, n_hist == 1 ? "" : "s", train_secs, ips);

@@ -8,7 +8,8 @@ extern "C" {
 #endif
 
 /* An in-memory labelled dataset: x [N, ...] (e.g. [N, 28, 28, 1] f32 scaled to [0, 1]) and
- * y [N] i32 class ids. */
+ * y [N] i32 class ids, or [N, ...] several ids per example (e.g. [N, T] next-token ids of a
+ * language model whose output is [T, vocabulary]). */
 typedef struct kiln_dataset kiln_dataset;
 
 /* Reads an IDX file (raw or gzip, decided by content: gzip magic 1f 8b) into a new tensor: u8
@@ -29,7 +30,7 @@ kiln_status kiln_idx_read(const char *path, kiln_tensor **out);
  * bad files KILN_IO_ERROR. On failure both outputs are NULL. Caller frees both. */
 kiln_status kiln_mnist_load(const char *dir, kiln_dataset **train, kiln_dataset **test);
 
-/* Dataset from tensors (copied; x converted to f32). x's first dim is N; y is [N] i32 (or i64,
+/* Dataset from tensors (copied; x converted to f32). x's first dim is N; y is [N] (or [N, ...]) i32 (or i64,
  * u8), or NULL for an unlabelled dataset. Labels must be in 0..num_classes-1; num_classes <= 0
  * means max label + 1. NULL (and kiln_last_error) on failure. */
 kiln_dataset *kiln_dataset_from_tensors(const kiln_tensor *x, const kiln_tensor *y, int num_classes);
@@ -54,7 +55,7 @@ kiln_dataset *kiln_dataset_split_tail(kiln_dataset *d, double fraction);
  * shuffle false). order must hold N entries. */
 void kiln_dataset_order(const kiln_dataset *d, bool shuffle, uint64_t seed, uint64_t epoch, int64_t *order);
 /* Gathers examples order[start .. start+count) into bx and by. No allocation. The caller passes
- * tensors of exactly the batch size: bx f32 [count, <example shape>] and by i32 [count] (for a
+ * tensors of exactly the batch size: bx f32 [count, <example shape>] and by i32 [count] (or [count, ...] like y) (for a
  * partial last batch, tensors whose first dim is that smaller count). by may be NULL (labels not
  * wanted; required for an unlabelled dataset). Needs 1 <= count, start + count <= N and every
  * order entry in 0..N-1; otherwise INVALID_ARGUMENT / SHAPE_MISMATCH / DTYPE_MISMATCH and nothing

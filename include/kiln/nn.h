@@ -427,7 +427,9 @@ enum { KILN_METRIC_ACCURACY = 1u << 0, KILN_METRIC_TOP_K = 1u << 1 };
  * top_k_categorical_accuracy / sparse_top_k_categorical_accuracy (:K, default 5), precision,
  * recall (threshold 0.5), auc (ROC, 200 thresholds, predictions clipped to [0, 1], trapezoids as
  * Keras' AUC()), mae
- * (mean_absolute_error), mse (mean_squared_error), rmse (root_mean_squared_error). Targets as the
+ * (mean_absolute_error), mse (mean_squared_error), rmse (root_mean_squared_error), and (not in
+ * Keras) perplexity: exp of the mean cross-entropy over the class-id labels (over every token for a
+ * language model's [T] labels; logits when compiled from_logits). Targets as the
  * losses': one unit: the label's value; else the class id's one-hot row. Counts over the epoch
  * (precision, recall, auc: confusion counts; not a mean of batch values). DISPLAY: the name in
  * logs, CSV, TensorBoard and progress (default NAME as given). */

@@ -191,6 +191,10 @@ int kiln_data_num_classes(const kiln_data *d);
  * labels are not all class ids; num_classes is then 0, and a map callback's *label holds the
  * float's bits). */
 kiln_dtype kiln_data_label_dtype(const kiln_data *d);
+/* Each example's label shape (batch excluded): rank 0 for one label per example (class id or
+ * value), e.g. [T] for text windows (kiln_data_from_text: T next-token ids); batches' y is then
+ * [B, T]. */
+kiln_shape kiln_data_label_shape(const kiln_data *d);
 /* Class name (image folders: the folder name; others: NULL). Borrowed. */
 const char *kiln_data_class_name(const kiln_data *d, int c);
 /* Number of examples in the source. */

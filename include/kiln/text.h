@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include "status.h"
 #include "tensor.h"
+#include "pipeline.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -62,6 +63,23 @@ size_t kiln_text_split(size_t n, double val_fraction);
  * stride block_size, as many as fit (evaluation). New tensors; the caller frees them. */
 kiln_status kiln_text_windows(const int32_t *ids, size_t n, int block_size, int64_t count, uint64_t seed,
                               kiln_tensor **x, kiln_tensor **y);
+
+/* A text file as input pipelines for kiln_fit_data / kiln_evaluate_data (what `kiln train --data
+ * text:FILE --block-size N` reads). Examples are f32 [block_size] token ids (what an Embedding
+ * takes), labels i32 [block_size] the next ids (kiln_data_label_shape); num_classes is the
+ * vocabulary: 256 for bytes, the tokenizer's size otherwise. The first 1 - validation_split of
+ * the ids train: *train holds a window at every start (n - block_size of them, in order: shuffle
+ * it and take kiln_text_epoch_windows of it for an epoch of random windows); the rest (the
+ * held-out tail) validates: *val holds its consecutive windows, stride block_size. A text too short
+ * for a window in either part is KILN_INVALID_ARGUMENT naming the counts. */
+typedef struct kiln_text_data_opts {
+    int block_size;                    /* tokens per window (the model's context); required */
+    const kiln_tokenizer *tokenizer;   /* NULL: the file's bytes (vocabulary 256); borrowed */
+    double validation_split;           /* the held-out tail; 0: 0.1 */
+} kiln_text_data_opts;
+kiln_status kiln_data_from_text(const char *path, const kiln_text_data_opts *o, kiln_data **train, kiln_data **val);
+/* Windows in an epoch of text training: the training part's tokens / block_size. */
+int64_t kiln_text_epoch_windows(const kiln_data *train);
 
 #ifdef __cplusplus
 }

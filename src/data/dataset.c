@@ -47,8 +47,9 @@ kiln_dataset *kiln_dataset_from_tensors(const kiln_tensor *x, const kiln_tensor 
     int64_t n = x->shape.dim[0];
     if (y) {
         char sb[96];
-        if (y->shape.rank != 1 || y->shape.dim[0] != n) {
-            kiln_set_error(KILN_SHAPE_MISMATCH, "dataset: y must be [%lld] to match x's first dimension, got %s",
+        if (y->shape.rank < 1 || y->shape.dim[0] != n) {
+            kiln_set_error(KILN_SHAPE_MISMATCH, "dataset: y must be [%lld] (or [%lld, ...]: several labels per example) to match x's first dimension, got %s",
+                           (long long)n,
                            (long long)n, kiln_shape_str(y->shape, sb, sizeof sb));
             return NULL;
         }
@@ -57,8 +58,8 @@ kiln_dataset *kiln_dataset_from_tensors(const kiln_tensor *x, const kiln_tensor 
                            kiln_dtype_name(y->dtype));
             return NULL;
         }
-        int64_t maxl = -1;
-        for (int64_t i = 0; i < n; i++) {
+        int64_t maxl = -1, ny = kiln_shape_numel(y->shape);
+        for (int64_t i = 0; i < ny; i++) {
             double v = kiln_tensor_get(y, i);
             if (v < 0 || v > 2147483647.0 || (num_classes > 0 && v >= num_classes)) {
                 if (num_classes > 0)
@@ -90,7 +91,7 @@ kiln_dataset *kiln_dataset_from_tensors(const kiln_tensor *x, const kiln_tensor 
     else for (int64_t i = 0; i < total; i++) fx[i] = (float)kiln_tensor_get(x, i);
     if (cy) {
         int32_t *iy = cy->data;
-        for (int64_t i = 0; i < n; i++) iy[i] = (int32_t)kiln_tensor_get(y, i);
+        for (int64_t i = 0, ny = kiln_shape_numel(y->shape); i < ny; i++) iy[i] = (int32_t)kiln_tensor_get(y, i);
     }
     return kiln_dataset_adopt(cx, cy, num_classes);
 }
@@ -238,10 +239,12 @@ kiln_status kiln_dataset_gather(const kiln_dataset *d, const int64_t *order, int
             return kiln_set_error(KILN_INVALID_ARGUMENT, "dataset_gather: the dataset has no labels; pass by = NULL");
         if (by->dtype != KILN_I32)
             return kiln_set_error(KILN_DTYPE_MISMATCH, "dataset_gather: by must be i32, got %s", kiln_dtype_name(by->dtype));
-        if (by->shape.rank != 1 || by->shape.dim[0] != count) {
-            char a[96];
-            return kiln_set_error(KILN_SHAPE_MISMATCH, "dataset_gather: by is %s, expected [%lld]",
-                                  kiln_shape_str(by->shape, a, sizeof a), (long long)count);
+        kiln_shape wy = d->y->shape;
+        wy.dim[0] = count;
+        if (!kiln_shape_equal(by->shape, wy)) {
+            char a[96], b[96];
+            return kiln_set_error(KILN_SHAPE_MISMATCH, "dataset_gather: by is %s, expected %s",
+                                  kiln_shape_str(by->shape, a, sizeof a), kiln_shape_str(wy, b, sizeof b));
         }
     }
     for (int64_t k = 0; k < count; k++) {
@@ -257,7 +260,8 @@ kiln_status kiln_dataset_gather(const kiln_dataset *d, const int64_t *order, int
     if (by) {
         const int32_t *sy = d->y->data;
         int32_t *dy = by->data;
-        for (int64_t k = 0; k < count; k++) dy[k] = sy[order[start + k]];
+        size_t per = (size_t)(kiln_shape_numel(d->y->shape) / n);   /* labels per example */
+        for (int64_t k = 0; k < count; k++) memcpy(dy + (size_t)k * per, sy + (size_t)order[start + k] * per, per * sizeof *sy);
     }
     return KILN_OK;
 }

@@ -276,6 +276,10 @@ kiln_shape kiln_data_example_shape(const kiln_data *d) {
 }
 int kiln_data_num_classes(const kiln_data *d) { return d ? d->src->num_classes : 0; }
 kiln_dtype kiln_data_label_dtype(const kiln_data *d) { return d && d->src->float_labels ? KILN_F32 : KILN_I32; }
+kiln_shape kiln_data_label_shape(const kiln_data *d) {
+    kiln_shape s = { 0, { 0 } };
+    return d ? d->src->label_shape : s;
+}
 const char *kiln_data_class_name(const kiln_data *d, int c) {
     if (!d || !d->src->class_names || c < 0 || c >= d->src->num_classes) return NULL;
     return d->src->class_names[c];

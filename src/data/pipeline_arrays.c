@@ -6,13 +6,13 @@
 #include "data/pipeline_internal.h"
 #include "data/tabular.h"
 
-typedef struct arr_impl { const float *x; const void *y; bool float_y; int64_t row; } arr_impl;
+typedef struct arr_impl { const float *x; const void *y; bool float_y; int64_t row, lrow; } arr_impl;
 
 static kiln_status arr_get(const kiln_source *s, int64_t i, float *x, int32_t *label) {
     const arr_impl *im = s->impl;
     memcpy(x, im->x + (size_t)i * (size_t)im->row, sizeof(float) * (size_t)im->row);
     if (!im->y) *label = -1;
-    else memcpy(label, (const char *)im->y + (size_t)i * 4, 4);    /* i32 id, or the f32 value's bits */
+    else memcpy(label, (const char *)im->y + (size_t)i * 4 * (size_t)im->lrow, 4 * (size_t)im->lrow);    /* i32 ids, or the f32 values' bits */
     return KILN_OK;
 }
 
@@ -39,13 +39,15 @@ kiln_data *kiln_data_from_arrays(const kiln_tensor *x, const kiln_tensor *y, int
         return NULL;
     }
     int64_t n = x->shape.dim[0];
-    if (y && (y->shape.rank != 1 || y->shape.dim[0] != n || (y->dtype != KILN_I32 && y->dtype != KILN_F32))) {
-        kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_data_from_arrays: y must be [%lld] i32 class ids or f32 values to match x %s; it is %s %s",
+    if (y && (y->shape.rank < 1 || y->shape.dim[0] != n || (y->dtype != KILN_I32 && y->dtype != KILN_F32) || (y->shape.rank > 1 && y->dtype != KILN_I32))) {
+        kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_data_from_arrays: y must be [%lld] i32 class ids or f32 values (or [%lld, ...] i32 ids) to match x %s; it is %s %s",
+                       (long long)n,
                        (long long)n, kiln_shape_str(x->shape, a, sizeof a), kiln_dtype_name(y->dtype), kiln_shape_str(y->shape, b, sizeof b));
         return NULL;
     }
     int top = -1;
-    if (y && y->dtype == KILN_I32 && check_ids(y->data, n, num_classes, &top)) return NULL;
+    int64_t ny = y ? kiln_shape_numel(y->shape) : 0;
+    if (y && y->dtype == KILN_I32 && check_ids(y->data, ny, num_classes, &top)) return NULL;
     if (y && y->dtype == KILN_F32)
         for (int64_t i = 0; i < n; i++)
             if (!isfinite(((const float *)y->data)[i])) {
@@ -66,6 +68,11 @@ kiln_data *kiln_data_from_arrays(const kiln_tensor *x, const kiln_tensor *y, int
     s->shape.rank = x->shape.rank - 1;
     for (int i = 1; i < x->shape.rank; i++) s->shape.dim[i - 1] = x->shape.dim[i];
     s->n = n;
+    if (y && y->shape.rank > 1) {
+        s->label_shape.rank = y->shape.rank - 1;
+        for (int i = 1; i < y->shape.rank; i++) s->label_shape.dim[i - 1] = y->shape.dim[i];
+    }
+    im->lrow = kiln_source_label_numel(s);
     s->num_classes = im->float_y || !y ? 0 : num_classes > 0 ? num_classes : top + 1;
     s->float_labels = im->float_y;
     s->get = arr_get;

@@ -20,7 +20,11 @@ struct kiln_source {
     /* labels are f32 values (regression, soft targets: npz / CSV sources) written as their bits
      * into the int32 label slot; num_classes is then 0. Batches carry them as an f32 y. */
     bool float_labels;
+    /* each example's label shape: rank 0 (the default) one label; e.g. [T] for a window's T
+     * next-token ids. get writes kiln_source_label_numel of them. */
+    kiln_shape label_shape;
 };
+static inline int64_t kiln_source_label_numel(const kiln_source *s) { return s->label_shape.rank ? kiln_shape_numel(s->label_shape) : 1; }
 kiln_source *kiln_source_new(void);
 void kiln_source_free(kiln_source *s);
 kiln_data *kiln_data_from_source(kiln_source *s);   /* takes s (freed on failure) */

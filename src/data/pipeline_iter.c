@@ -185,6 +185,7 @@ struct kiln_data_iter {
     int nops, cache_pos;       /* cache_pos: index in ops of the cache, -1 none */
     kiln_data_cache_store *cache;
     int64_t numel, bcap;
+    int64_t lnumel;            /* labels per example */
     iiter *root;
     int nslots;
     slot *slots;
@@ -245,7 +246,7 @@ static kiln_status compute_elem(const kiln_data_iter *it, elem_id e, float *x, i
     int start = 0;
     if (c && atomic_load_explicit(&c->state[e.src], memory_order_acquire) == 2) {
         memcpy(x, c->x + (size_t)e.src * (size_t)it->numel, sizeof(float) * (size_t)it->numel);
-        *label = c->y[e.src];
+        memcpy(label, c->y + (size_t)e.src * (size_t)it->lnumel, sizeof(int32_t) * (size_t)it->lnumel);
         start = it->cache_pos + 1;
     } else {
         kiln_status st = s->get(s, e.src, x, label);
@@ -256,7 +257,7 @@ static kiln_status compute_elem(const kiln_data_iter *it, elem_id e, float *x, i
             unsigned char expect = 0;
             if (atomic_compare_exchange_strong(&c->state[e.src], &expect, 1)) {
                 memcpy(c->x + (size_t)e.src * (size_t)it->numel, x, sizeof(float) * (size_t)it->numel);
-                c->y[e.src] = *label;
+                memcpy(c->y + (size_t)e.src * (size_t)it->lnumel, label, sizeof(int32_t) * (size_t)it->lnumel);
                 atomic_store_explicit(&c->state[e.src], 2, memory_order_release);
             }
             continue;
@@ -271,7 +272,7 @@ static kiln_status compute_elem(const kiln_data_iter *it, elem_id e, float *x, i
 static kiln_status compute_slot(kiln_data_iter *it, slot *sl, float *scratch) {
     for (int64_t k = 0; k < sl->count; k++) {
         if (atomic_load_explicit(&it->stop, memory_order_relaxed)) return KILN_OK;
-        kiln_status st = compute_elem(it, sl->ids[k], sl->x + (size_t)k * (size_t)it->numel, &sl->y[k], scratch);
+        kiln_status st = compute_elem(it, sl->ids[k], sl->x + (size_t)k * (size_t)it->numel, sl->y + (size_t)k * (size_t)it->lnumel, scratch);
         if (st != KILN_OK) return st;
     }
     return KILN_OK;
@@ -351,7 +352,7 @@ void kiln_data_iter_free(kiln_data_iter *it) {
     kiln_free(it);
 }
 
-static kiln_status cache_storage(kiln_data_cache_store *c, int64_t n, int64_t numel) {
+static kiln_status cache_storage(kiln_data_cache_store *c, int64_t n, int64_t numel, int64_t lnumel) {
     kiln_status st = KILN_OK;
     pthread_mutex_lock(&c->mu);
     if (!c->state) {
@@ -361,7 +362,7 @@ static kiln_status cache_storage(kiln_data_cache_store *c, int64_t n, int64_t nu
         } else {
             size_t nn = n > 0 ? (size_t)n : 1;
             c->x = kiln_malloc(nn * (size_t)numel * sizeof(float));
-            c->y = kiln_malloc(nn * sizeof(int32_t));
+            c->y = kiln_malloc(nn * (size_t)lnumel * sizeof(int32_t));
             c->state = kiln_calloc(nn, sizeof *c->state);
             if (!c->x || !c->y || !c->state) {
                 kiln_free(c->x); kiln_free(c->y); kiln_free((void *)c->state);
@@ -379,7 +380,7 @@ static bool slot_alloc(kiln_data_iter *it, slot *sl) {
     sl->seq = -1;
     /* batches the model copies to a GPU come from page-locked memory when there is one */
     sl->x = kiln_host_alloc_staging(sizeof(float) * (size_t)it->numel * (size_t)it->bcap, &sl->pinned);
-    sl->y = kiln_malloc(sizeof(int32_t) * (size_t)it->bcap);
+    sl->y = kiln_malloc(sizeof(int32_t) * (size_t)it->bcap * (size_t)it->lnumel);
     sl->ids = kiln_malloc(sizeof(elem_id) * (size_t)it->bcap);
     return sl->x && sl->y && sl->ids;
 }
@@ -413,6 +414,7 @@ kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **ou
     atomic_init(&it->stop, false);
     it->numel = kiln_shape_numel(d->src->shape);
     if (it->numel < 1) it->numel = 1;
+    it->lnumel = kiln_source_label_numel(d->src);
     it->bcap = d->batch;
     it->nops = d->n_elem_ops;
     it->ops = kiln_calloc((size_t)(it->nops > 0 ? it->nops : 1), sizeof *it->ops);
@@ -432,7 +434,7 @@ kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **ou
     for (int i = 0; i < it->nops; i++)
         if (it->ops[i]->kind == KILN_DN_CACHE) it->cache_pos = i;
     if (it->cache) {
-        kiln_status st = cache_storage(it->cache, d->src->n, it->numel);
+        kiln_status st = cache_storage(it->cache, d->src->n, it->numel, it->lnumel);
         if (st != KILN_OK) { kiln_data_iter_free(it); return st; }
     }
     for (int i = 0; i <= it->nworkers; i++)
@@ -480,7 +482,10 @@ static void slot_tensors(kiln_data_iter *it, slot *sl, kiln_tensor **x, kiln_ten
     sl->tx.data = sl->x;
     sl->tx.owns_data = false;
     sl->ty.dtype = it->d->src->float_labels ? KILN_F32 : KILN_I32;
-    sl->ty.shape = KILN_SHAPE(sl->count);
+    kiln_shape ls = it->d->src->label_shape;
+    sl->ty.shape.rank = ls.rank + 1;
+    sl->ty.shape.dim[0] = sl->count;
+    for (int i = 0; i < ls.rank; i++) sl->ty.shape.dim[i + 1] = ls.dim[i];
     sl->ty.data = sl->y;
     sl->ty.owns_data = false;
     *x = &sl->tx;

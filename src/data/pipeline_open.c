@@ -13,13 +13,15 @@ typedef struct ds_impl {
     const kiln_dataset *d;
     kiln_dataset *owned;
     int64_t row;   /* floats per example */
+    int64_t lrow;  /* labels per example */
 } ds_impl;
 
 static kiln_status ds_get(const kiln_source *s, int64_t i, float *x, int32_t *label) {
     const ds_impl *im = s->impl;
     const kiln_tensor *tx = kiln_dataset_x(im->d), *ty = kiln_dataset_y(im->d);
     memcpy(x, (const float *)tx->data + (size_t)i * (size_t)im->row, sizeof(float) * (size_t)im->row);
-    *label = ty ? ((const int32_t *)ty->data)[i] : -1;
+    if (ty) memcpy(label, (const int32_t *)ty->data + (size_t)i * (size_t)im->lrow, sizeof(int32_t) * (size_t)im->lrow);
+    else *label = -1;
     return KILN_OK;
 }
 
@@ -54,6 +56,12 @@ static kiln_data *ds_source(const kiln_dataset *d, kiln_dataset *owned) {
     s->shape = es;
     s->n = kiln_dataset_size(d);
     s->num_classes = kiln_dataset_num_classes(d);
+    const kiln_tensor *ty = kiln_dataset_y(d);
+    if (ty && ty->shape.rank > 1) {       /* several labels per example, e.g. [T] next-token ids */
+        s->label_shape.rank = ty->shape.rank - 1;
+        for (int i = 1; i < ty->shape.rank; i++) s->label_shape.dim[i - 1] = ty->shape.dim[i];
+    }
+    im->lrow = kiln_source_label_numel(s);
     s->get = ds_get;
     s->destroy = ds_destroy;
     s->impl = im;

@@ -60,6 +60,7 @@ static kiln_data *part(split_shared *sh, double f, bool want, int64_t count) {
     s->n = count;
     s->num_classes = o->num_classes;
     s->float_labels = o->float_labels;
+    s->label_shape = o->label_shape;
     s->class_names = names;
     s->get = split_get;
     s->destroy = split_destroy;

@@ -9,7 +9,13 @@ static kiln_status check_data(kiln_model *m, const kiln_dataset *d, const char *
     if (!d) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL dataset", what);
     kiln_status st = nn_check_examples(m, kiln_dataset_example_shape(d), kiln_dataset_y(d) != NULL,
                                        kiln_dataset_num_classes(d), what, "the dataset");
-    if (st) return st;
+    const kiln_tensor *y = kiln_dataset_y(d);
+    kiln_shape ls = { 0, { 0 } };
+    if (y && y->shape.rank > 1) {
+        ls.rank = y->shape.rank - 1;
+        for (int i = 1; i < y->shape.rank; i++) ls.dim[i - 1] = y->shape.dim[i];
+    }
+    if (st || (st = nn_check_labels(m, ls, what, "the dataset"))) return st;
     if (kiln_dataset_size(d) <= 0) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: the dataset is empty", what);
     return KILN_OK;
 }

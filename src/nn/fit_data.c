@@ -17,7 +17,7 @@ kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled,
         return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: %s's examples are %s but model '%s' takes %s (batch excluded)",
                               what, noun, kiln_shape_str(es, a, sizeof a), m->name, kiln_shape_str(is, b, sizeof b));
     if (!labelled) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: %s has no labels", what, noun);
-    int64_t units = m->output->out.dim[0];
+    int64_t units = m->output->out.dim[m->output->out.rank - 1];
     if (m->copts.loss == KILN_LOSS_BINARY_CROSSENTROPY && nc > 2)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: binary_crossentropy takes labels 0 and 1 but %s has class ids up to %d; for %d "
                               "classes use sparse_categorical_crossentropy and a Dense(%d) output", what, noun, nc - 1, nc, nc);
@@ -27,13 +27,26 @@ kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled,
     return KILN_OK;
 }
 
+kiln_status nn_check_labels(const kiln_model *m, kiln_shape ls, const char *what, const char *noun) {
+    kiln_shape want = nn_label_shape(m);
+    if (kiln_shape_equal(ls, want)) return KILN_OK;
+    char a[96], b[96], c[96];
+    kiln_shape_str(m->output->out, c, sizeof c);
+    if (want.rank == 0)
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: %s has labels of shape %s per example but model '%s' outputs %s: one label per example",
+                              what, noun, kiln_shape_str(ls, a, sizeof a), m->name, c);
+    return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: %s has %s per example but model '%s' outputs %s, so it takes labels %s per example "
+                          "(one per position)", what, noun, ls.rank ? kiln_shape_str(ls, a, sizeof a) : "one label", m->name, c,
+                          kiln_shape_str(want, b, sizeof b));
+}
+
 kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train) {
     if (!d) return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: NULL pipeline", what);
     int nc = kiln_data_num_classes(d);
     bool f32 = kiln_data_label_dtype(d) == KILN_F32;
     kiln_status st = nn_check_examples(m, kiln_data_example_shape(d), nc > 0 || f32, nc, what, "the data");
-    if (st) return st;
-    int64_t units = m->output->out.dim[0];
+    if (st || (st = nn_check_labels(m, kiln_data_label_shape(d), what, "the data"))) return st;
+    int64_t units = m->output->out.dim[m->output->out.rank - 1];
     kiln_loss_kind loss = m->copts.loss;
     bool value_loss = loss != KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && loss != KILN_LOSS_CATEGORICAL_CROSSENTROPY;
     if (f32 && (!value_loss || units != 1))

@@ -136,6 +136,9 @@ kiln_status nn_resident_from_pipeline(kiln_model *m, const kiln_data *train, con
     if (kiln_data_label_dtype(train) == KILN_F32)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: data_on_device takes class-id labels; the data's labels are values (mse): "
                               "train without data_on_device");
+    if (kiln_data_label_shape(train).rank > 0)
+        return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: data_on_device takes one label per example; this data has a label per position: "
+                              "train without data_on_device");
     res_parts p;
     kiln_status st = split_pipeline(train, &p);
     if (st) return st;

@@ -13,6 +13,13 @@ static kiln_shape batched(kiln_shape s, int64_t n) {
     return b;
 }
 
+kiln_shape nn_label_shape(const kiln_model *m) {
+    kiln_shape s = m->output->out;
+    if (s.rank <= 1) return (kiln_shape){ 0, { 0 } };
+    s.rank--;
+    return s;
+}
+
 /* Host-fed batches: placeholders for the examples and their labels. */
 static void fed_input(kiln_model *m, nn_forward *f) {
     char nm[64];
@@ -20,8 +27,7 @@ static void fed_input(kiln_model *m, nn_forward *f) {
     snprintf(nm, sizeof nm, "%s_x_%d", phase, f->batch);
     f->x = kiln_placeholder(m->g, nm, KILN_F32, batched(m->input->out, f->batch));
     snprintf(nm, sizeof nm, "%s_y%s_%d", phase, m->float_labels ? "f" : "", f->batch);
-    kiln_shape ys = m->output->out.rank == 2 ? KILN_SHAPE(f->batch, m->output->out.dim[0]) : KILN_SHAPE(f->batch);   /* (T) next-token ids */
-    f->y = kiln_placeholder(m->g, nm, m->float_labels ? KILN_F32 : KILN_I32, ys);
+    f->y = kiln_placeholder(m->g, nm, m->float_labels ? KILN_F32 : KILN_I32, batched(nn_label_shape(m), f->batch));
     f->float_labels = m->float_labels;
     f->w = NULL;
     if (f->training && m->weighted) {

@@ -9,7 +9,7 @@
 
 /* ---- compile's metric_list: Keras' metrics counted over an epoch or an evaluation ---- */
 #define AUC_T 200
-typedef enum { MK_BINARY_ACC, MK_CAT_ACC, MK_TOPK, MK_PRECISION, MK_RECALL, MK_AUC, MK_MAE, MK_MSE, MK_RMSE } metric_kind;
+typedef enum { MK_BINARY_ACC, MK_CAT_ACC, MK_TOPK, MK_PRECISION, MK_RECALL, MK_AUC, MK_MAE, MK_MSE, MK_RMSE, MK_PERPLEXITY } metric_kind;
 typedef struct metric {
     metric_kind kind;
     int k;
@@ -27,6 +27,7 @@ static const struct { const char *name; metric_kind k; } metric_names[] = {
     { "precision", MK_PRECISION }, { "recall", MK_RECALL }, { "auc", MK_AUC },
     { "mae", MK_MAE }, { "mean_absolute_error", MK_MAE }, { "mse", MK_MSE }, { "mean_squared_error", MK_MSE },
     { "rmse", MK_RMSE }, { "root_mean_squared_error", MK_RMSE },
+    { "perplexity", MK_PERPLEXITY },    /* not Keras': exp of the mean cross-entropy per label (per token) */
 };
 
 void nn_metric_set_free(nn_metric_set *s) {
@@ -49,7 +50,7 @@ static kiln_status parse_entry(const char *e, metric *mt) {
     if (i == sizeof metric_names / sizeof metric_names[0])
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: unknown metric '%s': use binary_accuracy, categorical_accuracy, "
                               "sparse_categorical_accuracy, top_k_categorical_accuracy[:K], sparse_top_k_categorical_accuracy[:K], "
-                              "precision, recall, auc, mae, mse or rmse", nm);
+                              "precision, recall, auc, mae, mse, rmse or perplexity", nm);
     mt->kind = metric_names[i].k;
     mt->k = 5;
     if (colon && (!at || colon < at)) {
@@ -106,8 +107,21 @@ void nn_metrics_reset(const kiln_model *m) {
 /* Keras' AUC thresholds: -eps, i / 199 (i = 1..198), 1 + eps; an example counts above when >. */
 static double auc_threshold(int i) { return i == 0 ? -1e-7 : i == AUC_T - 1 ? 1 + 1e-7 : (double)i / (AUC_T - 1); }
 
-static void update_one(metric *t, const float *r, int64_t c, double label, bool ids) {
+/* The cross-entropy of one row against class id lab: r logits (log-sum-exp - r[lab]) or probabilities. */
+static double row_xent(const float *r, int64_t c, int32_t lab, bool logits) {
+    if (!logits) return -log(fmax((double)r[lab], 1e-7));
+    double mx = r[0], s = 0;
+    for (int64_t j = 1; j < c; j++) mx = fmax(mx, (double)r[j]);
+    for (int64_t j = 0; j < c; j++) s += exp((double)r[j] - mx);
+    return mx + log(s) - (double)r[lab];
+}
+
+static void update_one(metric *t, const float *r, int64_t c, double label, bool ids, bool logits) {
     int32_t lab = (int32_t)label;
+    if (t->kind == MK_PERPLEXITY) {
+        if (ids && c > 1 && lab >= 0 && lab < c) { t->sum += row_xent(r, c, lab, logits); t->count += 1; }
+        return;
+    }
     if (t->kind == MK_CAT_ACC || t->kind == MK_TOPK) {
         int64_t best = 0, above = 0;
         for (int64_t j = 1; j < c; j++) if (r[j] > r[best]) best = j;
@@ -139,7 +153,8 @@ static void metrics_update(const kiln_model *m, const kiln_tensor *out, const ki
     bool ids = y->dtype != KILN_F32;
     for (int i = 0; m->mset && i < m->mset->n; i++)
         for (int64_t e = 0; e < n; e++)
-            update_one(&m->mset->m[i], (const float *)out->data + e * c, c, ids ? ((const int32_t *)y->data)[e] : ((const float *)y->data)[e], ids);
+            update_one(&m->mset->m[i], (const float *)out->data + e * c, c, ids ? ((const int32_t *)y->data)[e] : ((const float *)y->data)[e], ids,
+                       m->copts.from_logits);
 }
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }   /* Keras' divide_no_nan */
@@ -163,6 +178,7 @@ int nn_metrics_values(const kiln_model *m, double *out) {
         case MK_RECALL: out[i] = ratio(t->tp, t->tp + t->fn); break;
         case MK_AUC: out[i] = auc_value(t); break;
         case MK_RMSE: out[i] = sqrt(ratio(t->sum, t->count)); break;
+        case MK_PERPLEXITY: out[i] = exp(ratio(t->sum, t->count)); break;
         default: out[i] = ratio(t->sum, t->count); break;
         }
     }
@@ -177,7 +193,8 @@ void nn_batch_metrics(const kiln_model *m, const kiln_tensor *out, const kiln_te
     const float *values = y->data;
     bool f32 = y->dtype == KILN_F32;
     int64_t c = out->shape.dim[out->shape.rank - 1], per = 1;
-    if (out->shape.rank == 3) { per = out->shape.dim[1]; n *= per; }   /* a language model: each position, counted 1/T */
+    for (int i = 1; i + 1 < out->shape.rank; i++) per *= out->shape.dim[i];   /* a label per position (a language model): each counts 1/T */
+    n *= per;
     int k = m->copts.top_k;
     double hit = 0, top = 0;
     for (int64_t i = 0; i < n; i++) {

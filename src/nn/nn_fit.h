@@ -52,6 +52,8 @@ void nn_callbacks_end(const kiln_fit_opts *o, nn_cb_state *st);
 /* kiln_fit's checks of any data (a dataset or a pipeline, called `noun` in messages): examples of
  * the model's input shape, labels, no more classes (nc) than the model's outputs. */
 kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled, int nc, const char *what, const char *noun);
+/* The data's label shape per example (ls) against the model's (nn_label_shape). */
+kiln_status nn_check_labels(const kiln_model *m, kiln_shape ls, const char *what, const char *noun);
 kiln_status nn_check_pipeline(kiln_model *m, const kiln_data *d, const char *what, bool train);
 kiln_status nn_evaluate_pipeline(kiln_model *m, kiln_data *d, kiln_eval_result *r);
 kiln_status nn_fit_loop(kiln_model *m, kiln_data *train, kiln_data *val, const kiln_fit_opts *o);

@@ -9,6 +9,10 @@
 /* forward.c: builds f in m->g (input, layers, loss when compiled, the training step when
  * training); fills f's fetch tensors. Errors stick to m. */
 kiln_status nn_build_forward(kiln_model *m, nn_forward *f, int batch, bool training);
+/* Each example's label shape for the model: rank 0 (one label) for an output [units]; the output
+ * shape without its last dimension otherwise (a label per position: [T] next-token ids for a
+ * [T, vocabulary] output, as Keras' sparse categorical cross-entropy takes them). */
+kiln_shape nn_label_shape(const kiln_model *m);
 
 /* loss.c: mean loss of out against labels y (the compiled loss); NULL on error (sticky on m). */
 /* w: sample weights [batch] or NULL: the loss is then sum(w_i * loss_i) / batch. */

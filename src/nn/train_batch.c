@@ -16,7 +16,8 @@ kiln_status kiln_train_on_batch(kiln_model *m, const kiln_tensor *x, const kiln_
         return kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_train_on_batch: x is %s %s; model '%s' takes f32 (B, %s)", kiln_dtype_name(x->dtype),
                               kiln_shape_str(x->shape, a, sizeof a), m->name, kiln_shape_str(m->input->out, b, sizeof b));
     int batch = (int)x->shape.dim[0];
-    kiln_shape want = m->output->out.rank == 2 ? KILN_SHAPE(batch, m->output->out.dim[0]) : KILN_SHAPE(batch);
+    kiln_shape ls = nn_label_shape(m), want = { ls.rank + 1, { batch } };
+    for (int i = 0; i < ls.rank; i++) want.dim[i + 1] = ls.dim[i];
     if (y->dtype != KILN_I32 || !kiln_shape_equal(y->shape, want))
         return kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_train_on_batch: y is %s %s; expected i32 %s", kiln_dtype_name(y->dtype),
                               kiln_shape_str(y->shape, a, sizeof a), kiln_shape_str(want, b, sizeof b));
