@@ -21,6 +21,10 @@ kiln_status nn_check_examples(const kiln_model *m, kiln_shape es, bool labelled,
     if (m->copts.loss == KILN_LOSS_BINARY_CROSSENTROPY && nc > 2)
         return kiln_set_error(KILN_INVALID_ARGUMENT, "%s: binary_crossentropy takes labels 0 and 1 but %s has class ids up to %d; for %d "
                               "classes use sparse_categorical_crossentropy and a Dense(%d) output", what, noun, nc - 1, nc, nc);
+    if (units > 1 && nc > units && m->output->out.rank >= 2)
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: %s has a vocabulary of %d (ids 0..%d) but model '%s' has one of %lld (%s gives %lld "
+                              "scores per position): build the model for a vocabulary of %d (--model gpt_char takes it from the data)",
+                              what, noun, nc, nc - 1, m->name, (long long)units, m->output->name, (long long)units, nc);
     if (units > 1 && nc > units)
         return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: %s has %d classes but model '%s' outputs %lld values (%s); give the last Dense %d units",
                               what, noun, nc, m->name, (long long)units, m->output->name, nc);

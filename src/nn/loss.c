@@ -133,11 +133,6 @@ kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node
     int64_t classes = kiln_node_shape(out).dim[1];
     bool logits = m->copts.from_logits;
     kiln_node *loss = NULL;
-    if (kiln_node_shape(out).rank > 2 && m->copts.loss != KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY) {
-        nn_fail(m, KILN_UNSUPPORTED, "model '%s': output %s gives a prediction per position; its loss must be "
-                "sparse_categorical_crossentropy (a class id per position), not %s", m->name, m->output->name, kiln_loss_name(m->copts.loss));
-        return NULL;
-    }
     kiln_graph_push_scope(g, "loss");
     switch (w ? KILN_LOSS_COUNT : m->copts.loss) {
     case KILN_LOSS_COUNT:

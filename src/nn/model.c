@@ -220,11 +220,13 @@ kiln_status kiln_compile(kiln_model *m, const kiln_compile_opts *o) {
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_compile: huber_delta %g must be positive (0: Keras' default 1.0)", c.huber_delta);
     kiln_shape out = m->output->out;
     char b[96];
-    /* a language model: (T, vocabulary) logits, labels (T) next-token ids */
-    bool seq = out.rank == 2 && c.loss == KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
-    if (seq) out = KILN_SHAPE(out.dim[1]);
+    /* a class per position: a language model's (T, vocabulary) logits with (T) next-token ids, or
+     * (H, W, classes) with (H, W) per-pixel ids */
+    bool seq = out.rank >= 2 && c.loss == KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+    if (seq) out = KILN_SHAPE(out.dim[out.rank - 1]);
     if (out.rank != 1)
-        return kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_compile: model '%s' output %s must be (None, classes) for these losses; end with kiln_layer_flatten() and kiln_layer_dense()",
+        return kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_compile: model '%s' output %s must be (None, classes) for these losses (a class "
+                              "per position needs sparse_categorical_crossentropy); end with kiln_layer_flatten() and kiln_layer_dense()",
                               m->name, kiln_shape_str(out, b, sizeof b));
     if ((c.loss == KILN_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY || c.loss == KILN_LOSS_CATEGORICAL_CROSSENTROPY) && out.dim[0] < 2)
         return kiln_set_error(KILN_SHAPE_MISMATCH, "kiln_compile: categorical cross-entropy needs one output per class, but '%s' has %lld; use KILN_LOSS_BINARY_CROSSENTROPY for one output",
