@@ -55,6 +55,10 @@ static int synthetic_specs(const cli_ctx *c, const char *cmd, char *spec, size_t
 /* --data text:FILE --block-size N [--tokenizer F]: windows of the training head, consecutive
  * windows of the held-out tail (--validation-split, default 0.1). */
 static int open_text(const args *a, const char *cmd, data_src *ds) {
+    if (!strcmp(cmd, "predict")) {
+        fprintf(stderr, "kiln predict: --data text: is for kiln train and kiln eval; continue a text with kiln generate --load CKPT\n");
+        return 2;
+    }
     if (a->context <= 0) {
         fprintf(stderr, "kiln %s: --data text:FILE needs --block-size N: the tokens in each training window, the model's context "
                 "(e.g. 256 for gpt_char; kiln eval: the block size it was trained with)\n", cmd);

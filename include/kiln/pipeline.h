@@ -51,7 +51,8 @@ typedef struct kiln_data_iter kiln_data_iter;  /* one pass over a pipeline */
 kiln_data *kiln_data_from_dataset(const kiln_dataset *d, bool copy);
 /* From arrays the caller owns and keeps alive and unchanged while the pipeline exists (borrowed,
  * no copy): x f32 [N, <example shape>] C-contiguous; y NULL (unlabelled), [N] i32 class ids
- * (checked: 0..num_classes-1; num_classes <= 0: max id + 1) or [N] f32 values (regression, soft
+ * (checked: 0..num_classes-1; num_classes <= 0: max id + 1; [N, ...] i32: several per example,
+ * kiln_data_label_shape) or [N] f32 values (regression, soft
  * targets: kiln_data_label_dtype says F32). */
 kiln_data *kiln_data_from_arrays(const kiln_tensor *x, const kiln_tensor *y, int num_classes);
 /* One CIFAR-10 binary batch file (data_batch_1.bin ... test_batch.bin) as Keras's load_data gives
@@ -133,9 +134,9 @@ void kiln_data_free(kiln_data *d);
 
 /* Callback applied to every example on the worker threads. x is the example (f32, the pipeline's
  * example shape; modify in place, the shape must stay), *label may be changed (it must stay in
- * 0..num_classes-1). rng_key: this example's key (from the map's seed, the epoch and the source
- * index): use it for randomness (e.g. kiln-style counter hashing), never global state. Must be
- * thread-safe. Return KILN_OK, or an error status (set a message with your own text; it reaches
+ * 0..num_classes-1; label points at all kiln_data_label_shape's labels when there are several).
+ * rng_key: this example's key (from the map's seed, the epoch and the source index): use it for
+ * randomness (e.g. kiln-style counter hashing), never global state. Must be thread-safe. Return KILN_OK, or an error status (set a message with your own text; it reaches
  * the consumer's next call). */
 typedef kiln_status (*kiln_data_map_fn)(void *user, kiln_tensor *x, int32_t *label, uint64_t rng_key);
 kiln_data *kiln_data_map(kiln_data *in, kiln_data_map_fn fn, void *user, uint64_t seed);
@@ -211,7 +212,8 @@ uint64_t kiln_data_example_key(uint64_t seed, uint64_t epoch, int64_t index);
 /* Starts pass `epoch` (shuffle order and augmentations are a function of it). d is borrowed and
  * must outlive the iterator; several iterators may run at once. Workers start at once. */
 kiln_status kiln_data_iter_new(kiln_data *d, uint64_t epoch, kiln_data_iter **out);
-/* Next batch: *x f32 [B, <example shape>], *y i32 [B] (f32 for kiln_data_label_dtype F32) (B is smaller for a kept remainder; 1 when
+/* Next batch: *x f32 [B, <example shape>], *y i32 [B] ([B, <label shape>] for a source with
+ * several labels per example) (f32 for kiln_data_label_dtype F32) (B is smaller for a kept remainder; 1 when
  * unbatched), both borrowed, valid until the next call or kiln_data_iter_free. At the end of the
  * pass returns KILN_OK with *x = *y = NULL. An error in a worker (unreadable image, map callback
  * failure) is returned here, for the batch it belongs to, with its message; the iterator then
