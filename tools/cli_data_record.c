@@ -38,6 +38,19 @@ void cli_data_record(const args *a, kiln_model *m) {
         absolute(a->test_csv, a->test_csv, v, sizeof v);
         ok = put(buf, sizeof buf, &k, "--test-csv", v);
     }
+    if (ok && cli_is_text(a->data)) {     /* the windows: their length, tokenizer and held-out tail */
+        char num[32];
+        snprintf(num, sizeof num, "%d", a->context);
+        ok = put(buf, sizeof buf, &k, "--block-size", num);
+        if (ok && a->tokenizer) {
+            absolute(a->tokenizer, a->tokenizer, v, sizeof v);
+            ok = put(buf, sizeof buf, &k, "--tokenizer", v);
+        }
+        if (ok && a->val_split > 0) {
+            snprintf(num, sizeof num, "%.17g", a->val_split);
+            ok = put(buf, sizeof buf, &k, "--validation-split", num);
+        }
+    }
     /* a record that cannot be written whole is left out: eval then needs --data, as before */
     kiln_model_set_data_spec(m, ok ? buf : NULL);
 }
@@ -49,7 +62,7 @@ int cli_data_from_record(args *a, const char *cmd, const kiln_safetensors *f, ch
     char *s = malloc(n + 1);
     if (!s) { fprintf(stderr, "kiln %s: out of host memory\n", cmd); return 1; }
     memcpy(s, rec, n + 1);
-    const char *data = NULL, *label = NULL, *test = NULL;
+    const char *data = NULL, *label = NULL, *test = NULL, *block = NULL, *tok = NULL, *split = NULL;
     for (char *p = s; *p;) {
         char *opt = p, *nl = strchr(p, '\n'), *val, *end;
         if (!nl) break;
@@ -61,6 +74,9 @@ int cli_data_from_record(args *a, const char *cmd, const kiln_safetensors *f, ch
         if (!strcmp(opt, "--data")) data = val;
         else if (!strcmp(opt, "--label-column")) label = val;
         else if (!strcmp(opt, "--test-csv")) test = val;
+        else if (!strcmp(opt, "--block-size")) block = val;
+        else if (!strcmp(opt, "--tokenizer")) tok = val;
+        else if (!strcmp(opt, "--validation-split")) split = val;
         /* options of later kilns are skipped: the ones known here still apply */
     }
     if (!data) {
@@ -72,8 +88,13 @@ int cli_data_from_record(args *a, const char *cmd, const kiln_safetensors *f, ch
     a->data_given = true;
     if (!a->label_column) a->label_column = label;
     if (!a->test_csv) a->test_csv = test;
+    if (a->context <= 0 && block) a->context = atoi(block);
+    if (!a->tokenizer) a->tokenizer = tok;
+    if (!(a->val_split > 0) && split) a->val_split = atof(split);
     *keep = s;
-    printf("Data: %s%s%s%s%s (what %s was trained on; --data uses other data)\n", data, a->label_column ? " --label-column " : "",
-           a->label_column ? a->label_column : "", a->test_csv ? " --test-csv " : "", a->test_csv ? a->test_csv : "", a->load);
+    char text[PATH_MAX + 64] = "";
+    if (cli_is_text(data)) snprintf(text, sizeof text, " --block-size %d%s%s", a->context, a->tokenizer ? " --tokenizer " : "", a->tokenizer ? a->tokenizer : "");
+    printf("Data: %s%s%s%s%s%s (what %s was trained on; --data uses other data)\n", data, a->label_column ? " --label-column " : "",
+           a->label_column ? a->label_column : "", a->test_csv ? " --test-csv " : "", a->test_csv ? a->test_csv : "", text, a->load);
     return 0;
 }

@@ -8,7 +8,7 @@
 
 const char *cli_data_path(const char *spec) {
     static const char *const prefixes[] = { "cifar10:", "cifar100:", "cifar100-coarse:", "mnist:", "fashion-mnist:", "idx:",
-                                            "images:", "npz:", "csv:" };
+                                            "images:", "npz:", "csv:", "text:" };
     if (!spec || !strncmp(spec, "synthetic", 9)) return NULL;
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
         size_t n = strlen(prefixes[i]);
@@ -21,12 +21,13 @@ typedef struct named { const char *opt, *path; } named;
 
 int cli_check_paths(const args *a, const char *cmd) {
     if (a->help) return 0;
-    named in[4 + CLI_MAX_IMAGES], out[4];
+    named in[5 + CLI_MAX_IMAGES], out[4];
     int ni = 0, no = 0;
     if (a->load) in[ni++] = (named){ "--load", a->load };
     if (a->model_file) in[ni++] = (named){ "--model-file", a->model_file };
     if (cli_data_path(a->data)) in[ni++] = (named){ "--data", cli_data_path(a->data) };
     if (a->test_csv) in[ni++] = (named){ "--test-csv", a->test_csv };
+    if (a->tokenizer) in[ni++] = (named){ "--tokenizer", a->tokenizer };
     for (int i = 0; i < a->n_images; i++) in[ni++] = (named){ "--image", a->images[i] };
     if (a->save) out[no++] = (named){ "--save", a->save };
     if (a->history) out[no++] = (named){ "--history", a->history };

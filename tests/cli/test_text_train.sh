@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kiln train / eval --data text:FILE --block-size N (issue 27): a small gpt_char trains on a text
 # (loss, perplexity and val_perplexity per epoch, in the history CSV too), the same --seed gives the
-# same run, the checkpoint evaluates on the held-out tail and generates with kiln generate --load;
+# same run, the checkpoint evaluates on the held-out tail (also from the data it records) and generates with kiln generate --load;
 # a tokenizer's ids train too. Errors: a missing file, a block size larger than the text, no
 # --block-size, --block-size without text data, a data vocabulary larger than the model's.
 # Usage: test_text_train.sh path/to/kiln
@@ -27,6 +27,8 @@ awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
          END { exit bad || n != 2 }' "$tmp/h.csv" && ok || bad "val_perplexity is not exp(val_loss): $(cat "$tmp/h.csv")"
 vloss=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } END { printf "%.4f", $c["val_loss"] }' "$tmp/h.csv")
 expect "eval" "held-out .* loss $vloss, perplexity [0-9.]+, [0-9]+ windows" "$K" eval --load "$tmp/g.safetensors" --data "text:$tmp/t.txt" --block-size 8
+out=$("$K" eval --load "$tmp/g.safetensors" 2>&1)   # the data the checkpoint records
+grep -q "Data: text:.* --block-size 8 (what" <<<"$out" && grep -q "held-out .* loss $vloss," <<<"$out" && ok || bad "eval from the recorded data: $out"
 expect "generate --load" "^116,104,(([0-9]+),){5}[0-9]+$" "$K" generate --load "$tmp/g.safetensors" --prompt-ids 116,104 --tokens 6 --temperature 0
 # a tokenizer's ids: gpt_char takes its vocabulary
 if "$K" tokenizer train --vocab-size 300 "$tmp/t.txt" -o "$tmp/tok.json" >/dev/null 2>&1; then
