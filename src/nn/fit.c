@@ -122,6 +122,10 @@ kiln_status kiln_fit(kiln_model *m, const kiln_dataset *train, const kiln_fit_op
         return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_fit: batch size %d is larger than the %lld training examples; use a smaller --batch-size", batch, (long long)n_train);
     kiln_dataset *index_ds = NULL;
     if ((st = nn_accum_check(m, batch, o->accumulate_steps, "kiln_fit"))) return st;
+    const kiln_tensor *ty = kiln_dataset_y(train);
+    if (o->data_on_device && ty && ty->shape.rank > 1)
+        return kiln_set_error(KILN_UNSUPPORTED, "kiln_fit: data_on_device takes one label per example; this dataset has a label per position: "
+                              "train without data_on_device");
     if (o->data_on_device &&
         (st = nn_resident_begin(m, train, n_train, o->device_crop_pad, o->device_flip, o->device_augment_seed, &index_ds))) {
         kiln_dataset_free(index_ds);

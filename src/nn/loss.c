@@ -133,6 +133,11 @@ kiln_node *nn_build_loss(kiln_model *m, kiln_graph *g, kiln_node *out, kiln_node
     int64_t classes = kiln_node_shape(out).dim[1];
     bool logits = m->copts.from_logits;
     kiln_node *loss = NULL;
+    if (w && kiln_node_shape(out).rank > 2) {
+        nn_fail(m, KILN_UNSUPPORTED, "model '%s': sample weights weigh one label per example; output %s has a label per position",
+                m->name, m->output->name);
+        return NULL;
+    }
     kiln_graph_push_scope(g, "loss");
     switch (w ? KILN_LOSS_COUNT : m->copts.loss) {
     case KILN_LOSS_COUNT:

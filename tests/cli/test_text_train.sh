@@ -32,7 +32,7 @@ grep -q "Data: text:.* --block-size 8 (what" <<<"$out" && grep -q "held-out .* l
 expect "generate --load" "^116,104,(([0-9]+),){5}[0-9]+$" "$K" generate --load "$tmp/g.safetensors" --prompt-ids 116,104 --tokens 6 --temperature 0
 # a tokenizer's ids: gpt_char takes its vocabulary
 if "$K" tokenizer train --vocab-size 300 "$tmp/t.txt" -o "$tmp/tok.json" >/dev/null 2>&1; then
-  expect "train --tokenizer" "vocabulary 300" "$K" train "${common[@]}" --epochs 1 --steps-per-epoch 1 --tokenizer "$tmp/tok.json" --save "$tmp/b.safetensors"
+  expect "train --tokenizer" "vocabulary 300" "$K" train "${common[@]}" --epochs 0 --tokenizer "$tmp/tok.json"
   expect_fail "eval: the data's vocabulary larger than the model's" "vocabulary of 300 .* one of 256" \
     "$K" eval --load "$tmp/g.safetensors" --data "text:$tmp/t.txt" --block-size 8 --tokenizer "$tmp/tok.json"
 else bad "kiln tokenizer train"; fi

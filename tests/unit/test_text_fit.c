@@ -88,6 +88,8 @@ static void test_token_fit_and_evaluate(void) {
         CHECK_NEAR(r1.metrics[0], exp(xent), 1e-4 * exp(xent));
     }
     kiln_tensor_free(lg);
+    CHECK(kiln_fit(m, d, &(kiln_fit_opts){ .epochs = 1, .batch_size = 16, .data_on_device = true, .verbose = KILN_VERBOSE_SILENT }) == KILN_UNSUPPORTED &&
+          strstr(kiln_last_error(), "per position"));
     /* one label per example for a model with a label per position */
     kiln_tensor *x1 = kiln_tensor_new(KILN_F32, KILN_SHAPE(4, T)), *y1 = kiln_tensor_new(KILN_I32, KILN_SHAPE(4));
     kiln_dataset *bad = kiln_dataset_from_tensors(x1, y1, V);
