@@ -96,7 +96,7 @@ int cmd_export(int argc, char **argv) {
     bool own = file && (cli_is_keras(file) || hf_in) && !load;      /* a .keras / .h5 file's own weights */
     size_t on = out ? strlen(out) : 0;
     bool keras = on > 6 && !strcmp(out + on - 6, ".keras"), hf_out = out && (out[on - 1] == '/' || is_dir(out));
-    if (!load && !own) { fprintf(stderr, "kiln export: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file F.keras|F.h5\n"); return 2; }
+    if (!load && !own) { fprintf(stderr, "kiln export: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file F.keras|F.h5|HF_DIR (a Hugging Face GPT-2 folder)\n"); return 2; }
     if (!out) { fprintf(stderr, "kiln export: --output FILE.onnx is required (or FILE.keras for Keras 3)\n"); return 2; }
     /* the output must not be an input: writing it would destroy the file being read */
     const char *same = load && kiln_same_file(out, load) ? "--load" : file && kiln_same_file(out, file) ? "--model-file" : NULL;
