@@ -701,7 +701,7 @@ kiln_status kiln_model_set_tokenizer(kiln_model *m, struct kiln_tokenizer *t);
 /* Hugging Face GPT-2 folders (GPT2LMHeadModel.save_pretrained: config.json, model.safetensors,
  * optionally tokenizer.json): the model at the config's sizes, context n_positions, weights
  * loaded (f32; f16/bf16 files are converted), the tokenizer.json (when present) as the model's
- * tokenizer; and written back (config.json and model.safetensors, the head tied; tokenizer.json
+ * tokenizer (one Kiln cannot read is a logged warning: the model loads without it); and written back (config.json and model.safetensors, the head tied; tokenizer.json
  * when the model has a tokenizer), readable by transformers' from_pretrained and
  * AutoTokenizer / tokenizers.Tokenizer.from_file. */
 kiln_status kiln_model_from_hf_gpt2(const char *dir, kiln_model **out);

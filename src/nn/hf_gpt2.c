@@ -138,7 +138,9 @@ static kiln_status load_weights(kiln_model *m, const char *dir) {
     return st;
 }
 
-/* DIR/tokenizer.json as m's tokenizer, when the folder has one */
+/* DIR/tokenizer.json as m's tokenizer, when the folder has one. One Kiln cannot read (another
+ * tokenizer type, a normalizer) or that does not fit the model is a warning, not a failure: the
+ * model still loads and generates from ids (or with another tokenizer). */
 static kiln_status load_tokenizer(kiln_model *m, const char *dir) {
     char path[4096];
     struct stat sb;
@@ -146,12 +148,13 @@ static kiln_status load_tokenizer(kiln_model *m, const char *dir) {
     if (stat(path, &sb) && errno == ENOENT) return KILN_OK;
     kiln_tokenizer *t = NULL;
     kiln_status st = kiln_tokenizer_load(path, &t);
-    if (st) return kiln_set_error(st, "%s: %s", dir, kiln_last_error());
-    if (kiln_tokenizer_vocab_size(t) > m->layers[1]->input_dim)
-        st = kiln_set_error(KILN_INVALID_ARGUMENT, "%s: tokenizer.json has %d ids, more than the model's vocab_size %d", dir,
-                            kiln_tokenizer_vocab_size(t), m->layers[1]->input_dim);
-    if (st) kiln_tokenizer_free(t);
-    return st ? st : kiln_model_set_tokenizer(m, t);
+    int vocab = m->layers[1]->input_dim;      /* wte (nn_zoo_gpt_build) */
+    if (!st && kiln_tokenizer_vocab_size(t) > vocab)
+        st = kiln_set_error(KILN_INVALID_ARGUMENT, "it has %d ids, more than the model's vocab_size %d", kiln_tokenizer_vocab_size(t), vocab);
+    if (!st) return kiln_model_set_tokenizer(m, t);
+    kiln_log_msg(KILN_LOG_WARNING, "kiln: warning: %s: tokenizer.json not used: %s", dir, kiln_last_error());
+    kiln_tokenizer_free(t);
+    return KILN_OK;
 }
 
 kiln_status kiln_model_from_hf_gpt2(const char *dir, kiln_model **out) {

@@ -5,9 +5,12 @@
  *   kiln_tokenizer_encode -> kiln_generate -> kiln_tokenizer_decode, and a tokenizer the model
  *   carries (kiln_model_set_tokenizer) is used when none is given;
  * - errors: no tokenizer for a vocabulary that is not bytes; a model whose vocabulary is larger
- *   than the tokenizer's generating an id the tokenizer cannot decode; an empty prompt. */
+ *   than the tokenizer's generating an id the tokenizer cannot decode; an empty prompt;
+ * - a Hugging Face folder keeps the tokenizer (saved and read back); an unreadable tokenizer.json
+ *   leaves the model without one (a warning), loaded all the same. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 #include "kiln/kiln.h"
 
@@ -18,9 +21,9 @@ static kiln_model *gpt(int vocab) {
     kiln_layer *tok = kiln_layer_embedding(m, &(kiln_embedding_opts){ .name = "wte", .input = x, .input_dim = vocab, .output_dim = 16,
                                                                      .embeddings_initializer = &big });
     kiln_layer *pos = kiln_layer_position_embedding(m, &(kiln_position_embedding_opts){ .name = "wpe", .input = tok, .sequence_length = 16 });
-    kiln_layer *h = kiln_layer_add(m, &(kiln_merge_opts){ .inputs = (kiln_layer *[]){ tok, pos }, .n_inputs = 2 });
-    h = kiln_layer_gpt_block(m, &(kiln_gpt_block_opts){ .input = h, .num_heads = 2, .gelu_approximate = true, .init_stddev = 0.3 });
-    h = kiln_layer_layer_norm(m, &(kiln_layer_norm_opts){ .input = h });
+    kiln_layer *h = kiln_layer_add(m, &(kiln_merge_opts){ .name = "embed", .inputs = (kiln_layer *[]){ tok, pos }, .n_inputs = 2 });
+    h = kiln_layer_gpt_block(m, &(kiln_gpt_block_opts){ .name = "h_0", .input = h, .num_heads = 2, .gelu_approximate = true, .init_stddev = 0.3 });
+    h = kiln_layer_layer_norm(m, &(kiln_layer_norm_opts){ .name = "ln_f", .input = h });
     kiln_layer *out = kiln_layer_tied_output(m, "lm_head", h, tok);
     CHECK_OK(kiln_model_functional(m, &x, 1, &out, 1));
     return m;
@@ -109,9 +112,40 @@ static void test_errors(void) {
     kiln_model_free(m);
 }
 
+/* a Hugging Face folder written with the model's tokenizer reads back with it; one Kiln cannot
+ * read (a normalizer) leaves the model without a tokenizer, loaded all the same */
+static void test_folder(void) {
+    char dir[] = "/tmp/kiln_gen_text.XXXXXX", path[64];
+    if (!mkdtemp(dir)) { CHECK_MSG(0, "mkdtemp"); return; }
+    kiln_model *m = gpt(300), *back = NULL;
+    CHECK_OK(kiln_model_set_tokenizer(m, trained(300)));
+    char *want = NULL, *got = NULL;
+    CHECK_OK(kiln_generate_text(m, NULL, "the dog", 7, &greedy, &want, NULL, NULL));
+    CHECK_OK(kiln_model_save_hf_gpt2(m, dir));
+    CHECK_OK(kiln_model_from_hf_gpt2(dir, &back));
+    CHECK(back && kiln_model_tokenizer(back));
+    if (back) CHECK_OK(kiln_generate_text(back, NULL, "the dog", 7, &greedy, &got, NULL, NULL));
+    CHECK_MSG(want && got && !strcmp(want, got), "'%s' vs '%s' after the folder", want ? want : "", got ? got : "");
+    kiln_model_free(back);
+    back = NULL;
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    FILE *f = fopen(path, "w");
+    if (f) { fputs("{\"normalizer\": {\"type\": \"NFC\"}, \"model\": {\"type\": \"BPE\"}}", f); fclose(f); }
+    CHECK_OK(kiln_model_from_hf_gpt2(dir, &back));
+    CHECK(back && !kiln_model_tokenizer(back));
+    kiln_model_free(back);
+    kiln_model_free(m);
+    kiln_text_free(want);
+    kiln_text_free(got);
+    const char *files[] = { "tokenizer.json", "config.json", "model.safetensors" };
+    for (int i = 0; i < 3; i++) { snprintf(path, sizeof path, "%s/%s", dir, files[i]); unlink(path); }
+    rmdir(dir);
+}
+
 int main(void) {
     test_bytes();
     test_tokenizer();
     test_errors();
+    test_folder();
     return check_summary("test_generate_text");
 }
