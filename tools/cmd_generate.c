@@ -110,7 +110,7 @@ int cmd_generate(int argc, char **argv) {
     int n_prompt = 0, n = 0;
     if (a.prompt_ids && (rc = parse_ids(a.prompt_ids, &prompt, &n_prompt))) { free(prompt); kiln_model_free(m); return rc; }
     kiln_generate_opts go = { .tokens = a.tokens, .temperature = a.temperature, .top_k = a.top_k, .seed = a.seed };
-    kiln_status st = a.prompt ? kiln_generate_text(m, NULL, a.prompt, strlen(a.prompt), &go, &text, &ids, &n)
+    kiln_status st = a.prompt ? kiln_generate_text(m, NULL, a.prompt, strlen(a.prompt), &go, a.print_ids ? NULL : &text, &ids, &n)
                               : kiln_generate(m, prompt, n_prompt, &go, &ids, &n);
     if (!st && a.save_hf) st = kiln_model_save_hf_gpt2(m, a.save_hf);
     if (st) fprintf(stderr, "kiln generate: %s\n", kiln_last_error());

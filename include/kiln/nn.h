@@ -686,8 +686,8 @@ kiln_status kiln_generate(kiln_model *m, const int32_t *prompt, int n_prompt, co
 /* The same from text: the n bytes of UTF-8 prompt encoded by t (NULL: the model's own tokenizer,
  * kiln_model_tokenizer; without one, a model of vocabulary 256 takes the prompt's bytes as ids and
  * any other is KILN_INVALID_ARGUMENT), generated, and the prompt and new ids decoded into *text
- * (kiln_malloc'd, NUL-terminated; release with kiln_text_free). *ids / *n_ids (may be NULL) get
- * the ids as kiln_generate gives them (free()). An id the tokenizer cannot decode (a model whose
+ * (kiln_malloc'd, NUL-terminated; release with kiln_text_free; text NULL: not decoded). *ids /
+ * *n_ids (may be NULL, not both text and ids) get the ids as kiln_generate gives them (free()). An id the tokenizer cannot decode (a model whose
  * vocabulary is larger than the tokenizer's) is KILN_INVALID_ARGUMENT naming it. It is exactly
  * kiln_tokenizer_encode -> kiln_generate -> kiln_tokenizer_decode. */
 struct kiln_tokenizer;

@@ -45,8 +45,8 @@ static kiln_status decode(const kiln_tokenizer *t, const int32_t *ids, int n, ch
 
 kiln_status kiln_generate_text(kiln_model *m, const kiln_tokenizer *t, const char *prompt, size_t n, const kiln_generate_opts *o,
                                char **text, int32_t **ids, int *n_ids) {
-    if (!m || !prompt || !o || !text) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_generate_text: needs a model, a prompt, options and a text output");
-    *text = NULL;
+    if (!m || !prompt || !o || (!text && !ids)) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_generate_text: needs a model, a prompt, options and an output");
+    if (text) *text = NULL;
     if (ids) *ids = NULL;
     if (n_ids) *n_ids = 0;
     if (!t) t = m->tokenizer;
@@ -71,7 +71,7 @@ kiln_status kiln_generate_text(kiln_model *m, const kiln_tokenizer *t, const cha
     if (!st) st = kiln_generate(m, p, (int)np, o, &out, &nout);
     kiln_text_free(p);
     size_t len;
-    if (!st) st = decode(t, out, nout, text, &len);
+    if (!st && text) st = decode(t, out, nout, text, &len);
     if (!st && ids) { *ids = out; out = NULL; }
     if (!st && n_ids) *n_ids = nout;
     free(out);

@@ -99,6 +99,11 @@ static void test_errors(void) {
     kiln_tokenizer *t = trained(260);
     st = kiln_generate_text(m, t, "the", 3, &(kiln_generate_opts){ .tokens = 30, .temperature = 100, .seed = 3 }, &text, NULL, NULL);
     CHECK_MSG(st == KILN_INVALID_ARGUMENT && text == NULL && strstr(kiln_last_error(), "out of range"), "got %d: %s", (int)st, kiln_last_error());
+    int32_t *ids = NULL;      /* only the ids (text NULL): nothing to decode, no error */
+    int n = 0;
+    CHECK_OK(kiln_generate_text(m, t, "the", 3, &(kiln_generate_opts){ .tokens = 30, .temperature = 100, .seed = 3 }, NULL, &ids, &n));
+    CHECK(ids && n == 31);
+    free(ids);
     st = kiln_generate_text(m, t, "", 0, &greedy, &text, NULL, NULL);
     CHECK(st == KILN_INVALID_ARGUMENT && strstr(kiln_last_error(), "empty"));
     kiln_tokenizer_free(t);
