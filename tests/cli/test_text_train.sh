@@ -2,6 +2,7 @@
 # kiln train / eval --data text:FILE --block-size N (issue 27): a small gpt_char trains on a text
 # (loss, perplexity and val_perplexity per epoch, in the history CSV too), the same --seed gives the
 # same run, the checkpoint evaluates on the held-out tail (also from the data it records) and generates with kiln generate --load;
+expect "generate --prompt (bytes)" "^th" "$K" generate --load "$tmp/g.safetensors" --prompt th --tokens 6 --temperature 0
 # a tokenizer's ids train too. Errors: a missing file, a block size larger than the text, no
 # --block-size, --block-size without text data, a data vocabulary larger than the model's.
 # Usage: test_text_train.sh path/to/kiln
