@@ -198,6 +198,10 @@ kiln_node *kiln_sync_batch_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, k
 /* Inverted dropout: zeroes with probability `rate` and scales by 1/(1-rate) when training;
  * identity when not. The mask depends on (seed, session step, element). */
 kiln_node *kiln_dropout(kiln_graph *g, kiln_node *x, double rate, uint64_t seed, bool training);
+/* Standard-normal noise of x's shape and float dtype (x's values are not read). Like Dropout's
+ * mask, draw i depends on (seed, session step, i): new noise every step, the same on every
+ * backend. No gradient (a source of noise). */
+kiln_node *kiln_random_normal_like(kiln_graph *g, kiln_node *x, uint64_t seed);
 
 /* ---- transformers ---- */
 /* Rows of table [V, D] (float) picked by ids [...] (i32/i64, e.g. [B, T]) -> [..., D]. An id
