@@ -311,6 +311,11 @@ kiln_layer *kiln_layer_upsampling1d(kiln_model *m, const kiln_upsampling1d_opts 
 kiln_layer *kiln_layer_conv2d_transpose(kiln_model *m, const kiln_conv2d_opts *o);
 /* SpatialDropout2D: whole channels of each example dropped in training (.rate, .seed), the identity in inference. */
 kiln_layer *kiln_layer_spatial_dropout2d(kiln_model *m, const kiln_dropout_opts *o);
+/* GaussianNoise: x + stddev * N(0, 1) in training (.stddev >= 0, .seed), the identity in inference. */
+typedef struct kiln_gaussian_noise_opts { const char *name; kiln_layer *input; double stddev; uint64_t seed; /* 0: from the model seed */ } kiln_gaussian_noise_opts;
+kiln_layer *kiln_layer_gaussian_noise(kiln_model *m, const kiln_gaussian_noise_opts *o);
+/* GaussianDropout: x * (1 + sqrt(rate / (1 - rate)) * N(0, 1)) in training (.rate in [0, 1), .seed), the identity in inference. */
+kiln_layer *kiln_layer_gaussian_dropout(kiln_model *m, const kiln_dropout_opts *o);
 
 /* Any layer type by its Keras class name and Keras config, e.g. ("Conv2D", "{\"filters\": 32,
  * \"kernel_size\": 3, \"activation\": \"relu\"}"): what a front end builds on. The config

@@ -332,6 +332,24 @@ kiln_layer *kiln_layer_spatial_dropout2d(kiln_model *m, const kiln_dropout_opts 
     return nn_layer_add(m, NN_SPATIAL_DROPOUT2D, &c, &o->input, o->input ? 1 : 0);
 }
 
+kiln_layer *kiln_layer_gaussian_noise(kiln_model *m, const kiln_gaussian_noise_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "gaussian_noise: options are required (.stddev)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_GAUSSIAN_NOISE);
+    c.name = o->name;
+    c.rate = o->stddev;
+    c.seed = o->seed;
+    return nn_layer_add(m, NN_GAUSSIAN_NOISE, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_gaussian_dropout(kiln_model *m, const kiln_dropout_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "gaussian_dropout: options are required (.rate)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_GAUSSIAN_DROPOUT);
+    c.name = o->name;
+    c.rate = o->rate;
+    c.seed = o->seed;
+    return nn_layer_add(m, NN_GAUSSIAN_DROPOUT, &c, &o->input, o->input ? 1 : 0);
+}
+
 kiln_layer *kiln_layer_gpt_block(kiln_model *m, const kiln_gpt_block_opts *o) {
     if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "gpt_block: options are required (.num_heads)"); return NULL; }
     nn_layer_cfg c = nn_layer_defaults(NN_GPT_BLOCK);
