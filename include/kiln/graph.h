@@ -218,6 +218,13 @@ kiln_node *kiln_layer_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, kiln_n
  * row's log-sum-exp, and its gradient recomputes the probabilities tile by tile from them
  * (FlashAttention-2). Float dtypes; f32 on the cpu and cuda backends. */
 kiln_node *kiln_attention(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *v, bool causal, double scale);
+/* kiln_attention with dropout on the probabilities (training): each softmax entry P[b,h,i,j] is
+ * zeroed with probability `rate` in [0, 1) and the kept ones scaled by 1/(1 - rate), after the
+ * softmax (its log-sum-exp is the undropped one). The keep of each entry comes from (seed, session
+ * step, its index), regenerated in the backward pass: no [Tq, Tk] mask is stored. rate 0: exactly
+ * kiln_attention. Call it only when training (it has no training flag of its own). */
+kiln_node *kiln_attention_dropout(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *v, bool causal, double scale,
+                                  double rate, uint64_t seed);
 
 /* ---- data on the device: batches gathered and augmented where the data set lives ---- */
 /* Rows idx[i] of x along its first dim: x [N, ...], idx [B] i32 or i64 -> [B, ...]. An index

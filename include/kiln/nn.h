@@ -178,6 +178,8 @@ typedef struct kiln_mha_opts {
     bool causal;                       /* Keras's call argument use_causal_mask=True */
     bool no_bias;
     const kiln_init *kernel_initializer, *bias_initializer;   /* NULL: glorot_uniform, zeros */
+    double dropout;                    /* on the attention probabilities in training, [0, 1) */
+    uint64_t seed;                     /* of that dropout; 0: the model's */
 } kiln_mha_opts;
 typedef struct kiln_position_embedding_opts {
     const char *name; kiln_layer *input;
@@ -199,6 +201,10 @@ typedef struct kiln_rnn_opts {
     bool no_unit_forget_bias;          /* LSTM: Keras unit_forget_bias=False */
     bool no_reset_after;               /* GRU: Keras reset_after=False (one bias, reset before the product) */
     const kiln_init *kernel_initializer, *recurrent_initializer, *bias_initializer;   /* NULL: glorot_uniform, orthogonal, zeros */
+    /* Keras's dropout / recurrent_dropout in [0, 1): masks on the inputs / the state, drawn once per
+     * sequence in training (per gate when recurrent_dropout is set, as Keras 3); seed 0: the model's */
+    double dropout, recurrent_dropout;
+    uint64_t seed;
 } kiln_rnn_opts;
 /* Bidirectional(layer): the layer forward and a copy backward over the same input, merged:
  * concatenated (features 2 units), summed, multiplied or averaged; with return_sequences the
