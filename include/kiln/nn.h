@@ -229,7 +229,7 @@ kiln_layer *kiln_layer_position_embedding(kiln_model *m, const kiln_position_emb
 typedef struct kiln_gpt_block_opts {
     const char *name; kiln_layer *input;
     int num_heads;                     /* D must divide by it */
-    double dropout;                    /* on the attention and MLP outputs (not on the probabilities) */
+    double dropout;                    /* on the attention probabilities and the attention and MLP outputs (nanoGPT's attn/resid dropout) */
     double epsilon;                    /* 0 -> 1e-5 */
     bool gelu_approximate;             /* tanh GELU (GPT-2's gelu_new); false: exact (nanoGPT's nn.GELU) */
     double init_stddev;                /* 0 -> 0.02 (the output projections: / sqrt(2 n_layer) if residual_scale_layers) */

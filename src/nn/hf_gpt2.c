@@ -6,7 +6,8 @@
  *   h.N.{ln_1,ln_2}.{weight,bias} -> h_N/{ln_1,ln_2}/{gamma,beta},
  *   h.N.{attn.c_attn,attn.c_proj,mlp.c_fc,mlp.c_proj}.{weight,bias} -> h_N/.../{kernel,bias},
  *   ln_f.{weight,bias} -> ln_f/{gamma,beta}; lm_head.weight is the tied wte (checked equal).
- * Not read: attention dropout (attn_pdrop: Kiln's fused attention has none), tokenizer.json. */
+ * Not read: attn_pdrop (GPTBlock's one dropout rate, resid_pdrop, also drops the attention
+ * probabilities; Hugging Face's configs give both the same value), tokenizer.json. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
