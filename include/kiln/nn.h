@@ -694,10 +694,27 @@ typedef struct kiln_generate_opts {
     kiln_tensor **logits;      /* optional: a new f32 [tokens, vocabulary], the logits each new id was drawn from */
 } kiln_generate_opts;
 kiln_status kiln_generate(kiln_model *m, const int32_t *prompt, int n_prompt, const kiln_generate_opts *o, int32_t **out, int *n_out);
-/* Hugging Face GPT-2 folders (GPT2LMHeadModel.save_pretrained: config.json, model.safetensors):
- * the model at the config's sizes, context n_positions, weights loaded (f32; f16/bf16 files are
- * converted); and written back (config.json and model.safetensors, the head tied), readable by
- * transformers' from_pretrained. */
+/* The same from text: the n bytes of UTF-8 prompt encoded by t (NULL: the model's own tokenizer,
+ * kiln_model_tokenizer; without one, a model of vocabulary 256 takes the prompt's bytes as ids and
+ * any other is KILN_INVALID_ARGUMENT), generated, and the prompt and new ids decoded into *text
+ * (kiln_malloc'd, NUL-terminated; release with kiln_text_free; text NULL: not decoded). *ids /
+ * *n_ids (may be NULL, not both text and ids) get the ids as kiln_generate gives them (free()). An id the tokenizer cannot decode (a model whose
+ * vocabulary is larger than the tokenizer's) is KILN_INVALID_ARGUMENT naming it. It is exactly
+ * kiln_tokenizer_encode -> kiln_generate -> kiln_tokenizer_decode. */
+struct kiln_tokenizer;
+kiln_status kiln_generate_text(kiln_model *m, const struct kiln_tokenizer *t, const char *prompt, size_t n, const kiln_generate_opts *o,
+                               char **text, int32_t **ids, int *n_ids);
+/* The tokenizer a model carries (kiln_model_from_hf_gpt2 reads the folder's tokenizer.json when
+ * there is one; kiln_model_save_hf_gpt2 writes it back): borrowed, NULL when none. set: the model
+ * takes t (NULL drops the one it has). */
+const struct kiln_tokenizer *kiln_model_tokenizer(const kiln_model *m);
+kiln_status kiln_model_set_tokenizer(kiln_model *m, struct kiln_tokenizer *t);
+/* Hugging Face GPT-2 folders (GPT2LMHeadModel.save_pretrained: config.json, model.safetensors,
+ * optionally tokenizer.json): the model at the config's sizes, context n_positions, weights
+ * loaded (f32; f16/bf16 files are converted), the tokenizer.json (when present) as the model's
+ * tokenizer (one Kiln cannot read is a logged warning: the model loads without it); and written back (config.json and model.safetensors, the head tied; tokenizer.json
+ * when the model has a tokenizer), readable by transformers' from_pretrained and
+ * AutoTokenizer / tokenizers.Tokenizer.from_file. */
 kiln_status kiln_model_from_hf_gpt2(const char *dir, kiln_model **out);
 kiln_status kiln_model_save_hf_gpt2(kiln_model *m, const char *dir);
 /* true when path is a directory holding config.json (a Hugging Face folder) */

@@ -6,7 +6,7 @@
  *   attn/c_proj/kernel [D, D], attn/c_proj/bias, ln_2/gamma, ln_2/beta,
  *   mlp/c_fc/kernel [D, 4D], mlp/c_fc/bias, mlp/c_proj/kernel [4D, D], mlp/c_proj/bias.
  * Not Keras layers: a Keras file cannot hold them (Keras's own GPT-2, keras_hub's, calls its
- * ReversibleEmbedding twice, a shared layer); ONNX export refuses them by name. */
+ * ReversibleEmbedding twice, a shared layer); ONNX export writes them as opset 17 ops (src/onnx/onnx_export.c: export_gpt_block). */
 #include <math.h>
 #include <stdio.h>
 #include "nn/nn_layers.h"
