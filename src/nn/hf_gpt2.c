@@ -7,7 +7,8 @@
  *   h.N.{attn.c_attn,attn.c_proj,mlp.c_fc,mlp.c_proj}.{weight,bias} -> h_N/.../{kernel,bias},
  *   ln_f.{weight,bias} -> ln_f/{gamma,beta}; lm_head.weight is the tied wte (checked equal).
  * tokenizer.json, when there, becomes the model's tokenizer (kiln_model_tokenizer) and is written
- * back with the folder. Not read: attention dropout (attn_pdrop: Kiln's fused attention has none). */
+ * back with the folder. Not read: attn_pdrop (GPTBlock's one dropout rate, resid_pdrop, also drops
+ * the attention probabilities; Hugging Face's configs give both the same value). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

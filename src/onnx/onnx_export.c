@@ -461,7 +461,8 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
         *y = (ev){ .name = activation(e, out, l->act, true, base), .nchw = true };
         return true;
     }
-    case NN_SPATIAL_DROPOUT2D: *y = *x; return true;      /* inference: the identity */
+    case NN_SPATIAL_DROPOUT2D: case NN_GAUSSIAN_NOISE: case NN_GAUSSIAN_DROPOUT:
+        *y = *x; return true;      /* inference: the identity (as tf2onnx exports Keras's noise layers) */
     case NN_MULTIPLY: case NN_SUBTRACT: case NN_AVERAGE: case NN_MAXIMUM: case NN_MINIMUM: {
         bool nchw = rank == 3 && x->nchw;
         const char *ins[NN_MAX_MERGE] = { 0 };
