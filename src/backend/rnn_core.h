@@ -4,6 +4,7 @@
  * the compiler vectorises). The includer defines, before including:
  *   RNN_T                 the element type
  *   RNN_FN(name)          the prefix of the functions made here (static)
+ *   RNN_EXP, RNN_TANH     exp and tanh in that type
  *   RNN_GEMM(threads, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc)   C = op(A) op(B) + beta C (row-major)
  * Layout (Keras's): xp [B, T, k*U] the input projection with the input bias, R [U, k*U], br [k*U]
  * (GRU reset_after's recurrent bias; NULL: none); gates LSTM i, f, c, o; GRU z, r, h. Step i
@@ -30,8 +31,8 @@ static inline int64_t rnn_saved(const rnn_dims *d) { return d->cell == RNN_CELL_
 static inline RNN_T RNN_FN(act)(int a, RNN_T x) {
     switch (a) {
     case KILN_RELU: return x > 0 ? x : (x == x ? 0 : x);
-    case KILN_SIGMOID: return 1 / (1 + exp(-x));
-    case KILN_TANH: return tanh(x);
+    case KILN_SIGMOID: return 1 / (1 + RNN_EXP(-x));
+    case KILN_TANH: return RNN_TANH(x);
     case KILN_HARD_SIGMOID: return x != x ? x : x <= -3 ? 0 : x >= 3 ? 1 : (x + 3) / 6;
     default: return x;
     }

@@ -6,13 +6,17 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/rnn_attrs.h"
 
+/* One step's products are small (batch x k*units x units): threads only pay off for large ones,
+ * and on busy cores a parallel region per step mostly waits. */
 static void cpu_rnn_gemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
                          float beta, float *C, int64_t ldc) {
-    cpu_sgemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, threads);
+    cpu_sgemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc, M * N * K >= ((int64_t)1 << 24) ? threads : 1);
 }
 #define RNN_T float
 #define RNN_FN(name) cpu_rnn_##name
 #define RNN_GEMM cpu_rnn_gemm
+#define RNN_EXP expf
+#define RNN_TANH tanhf
 #include "backend/rnn_core.h"
 
 static kiln_status k_rnn(const kiln_kctx *c) {

@@ -17,6 +17,8 @@ static void ref_gemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_
 #define RNN_T double
 #define RNN_FN(name) ref_rnn_##name
 #define RNN_GEMM ref_gemm
+#define RNN_EXP exp
+#define RNN_TANH tanh
 #include "backend/rnn_core.h"
 
 static double *load_all(const kiln_view *v, double *dst) {
