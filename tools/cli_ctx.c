@@ -1,6 +1,7 @@
 /* The checks and defaults every option-table command shares (kiln train / eval / predict /
  * summary), run before the command reads any file. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "kiln/kiln.h"
 #include "tools/commands.h"
@@ -35,4 +36,6 @@ int cli_ctx_init(cli_ctx *c, int argc, char **argv, const char *cmd) {
 void cli_ctx_free(cli_ctx *c) {
     kiln_model_free(c->arch);      /* a --model-file or checkpoint model no path took */
     c->arch = NULL;
+    free(c->data_record);
+    c->data_record = NULL;
 }

@@ -12,6 +12,7 @@ typedef struct cli_ctx {
      * path that uses it takes it (NULL after); cli_ctx_free frees one that no path took. */
     kiln_model *arch;
     char model_name[96];    /* a.model points here when a file named the model */
+    char *data_record;      /* the strings a.data & co point into when --load's checkpoint named the data */
     char gpu_list[256];     /* a.fit_devices for --gpus N: "0,1,...,N-1" (tools/cli_dist.c) */
 } cli_ctx;
 

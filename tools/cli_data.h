@@ -37,5 +37,12 @@ int cli_print_values(const kiln_tensor *out, const kiln_tensor *y, int count);
  * row per example); 0, or 1 after a message. */
 bool cli_output_kind_ok(const char *path);
 int cli_write_predictions(const char *path, const kiln_tensor *out);
+/* cli_data_record.c: kiln train records its data options in m (saved with its checkpoints as
+ * kiln.data); kiln eval / predict without --data take them from checkpoint f into a (and the data
+ * options not given), saying so on stdout. *keep: the strings a now points into (free it after).
+ * 0, or 1 after a message. */
+#include "kiln/io.h"
+void cli_data_record(const args *a, kiln_model *m);
+int cli_data_from_record(args *a, const char *cmd, const kiln_safetensors *f, char **keep);
 
 #endif

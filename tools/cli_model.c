@@ -100,6 +100,11 @@ kiln_safetensors *cli_checkpoint_read(cli_ctx *c, const char *cmd) {
     args *a = &c->a;
     kiln_safetensors *f = NULL;
     if (kiln_safetensors_load(a->load, &f) != KILN_OK) { cli_fail(cmd, 1); return NULL; }
+    if (strcmp(cmd, "train") && !a->n_images && (cli_data_from_record(a, cmd, f, &c->data_record) || (c->data_record &&
+        (cli_check_data_opts(a, cmd) || cli_check_paths(a, cmd))))) {
+        kiln_safetensors_free(f);
+        return NULL;
+    }
     if (!a->model) {
         const char *saved = kiln_safetensors_meta(f, "kiln.model");
         if (kiln_safetensors_meta(f, "kiln.architecture")) {

@@ -19,6 +19,8 @@ static void eval_usage(FILE *f) {
         "named in the checkpoint (override with --model NAME).\n\n"
         "options:\n"
         "  --load PATH         the checkpoint (required)\n"
+        "  (without --data: the data options the checkpoint was trained on, which kiln train\n"
+        "  records in it; --data names other data)\n"
         DATA_HELP
         "  --validation-split F  evaluate on the held-out fraction F of the training data instead\n"
         "                      (as kiln train --validation-split F held it out)\n"

@@ -29,6 +29,8 @@ static void predict_usage(FILE *f) {
         "                      resized to the model's input (nearest neighbour, as Keras' load_img).\n"
         "                      Class names: those of an image folder given with --data, Fashion-MNIST's\n"
         "                      for a 10-class 28x28x1 model (unless --data names other data), else numbers\n"
+        "  (without --data: the data options the checkpoint was trained on, which kiln train\n"
+        "  records in it; --data names other data)\n"
         DATA_HELP
         "  --count N           how many test images (default 10; not with --image)\n"
         "  --output FILE       write the model's outputs for every test example (the first N with\n"

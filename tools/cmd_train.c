@@ -211,6 +211,7 @@ static int build_model(train_run *t) {
          : a->model_file ? cli_keras_file_model(c, "train", classes) : kiln_model_preset(a->model, shape, cli_output_units(a, t->ds.train));
     if (!t->m) return a->model_file ? 2 : cli_fail("train", 2);
     kiln_model_set_seed(t->m, a->seed);
+    cli_data_record(a, t->m);
     kiln_status cs = cli_set_class_names(a, t->m, t->ds.train);
     if (cs == KILN_OUT_OF_MEMORY) { fprintf(stderr, "kiln train: out of host memory for the class names\n"); return 1; }
     if (cs != KILN_OK) return cli_fail("train", 1);

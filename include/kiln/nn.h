@@ -71,6 +71,12 @@ void kiln_model_set_seed(kiln_model *m, uint64_t seed);
  * (kiln.class_names) and restored by kiln_model_from_checkpoint. */
 kiln_status kiln_model_set_class_names(kiln_model *m, const char *const *names, int n);
 int kiln_model_class_count(const kiln_model *m);               /* 0: none set */
+/* A note of the data the model is trained on (the CLI stores its data options, e.g.
+ * "--data csv:/abs/iris.csv --label-column species"; copied, NULL or "" clears), saved in its
+ * checkpoints (kiln.data) and restored by kiln_model_from_checkpoint, so that evaluation and
+ * prediction can default to it. Kiln does not interpret it. */
+kiln_status kiln_model_set_data_spec(kiln_model *m, const char *spec);
+const char *kiln_model_data_spec(const kiln_model *m);         /* NULL: none set */
 const char *kiln_model_class_name(const kiln_model *m, int i); /* NULL out of range */
 /* Prints the layers, output shapes and parameter counts like Keras' model.summary(), and each
  * layer's and the model's FLOPs per example (kiln_model_flops). */

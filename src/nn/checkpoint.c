@@ -67,11 +67,12 @@ kiln_status kiln_model_save(kiln_model *m, const char *path, bool include_optimi
         for (int i = 0; i < m->input->out.rank && k < sizeof shape; i++)
             k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", i ? "," : "", (long long)m->input->out.dim[i]);
         char *arch = NULL, *classes = NULL;
-        const char *keys[8] = { "kiln.model", "kiln.epoch", "kiln.input_shape", "kiln.architecture" }, *vals[8] = { m->name, epoch, shape };
+        const char *keys[10] = { "kiln.model", "kiln.epoch", "kiln.input_shape", "kiln.architecture" }, *vals[10] = { m->name, epoch, shape };
         int n_meta = 4;
         if (!(st = kiln_model_to_json(m, &arch)) && !(st = nn_class_names_json(m, &classes))) {
             vals[3] = arch;
             if (classes) { keys[n_meta] = "kiln.class_names"; vals[n_meta++] = classes; }
+            if (m->data_spec) { keys[n_meta] = "kiln.data"; vals[n_meta++] = m->data_spec; }
             if (include_optimizer) {
                 const char *k2[] = { "kiln.optimizer", "kiln.optimizer_tensors", "kiln.step" };
                 const char *v2[] = { m->compiled ? kiln_optimizer_name(m->copts.optimizer.kind) : "none", opt_list, step };

@@ -78,6 +78,10 @@ kiln_status kiln_model_build_from_checkpoint(const kiln_safetensors *f, const ch
         kiln_model_free(m);
         return kiln_set_error(st, "checkpoint '%s': metadata 'kiln.class_names' %s (corrupt file?)", path, why);
     }
+    if ((st = kiln_model_set_data_spec(m, kiln_safetensors_meta(f, "kiln.data")))) {
+        kiln_model_free(m);
+        return st;
+    }
     *out = m;
     return KILN_OK;
 }

@@ -59,7 +59,9 @@ static kiln_status read_config(const char *dir, nn_gpt_config *c) {
              !(st = int_field(j, "vocab_size", NULL, 2, 1 << 24, &c->vocab, path))) {
         c->epsilon = num_field(j, "layer_norm_epsilon", 1e-5);
         c->dropout = num_field(j, "resid_pdrop", 0.1);
-        if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) c->gelu_tanh = true;
+        if (!(c->epsilon > 0 && c->epsilon < 1)) st = kiln_set_error(KILN_INVALID_ARGUMENT, "%s: layer_norm_epsilon %g must be in (0, 1)", path, c->epsilon);
+        else if (!(c->dropout >= 0 && c->dropout < 1)) st = kiln_set_error(KILN_INVALID_ARGUMENT, "%s: resid_pdrop %g must be in [0, 1)", path, c->dropout);
+        else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) c->gelu_tanh = true;
         else if (strcmp(a, "gelu")) st = kiln_set_error(KILN_UNSUPPORTED, "%s: activation_function '%s': Kiln's GPT blocks take gelu_new (tanh) or gelu", path, a);
         if (!st && c->width % c->heads) st = kiln_set_error(KILN_INVALID_ARGUMENT, "%s: n_embd %d is not divisible by n_head %d", path, c->width, c->heads);
     }

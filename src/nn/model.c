@@ -73,6 +73,7 @@ void kiln_model_free(kiln_model *m) {
     kiln_tensor_free(m->lr_t);
     for (int i = 0; i < m->n_layers; i++) nn_layer_free(m->layers[i]);
     nn_class_names_clear(m);
+    kiln_free(m->data_spec);
     kiln_free(m->layers);
     kiln_name_index_free(&m->layer_index);
     kiln_free(m->history);
@@ -110,6 +111,20 @@ kiln_status kiln_model_set_class_names(kiln_model *m, const char *const *names, 
     m->n_class_names = n;
     return KILN_OK;
 }
+
+kiln_status kiln_model_set_data_spec(kiln_model *m, const char *spec) {
+    if (!m) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_set_data_spec: NULL model");
+    char *c = NULL;
+    if (spec && *spec) {
+        size_t k = strlen(spec) + 1;
+        if (!(c = kiln_malloc(k))) return kiln_set_error(KILN_OUT_OF_MEMORY, "kiln_model_set_data_spec: model '%s': out of host memory", m->name);
+        memcpy(c, spec, k);
+    }
+    kiln_free(m->data_spec);
+    m->data_spec = c;
+    return KILN_OK;
+}
+const char *kiln_model_data_spec(const kiln_model *m) { return m ? m->data_spec : NULL; }
 
 int kiln_model_class_count(const kiln_model *m) { return m ? m->n_class_names : 0; }
 const char *kiln_model_class_name(const kiln_model *m, int i) { return m && i >= 0 && i < m->n_class_names ? m->class_names[i] : NULL; }

@@ -42,6 +42,19 @@ right=$(grep -oE "^[0-9]+ of 20 correct" <<<"$out" | cut -d' ' -f1)
 [ -n "$right" ] && [ "$right" -ge 14 ] && grep -qE "^ +[0-9]+  1 " <<<"$out" && grep -qE " [5-9][0-9]\.[0-9]%" <<<"$out" && ok || bad "predict on a binary classifier: $out"
 # issue 28: a CSV file's examples are rows, not images
 grep -qE "^ +row  predicted" <<<"$out" && ! grep -q "image" <<<"$out" && ok || bad "predict on CSV rows: header 'row': $out"
+# issue 28: the checkpoint records its data (relative paths made absolute); eval / predict without
+# --data use it and say so, from another directory too; --data still names other data
+mkdir -p "$tmp/rel" && cp "$tmp/train.csv" "$tmp/test.csv" "$tmp/rel/"
+(cd "$tmp/rel" && "$K" train --model mlp --data csv:train.csv --test-csv test.csv --loss binary_crossentropy --epochs 1 "${Q[@]}" --save rec.safetensors >/dev/null 2>&1) || bad "train from a relative CSV path"
+rtmp=$(cd "$tmp/rel" && pwd -P)
+out=$(cd / && "$K" eval --load "$tmp/rel/rec.safetensors" --threads 1 2>&1)
+grep -qF "Data: csv:$rtmp/train.csv --test-csv $rtmp/test.csv (what $tmp/rel/rec.safetensors was trained on" <<<"$out" &&
+  grep -qE "test accuracy [0-9.]+%, loss [0-9.]+, 250 examples" <<<"$out" && ok || bad "eval without --data uses the checkpoint's data: $out"
+out=$(cd / && "$K" predict --load "$tmp/rel/rec.safetensors" --count 5 --threads 1 2>&1)
+grep -q "Data: csv:$rtmp/train.csv" <<<"$out" && grep -qE "^[0-9]+ of 5 correct" <<<"$out" && ok || bad "predict without --data uses the checkpoint's data: $out"
+out=$("$K" eval --load "$tmp/rel/rec.safetensors" --data csv:"$tmp/train.csv" --threads 1 2>&1)
+! grep -q "^Data:" <<<"$out" && grep -q "held-out (0.1 of the training data)" <<<"$out" && ok || bad "--data overrides the checkpoint's data: $out"
+expect "eval --help says the checkpoint's data is the default" "the data options the checkpoint was trained on" "$K" eval --help
 
 # regression: f32 labels train with mse (the default for them), one output unit
 "$PY" - "$tmp/reg.csv" <<'PYEOF'

@@ -103,7 +103,7 @@ static void one_test(const char *root, const char *name, kiln_backend_kind backe
     ox_model_free(m);
     char **sets;
     int n_sets = list_dir(dir, "test_data_set_", &sets);
-    if (!n_sets) { snprintf(res->why, sizeof res->why, "no test_data_set_* in %s", dir); return; }
+    if (!n_sets) { snprintf(res->why, sizeof res->why, "no test_data_set_* in %.1100s", dir); return; }
     res->verdict = PASS;
     for (int s = 0; s < n_sets && res->verdict == PASS; s++) {
         kiln_tensor *in[16] = { 0 }, *want[16] = { 0 }, *got[16] = { 0 };

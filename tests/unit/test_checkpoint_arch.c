@@ -70,6 +70,8 @@ static bool same_bits(const kiln_tensor *a, const kiln_tensor *b) {
 static void test_functional_roundtrip(void) {
     kiln_model *m = tiny_resnet();
     CHECK_OK(kiln_model_set_class_names(m, (const char *[]){ "cat", "dog", "bird \"quoted\"" }, 3));
+    CHECK(kiln_model_data_spec(m) == NULL);
+    CHECK_OK(kiln_model_set_data_spec(m, "--data\ncsv:/d/x y.csv\n"));
     CHECK_OK(kiln_compile(m, &(kiln_compile_opts){ .optimizer = kiln_adam(1e-2), .from_logits = true, .metrics = KILN_METRIC_ACCURACY }));
     kiln_dataset *ds = kiln_dataset_synthetic(KILN_SHAPE(8, 8, 3), 3, 64, 7);
     CHECK_OK(kiln_fit(m, ds, &(kiln_fit_opts){ .epochs = 1, .batch_size = 16 }));
@@ -96,6 +98,9 @@ static void test_functional_roundtrip(void) {
                   "resolved options / inputs missing from %s", j1);
         free(s1); free(s2); free(j1); free(j2);
         CHECK(kiln_model_class_count(m2) == 3 && !strcmp(kiln_model_class_name(m2, 2), "bird \"quoted\"") && !kiln_model_class_name(m2, 3));
+        CHECK(kiln_model_data_spec(m2) && !strcmp(kiln_model_data_spec(m2), "--data\ncsv:/d/x y.csv\n"));
+        CHECK_OK(kiln_model_set_data_spec(m2, ""));
+        CHECK(kiln_model_data_spec(m2) == NULL);
         kiln_tensor *p2 = predict(m2, x);
         CHECK_MSG(same_bits(p1, p2), "predictions of the rebuilt model differ");
         /* the weights came from the file: a fresh build of the same architecture predicts otherwise */
@@ -243,6 +248,7 @@ static void test_corrupt(void) {
     CHECK_MSG(strstr(kiln_last_error(), "kiln.architecture") && strstr(kiln_last_error(), "kiln.model"), "%s", kiln_last_error());
     CHECK(kiln_model_from_checkpoint(path_of("missing.safetensors"), &m2) == KILN_NOT_FOUND && !m2);
     CHECK(kiln_model_set_class_names(NULL, NULL, 0) == KILN_INVALID_ARGUMENT);
+    CHECK(kiln_model_set_data_spec(NULL, "x") == KILN_INVALID_ARGUMENT && kiln_model_data_spec(NULL) == NULL);
 }
 
 int main(void) {
