@@ -168,7 +168,10 @@ static kiln_node *step(kiln_graph *g, const kiln_layer *l, const rnn_w *w, kiln_
 }
 
 /* The fused recurrence (kiln_rnn_sequence: one node, its kernels run the steps), for the cells
- * and activations it takes; the rest are unrolled below. */
+ * and activations it takes; the rest are unrolled below. Dropout hook: an input mask (Keras's
+ * dropout: one [B, F] mask on x for every step) goes on x before the projection and fuses as
+ * is; a recurrent mask (recurrent_dropout, on h_prev at each step) is not an input of the op
+ * yet, so a layer with one must return false here and take the unrolled path. */
 static bool fusable(const kiln_layer *l) {
     const char *u = getenv("KILN_RNN_UNROLLED");            /* "1": the unrolled graph (bench/rnn_bench.c compares the two) */
     return !(u && *u == '1') && kiln_rnn_activation_ok(l->act) && kiln_rnn_activation_ok(l->rec_act);
