@@ -60,6 +60,9 @@ endif()
 if(TARGET test_transformer)   # tests/data/keras/keras3/transformer.*: a Keras 3 model and its predictions
   target_compile_definitions(test_transformer PRIVATE KILN_KERAS_DATA="${KILN_KERAS_DATA}")
 endif()
+if(TARGET test_noise)   # tests/data/keras/noise/*: Keras 3 models with noise and dropout, and their predictions
+  target_compile_definitions(test_noise PRIVATE KILN_KERAS_DATA="${KILN_KERAS_DATA}")
+endif()
 # issue 27's judge: Kiln's tokenizer gives the ids of Hugging Face `tokenizers` (PyPI; skipped
 # when PyPI is unreachable)
 add_test(NAME test_tokenizer_hf COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/test_tokenizer_hf.sh

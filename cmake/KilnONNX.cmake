@@ -15,6 +15,7 @@
 #   test_transformer_ort the Keras transformer model exported, against onnxruntime (the same)
 #   test_rnn_ort         the recurrent layers exported (RNN / LSTM / GRU ops), against onnxruntime (the same)
 #   test_onnx_cli        kiln export, --model-file FILE.onnx
+#   test_gpt_onnx        GPTs exported and imported back; test_gpt_onnx_ort: the same files in onnxruntime
 
 option(KILN_ONNX "Build ONNX export / import when protobuf-c and onnx.proto are found" ON)
 set(KILN_ONNX_BUILT OFF)
@@ -84,6 +85,14 @@ function(kiln_onnx_tests)
   target_include_directories(test_onnx_hostile PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR}/tests/unit ${_gen} ${KILN_PROTOBUF_C_INCLUDE_DIR})
   target_link_libraries(test_onnx_hostile PRIVATE kiln_static)
   add_test(NAME test_onnx_hostile COMMAND test_onnx_hostile WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+  # GPTs (GPTBlock, TiedOutput, the gpt_char preset) exported and imported back; test_gpt_onnx_ort
+  # runs the same files in onnxruntime
+  add_executable(test_gpt_onnx ${_src}/test_gpt_onnx.c ${CMAKE_CURRENT_SOURCE_DIR}/tests/unit/check.c)
+  target_include_directories(test_gpt_onnx PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests/unit)
+  target_link_libraries(test_gpt_onnx PRIVATE kiln_static)
+  add_test(NAME test_gpt_onnx COMMAND test_gpt_onnx)
+  add_test(NAME test_gpt_onnx_ort COMMAND bash ${_src}/test_gpt_onnx_ort.sh ${CMAKE_CURRENT_SOURCE_DIR} $<TARGET_FILE:test_gpt_onnx>)
+  set_tests_properties(test_gpt_onnx_ort PROPERTIES SKIP_RETURN_CODE 77 LABELS pypi)
   add_executable(onnx_probe ${_src}/onnx_probe.c)
   target_link_libraries(onnx_probe PRIVATE kiln_static)
   set_target_properties(onnx_probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})

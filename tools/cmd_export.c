@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "kiln/kiln.h"
 #include "kiln/onnx.h"
 #include "core/core.h"
@@ -15,7 +16,8 @@ static void export_usage(FILE *f) {
     fprintf(f,
         "usage: kiln export --load PATH [--model NAME | --model-file F.json|F.keras|F.h5] --output FILE.onnx|FILE.keras\n"
         "                   [--probabilities]\n"
-        "       kiln export --model-file F.keras|F.h5 --output FILE.onnx|FILE.keras\n\n"
+        "       kiln export --model-file F.keras|F.h5 --output FILE.onnx|FILE.keras\n"
+        "       kiln export --model-file HF_DIR [--load CKPT] --output FILE.onnx|DIR/ [--tokenizer tokenizer.json]\n\n"
         "Writes the model a checkpoint holds, with its weights, as an ONNX file (opset 17) that\n"
         "onnxruntime, TensorRT, OpenVINO or PyTorch can run, or as a Keras 3 .keras file that\n"
         "keras.models.load_model reads (config.json, model.weights.h5, metadata.json), chosen by the\n"
@@ -29,8 +31,11 @@ static void export_usage(FILE *f) {
         "                      checkpoint describes; models: %s)\n"
         "  --model-file F      the model a Keras file describes: architecture JSON (Keras's or\n"
         "                      kiln_model_to_json's), or a .keras / .h5 file, whose own weights are\n"
-        "                      exported when --load is not given\n"
-        "  --output, -o FILE   the file to write (replaced atomically): FILE.onnx or FILE.keras\n"
+        "                      exported when --load is not given; or a Hugging Face GPT-2 folder\n"
+        "                      (config.json, model.safetensors, tokenizer.json if any)\n"
+        "  --output, -o FILE   the file to write (replaced atomically): FILE.onnx or FILE.keras; or DIR/\n"
+        "                      (a directory): a GPT as a Hugging Face GPT-2 folder, with its tokenizer.json\n"
+        "  --tokenizer FILE    the tokenizer.json a Hugging Face folder output gets (default: the input folder's)\n"
         "  --probabilities     ONNX: end with a Softmax, so the outputs are class probabilities\n\n"
         "examples:\n"
         "  kiln train --epochs 2 --save model.safetensors\n"
@@ -39,6 +44,11 @@ static void export_usage(FILE *f) {
         "  kiln export --load model.safetensors -o model.keras\n"
         "  python3 -c \"import keras; keras.models.load_model('model.keras').summary()\"\n",
         kiln_model_preset_names());
+}
+
+static bool is_dir(const char *p) {
+    struct stat sb;
+    return !stat(p, &sb) && S_ISDIR(sb.st_mode);
 }
 
 /* The whole file as a string (NULL after a message); a FIFO or a device is refused, not waited on. */
@@ -59,23 +69,34 @@ static char *read_text(const char *path) {
 
 static int fail(int rc) { fprintf(stderr, "kiln export: %s\n", kiln_last_error()); return rc; }
 
+/* a GPT as a Hugging Face folder, with tok (a tokenizer.json) or the model's own tokenizer */
+static int save_hf(kiln_model *m, const char *dir, const char *tok) {
+    kiln_tokenizer *t = NULL;
+    if (tok && (kiln_tokenizer_load(tok, &t) != KILN_OK || kiln_model_set_tokenizer(m, t) != KILN_OK)) return fail(1);
+    if (kiln_model_save_hf_gpt2(m, dir) != KILN_OK) return fail(1);
+    printf("Exported %s to %s: a Hugging Face GPT-2 folder (config.json, model.safetensors%s)\n", kiln_model_name(m), dir,
+           kiln_model_tokenizer(m) ? ", tokenizer.json" : "");
+    return 0;
+}
+
 int cmd_export(int argc, char **argv) {
-    const char *load = NULL, *model = NULL, *file = NULL, *out = NULL;
+    const char *load = NULL, *model = NULL, *file = NULL, *out = NULL, *tok = NULL;
     bool probs = false;
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i];
         const char **dst = !strcmp(o, "--load") ? &load : !strcmp(o, "--model") ? &model : !strcmp(o, "--model-file") ? &file
-                         : !strcmp(o, "--output") || !strcmp(o, "-o") ? &out : NULL;
+                         : !strcmp(o, "--output") || !strcmp(o, "-o") ? &out : !strcmp(o, "--tokenizer") ? &tok : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { export_usage(stdout); return 0; }
         if (!strcmp(o, "--probabilities")) { probs = true; continue; }
         if (!dst) { fprintf(stderr, "kiln export: unexpected argument '%s' (see kiln export --help)\n", o); return 2; }
         if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) { fprintf(stderr, "kiln export: option %s needs a value (see kiln export --help)\n", o); return 2; }
         *dst = argv[++i];
     }
-    bool own = file && cli_is_keras(file) && !load;      /* a .keras / .h5 file's own weights */
+    bool hf_in = file && kiln_is_hf_folder(file);
+    bool own = file && (cli_is_keras(file) || hf_in) && !load;      /* a .keras / .h5 file's own weights */
     size_t on = out ? strlen(out) : 0;
-    bool keras = on > 6 && !strcmp(out + on - 6, ".keras");
-    if (!load && !own) { fprintf(stderr, "kiln export: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file F.keras|F.h5\n"); return 2; }
+    bool keras = on > 6 && !strcmp(out + on - 6, ".keras"), hf_out = out && (out[on - 1] == '/' || is_dir(out));
+    if (!load && !own) { fprintf(stderr, "kiln export: --load PATH is required (a checkpoint from kiln train --save PATH), or --model-file F.keras|F.h5|HF_DIR (a Hugging Face GPT-2 folder)\n"); return 2; }
     if (!out) { fprintf(stderr, "kiln export: --output FILE.onnx is required (or FILE.keras for Keras 3)\n"); return 2; }
     /* the output must not be an input: writing it would destroy the file being read */
     const char *same = load && kiln_same_file(out, load) ? "--load" : file && kiln_same_file(out, file) ? "--model-file" : NULL;
@@ -84,7 +105,8 @@ int cmd_export(int argc, char **argv) {
                 "file another name\n", out, same, !strcmp(same, "--load") ? load : file);
         return 2;
     }
-    if (!keras && !cli_is_onnx(out)) { fprintf(stderr, "kiln export: --output %s: name it FILE.onnx (ONNX) or FILE.keras (Keras 3)\n", out); return 2; }
+    if (!keras && !hf_out && !cli_is_onnx(out)) { fprintf(stderr, "kiln export: --output %s: name it FILE.onnx (ONNX), FILE.keras (Keras 3) or DIR/ (a Hugging Face folder)\n", out); return 2; }
+    if (tok && !hf_out) { fprintf(stderr, "kiln export: --tokenizer is for a Hugging Face folder output (--output DIR/)\n"); return 2; }
     if (keras && probs) { fprintf(stderr, "kiln export: --probabilities is for ONNX files; a .keras file keeps the model's own output\n"); return 2; }
     if (model && file) { fprintf(stderr, "kiln export: --model and --model-file both name a model; give one\n"); return 2; }
     bool onnx_in = file && cli_is_onnx(file);
@@ -97,7 +119,7 @@ int cmd_export(int argc, char **argv) {
         fprintf(stderr, "kiln export: this kiln was built without HDF5, which .keras files need (apt-get install libhdf5-dev and rebuild)\n");
         return 1;
     }
-    if (!keras && !kiln_onnx_available()) {
+    if (!keras && !hf_out && !kiln_onnx_available()) {
         fprintf(stderr, "kiln export: this kiln was built without ONNX support; install protobuf-c and ONNX's headers "
                 "(apt-get install libprotobuf-c-dev protobuf-c-compiler libonnx-dev) and rebuild\n");
         return 1;
@@ -113,6 +135,8 @@ int cmd_export(int argc, char **argv) {
             m = NULL;
             if (kiln_model_from_onnx(file, &(kiln_onnx_model_opts){ .nhwc_input = true }, &m) != KILN_OK) rc = fail(1);
         }
+    } else if (hf_in) {
+        if (kiln_model_from_hf_gpt2(file, &m) != KILN_OK) rc = fail(1);
     } else if (file && cli_is_keras(file)) {
         if (kiln_model_from_keras_file(file, &m) != KILN_OK) rc = fail(1);
     } else if (file) {
@@ -128,15 +152,17 @@ int cmd_export(int argc, char **argv) {
     } else { m = ck; ck = NULL; }
     if (!rc && load && kiln_model_load_opts(m, load, &(kiln_load_opts){ .file = f }) != KILN_OK) rc = fail(1);
     if (!rc && keras && kiln_model_save_keras(m, out) != KILN_OK) rc = fail(1);
-    if (!rc && !keras && kiln_model_export_onnx(m, out, &(kiln_onnx_export_opts){ .probabilities = probs }) != KILN_OK) rc = fail(1);
-    if (!rc && keras) {
+    if (!rc && hf_out) rc = save_hf(m, out, tok);
+    else if (!rc && !keras && kiln_model_export_onnx(m, out, &(kiln_onnx_export_opts){ .probabilities = probs }) != KILN_OK) rc = fail(1);
+    if (rc || hf_out) { /* said */ }
+    else if (keras) {
         char in[64], o[64];
         printf("Exported %s (epoch %d) to %s: input %s NHWC, output %s, Keras 3 (keras.models.load_model)\n", kiln_model_name(m),
                kiln_model_epoch(m), out, kiln_shape_str(kiln_model_input_shape(m), in, sizeof in),
                kiln_shape_str(kiln_model_output_shape(m), o, sizeof o));
-    } else if (!rc && onnx_in) {
+    } else if (onnx_in) {
         printf("Exported %s (epoch %d) to %s: the graph of %s with the weights of %s\n", kiln_model_name(m), kiln_model_epoch(m), out, file, load);
-    } else if (!rc) {
+    } else {
         char in[64], o[64];
         printf("Exported %s (epoch %d) to %s: input %s NHWC, output %s%s, ONNX opset 17\n", kiln_model_name(m), kiln_model_epoch(m), out,
                kiln_shape_str(kiln_model_input_shape(m), in, sizeof in), kiln_shape_str(kiln_model_output_shape(m), o, sizeof o),

@@ -13,13 +13,14 @@
 
 static void tokenize_usage(FILE *f) {
     fprintf(f,
-        "usage: kiln tokenize --tokenizer FILE [--print-ids] TEXTFILE | --text STRING\n"
+        "usage: kiln tokenize (--tokenizer FILE | --model-file DIR) [--print-ids] TEXTFILE | --text STRING\n"
         "       kiln tokenize --tokenizer FILE --decode-ids 1,2,3\n\n"
         "Encodes a UTF-8 text file with a Hugging Face tokenizer.json (GPT-2 style byte-level BPE)\n"
         "and prints the ids comma-separated on one line, the same ids as the `tokenizers` package's\n"
         "Tokenizer.encode(text).ids; or decodes ids back to text.\n\n"
         "options:\n"
         "  --tokenizer FILE    the tokenizer.json (from Hugging Face or kiln tokenizer train)\n"
+        "  --model-file DIR    a Hugging Face folder's tokenizer.json (DIR/tokenizer.json)\n"
         "  --print-ids         print the ids comma-separated (the default)\n"
         "  --text STRING       encode STRING instead of a file\n"
         "  --decode-ids IDS    print the text of comma-separated ids\n\n"
@@ -78,12 +79,12 @@ static int encode_print(const kiln_tokenizer *t, const char *text, size_t n) {
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *tok = NULL, *text = NULL, *dec = NULL, *file = NULL;
+    const char *tok = NULL, *text = NULL, *dec = NULL, *file = NULL, *folder = NULL;
     for (int i = 2; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { tokenize_usage(stdout); return 0; }
         if (!strcmp(o, "--print-ids")) continue;
-        const char **dst = !strcmp(o, "--tokenizer") ? &tok : !strcmp(o, "--text") ? &text : !strcmp(o, "--decode-ids") ? &dec : NULL;
+        const char **dst = !strcmp(o, "--tokenizer") ? &tok : !strcmp(o, "--model-file") ? &folder : !strcmp(o, "--text") ? &text : !strcmp(o, "--decode-ids") ? &dec : NULL;
         if (!dst) {
             if (o[0] == '-' || file) { fprintf(stderr, "kiln tokenize: unexpected argument '%s' (see kiln tokenize --help)\n", o); return 2; }
             file = o;
@@ -92,7 +93,13 @@ int cmd_tokenize(int argc, char **argv) {
         if (i + 1 >= argc) { fprintf(stderr, "kiln tokenize: option %s needs a value (see kiln tokenize --help)\n", o); return 2; }
         *dst = argv[++i];
     }
-    if (!tok) { fprintf(stderr, "kiln tokenize: --tokenizer FILE is required (a tokenizer.json)\n"); return 2; }
+    if (!!tok + !!folder != 1) { fprintf(stderr, "kiln tokenize: give --tokenizer FILE (a tokenizer.json) or --model-file DIR (a Hugging Face folder holding one)\n"); return 2; }
+    char path[4096];
+    if (folder) {
+        if (!kiln_is_hf_folder(folder)) { fprintf(stderr, "kiln tokenize: --model-file %s: not a Hugging Face folder (a directory with config.json)\n", folder); return 2; }
+        snprintf(path, sizeof path, "%s/tokenizer.json", folder);
+        tok = path;
+    }
     if (!!text + !!dec + !!file != 1) { fprintf(stderr, "kiln tokenize: give one of TEXTFILE, --text STRING or --decode-ids IDS\n"); return 2; }
     kiln_tokenizer *t;
     if (kiln_tokenizer_load(tok, &t) != KILN_OK) return fail("tokenize");

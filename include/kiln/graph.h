@@ -198,6 +198,10 @@ kiln_node *kiln_sync_batch_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, k
 /* Inverted dropout: zeroes with probability `rate` and scales by 1/(1-rate) when training;
  * identity when not. The mask depends on (seed, session step, element). */
 kiln_node *kiln_dropout(kiln_graph *g, kiln_node *x, double rate, uint64_t seed, bool training);
+/* Standard-normal noise of x's shape and float dtype (x's values are not read). Like Dropout's
+ * mask, draw i depends on (seed, session step, i): new noise every step, the same on every
+ * backend. No gradient (a source of noise). */
+kiln_node *kiln_random_normal_like(kiln_graph *g, kiln_node *x, uint64_t seed);
 
 /* ---- transformers ---- */
 /* Rows of table [V, D] (float) picked by ids [...] (i32/i64, e.g. [B, T]) -> [..., D]. An id
@@ -214,6 +218,13 @@ kiln_node *kiln_layer_norm(kiln_graph *g, kiln_node *x, kiln_node *gamma, kiln_n
  * row's log-sum-exp, and its gradient recomputes the probabilities tile by tile from them
  * (FlashAttention-2). Float dtypes; f32 on the cpu and cuda backends. */
 kiln_node *kiln_attention(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *v, bool causal, double scale);
+/* kiln_attention with dropout on the probabilities (training): each softmax entry P[b,h,i,j] is
+ * zeroed with probability `rate` in [0, 1) and the kept ones scaled by 1/(1 - rate), after the
+ * softmax (its log-sum-exp is the undropped one). The keep of each entry comes from (seed, session
+ * step, its index), regenerated in the backward pass: no [Tq, Tk] mask is stored. rate 0: exactly
+ * kiln_attention. Call it only when training (it has no training flag of its own). */
+kiln_node *kiln_attention_dropout(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *v, bool causal, double scale,
+                                  double rate, uint64_t seed);
 
 /* A recurrent layer's recurrence over a whole sequence, fused (Keras's SimpleRNN, LSTM and GRU
  * cells): xp [B, T, k*U] the input projection of every step with the input bias (k = 1, 4 (gates

@@ -184,6 +184,8 @@ typedef struct kiln_mha_opts {
     bool causal;                       /* Keras's call argument use_causal_mask=True */
     bool no_bias;
     const kiln_init *kernel_initializer, *bias_initializer;   /* NULL: glorot_uniform, zeros */
+    double dropout;                    /* on the attention probabilities in training, [0, 1) */
+    uint64_t seed;                     /* of that dropout; 0: the model's */
 } kiln_mha_opts;
 typedef struct kiln_position_embedding_opts {
     const char *name; kiln_layer *input;
@@ -205,6 +207,10 @@ typedef struct kiln_rnn_opts {
     bool no_unit_forget_bias;          /* LSTM: Keras unit_forget_bias=False */
     bool no_reset_after;               /* GRU: Keras reset_after=False (one bias, reset before the product) */
     const kiln_init *kernel_initializer, *recurrent_initializer, *bias_initializer;   /* NULL: glorot_uniform, orthogonal, zeros */
+    /* Keras's dropout / recurrent_dropout in [0, 1): masks on the inputs / the state, drawn once per
+     * sequence in training (per gate when recurrent_dropout is set, as Keras 3); seed 0: the model's */
+    double dropout, recurrent_dropout;
+    uint64_t seed;
 } kiln_rnn_opts;
 /* Bidirectional(layer): the layer forward and a copy backward over the same input, merged:
  * concatenated (features 2 units), summed, multiplied or averaged; with return_sequences the
@@ -229,7 +235,7 @@ kiln_layer *kiln_layer_position_embedding(kiln_model *m, const kiln_position_emb
 typedef struct kiln_gpt_block_opts {
     const char *name; kiln_layer *input;
     int num_heads;                     /* D must divide by it */
-    double dropout;                    /* on the attention and MLP outputs (not on the probabilities) */
+    double dropout;                    /* on the attention probabilities and the attention and MLP outputs (nanoGPT's attn/resid dropout) */
     double epsilon;                    /* 0 -> 1e-5 */
     bool gelu_approximate;             /* tanh GELU (GPT-2's gelu_new); false: exact (nanoGPT's nn.GELU) */
     double init_stddev;                /* 0 -> 0.02 (the output projections: / sqrt(2 n_layer) if residual_scale_layers) */
@@ -317,6 +323,11 @@ kiln_layer *kiln_layer_upsampling1d(kiln_model *m, const kiln_upsampling1d_opts 
 kiln_layer *kiln_layer_conv2d_transpose(kiln_model *m, const kiln_conv2d_opts *o);
 /* SpatialDropout2D: whole channels of each example dropped in training (.rate, .seed), the identity in inference. */
 kiln_layer *kiln_layer_spatial_dropout2d(kiln_model *m, const kiln_dropout_opts *o);
+/* GaussianNoise: x + stddev * N(0, 1) in training (.stddev >= 0, .seed), the identity in inference. */
+typedef struct kiln_gaussian_noise_opts { const char *name; kiln_layer *input; double stddev; uint64_t seed; /* 0: from the model seed */ } kiln_gaussian_noise_opts;
+kiln_layer *kiln_layer_gaussian_noise(kiln_model *m, const kiln_gaussian_noise_opts *o);
+/* GaussianDropout: x * (1 + sqrt(rate / (1 - rate)) * N(0, 1)) in training (.rate in [0, 1), .seed), the identity in inference. */
+kiln_layer *kiln_layer_gaussian_dropout(kiln_model *m, const kiln_dropout_opts *o);
 
 /* Any layer type by its Keras class name and Keras config, e.g. ("Conv2D", "{\"filters\": 32,
  * \"kernel_size\": 3, \"activation\": \"relu\"}"): what a front end builds on. The config
@@ -683,10 +694,27 @@ typedef struct kiln_generate_opts {
     kiln_tensor **logits;      /* optional: a new f32 [tokens, vocabulary], the logits each new id was drawn from */
 } kiln_generate_opts;
 kiln_status kiln_generate(kiln_model *m, const int32_t *prompt, int n_prompt, const kiln_generate_opts *o, int32_t **out, int *n_out);
-/* Hugging Face GPT-2 folders (GPT2LMHeadModel.save_pretrained: config.json, model.safetensors):
- * the model at the config's sizes, context n_positions, weights loaded (f32; f16/bf16 files are
- * converted); and written back (config.json and model.safetensors, the head tied), readable by
- * transformers' from_pretrained. */
+/* The same from text: the n bytes of UTF-8 prompt encoded by t (NULL: the model's own tokenizer,
+ * kiln_model_tokenizer; without one, a model of vocabulary 256 takes the prompt's bytes as ids and
+ * any other is KILN_INVALID_ARGUMENT), generated, and the prompt and new ids decoded into *text
+ * (kiln_malloc'd, NUL-terminated; release with kiln_text_free; text NULL: not decoded). *ids /
+ * *n_ids (may be NULL, not both text and ids) get the ids as kiln_generate gives them (free()). An id the tokenizer cannot decode (a model whose
+ * vocabulary is larger than the tokenizer's) is KILN_INVALID_ARGUMENT naming it. It is exactly
+ * kiln_tokenizer_encode -> kiln_generate -> kiln_tokenizer_decode. */
+struct kiln_tokenizer;
+kiln_status kiln_generate_text(kiln_model *m, const struct kiln_tokenizer *t, const char *prompt, size_t n, const kiln_generate_opts *o,
+                               char **text, int32_t **ids, int *n_ids);
+/* The tokenizer a model carries (kiln_model_from_hf_gpt2 reads the folder's tokenizer.json when
+ * there is one; kiln_model_save_hf_gpt2 writes it back): borrowed, NULL when none. set: the model
+ * takes t (NULL drops the one it has). */
+const struct kiln_tokenizer *kiln_model_tokenizer(const kiln_model *m);
+kiln_status kiln_model_set_tokenizer(kiln_model *m, struct kiln_tokenizer *t);
+/* Hugging Face GPT-2 folders (GPT2LMHeadModel.save_pretrained: config.json, model.safetensors,
+ * optionally tokenizer.json): the model at the config's sizes, context n_positions, weights
+ * loaded (f32; f16/bf16 files are converted), the tokenizer.json (when present) as the model's
+ * tokenizer (one Kiln cannot read is a logged warning: the model loads without it); and written back (config.json and model.safetensors, the head tied; tokenizer.json
+ * when the model has a tokenizer), readable by transformers' from_pretrained and
+ * AutoTokenizer / tokenizers.Tokenizer.from_file. */
 kiln_status kiln_model_from_hf_gpt2(const char *dir, kiln_model **out);
 kiln_status kiln_model_save_hf_gpt2(kiln_model *m, const char *dir);
 /* true when path is a directory holding config.json (a Hugging Face folder) */

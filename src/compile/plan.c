@@ -317,7 +317,8 @@ static kiln_status plan_schedule(builder *b) {
         const kiln_op_def *d = kiln_op_get(nd->op);
         if (!b->need[id] || is_source(nd) || b->absorbed[id]) continue;
         /* RandomCropFlip is not here: its draw comes from the keys input, not the step */
-        if (nd->op == KILN_OP_DROPOUT || nd->op == KILN_OP_DROPOUT_GRAD) p->has_dropout = true;
+        if (nd->op == KILN_OP_DROPOUT || nd->op == KILN_OP_DROPOUT_GRAD || nd->op == KILN_OP_RANDOM_NORMAL ||
+            ((nd->op == KILN_OP_ATTENTION || nd->op == KILN_OP_ATTENTION_GRAD) && nd->attrs.rate > 0)) p->has_dropout = true;
         int space = p->home[id];
         for (int k = 0; k < nd->n_in; k++) {          /* inputs living elsewhere: copy once */
             kiln_node *in = nd->in[k];

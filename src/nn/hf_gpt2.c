@@ -6,7 +6,9 @@
  *   h.N.{ln_1,ln_2}.{weight,bias} -> h_N/{ln_1,ln_2}/{gamma,beta},
  *   h.N.{attn.c_attn,attn.c_proj,mlp.c_fc,mlp.c_proj}.{weight,bias} -> h_N/.../{kernel,bias},
  *   ln_f.{weight,bias} -> ln_f/{gamma,beta}; lm_head.weight is the tied wte (checked equal).
- * Not read: attention dropout (attn_pdrop: Kiln's fused attention has none), tokenizer.json. */
+ * tokenizer.json, when there, becomes the model's tokenizer (kiln_model_tokenizer) and is written
+ * back with the folder. Not read: attn_pdrop (GPTBlock's one dropout rate, resid_pdrop, also drops
+ * the attention probabilities; Hugging Face's configs give both the same value). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "kiln/io.h"
 #include "core/core.h"
 #include "io/read_file.h"
+#include "kiln/text.h"
 
 #define MAX_CONFIG (1 << 20)
 
@@ -136,6 +139,25 @@ static kiln_status load_weights(kiln_model *m, const char *dir) {
     return st;
 }
 
+/* DIR/tokenizer.json as m's tokenizer, when the folder has one. One Kiln cannot read (another
+ * tokenizer type, a normalizer) or that does not fit the model is a warning, not a failure: the
+ * model still loads and generates from ids (or with another tokenizer). */
+static kiln_status load_tokenizer(kiln_model *m, const char *dir) {
+    char path[4096];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (stat(path, &sb) && errno == ENOENT) return KILN_OK;
+    kiln_tokenizer *t = NULL;
+    kiln_status st = kiln_tokenizer_load(path, &t);
+    int vocab = m->layers[1]->input_dim;      /* wte (nn_zoo_gpt_build) */
+    if (!st && kiln_tokenizer_vocab_size(t) > vocab)
+        st = kiln_set_error(KILN_INVALID_ARGUMENT, "it has %d ids, more than the model's vocab_size %d", kiln_tokenizer_vocab_size(t), vocab);
+    if (!st) return kiln_model_set_tokenizer(m, t);
+    kiln_log_msg(KILN_LOG_WARNING, "kiln: warning: %s: tokenizer.json not used: %s", dir, kiln_last_error());
+    kiln_tokenizer_free(t);
+    return KILN_OK;
+}
+
 kiln_status kiln_model_from_hf_gpt2(const char *dir, kiln_model **out) {
     if (!dir || !out) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_from_hf_gpt2: NULL argument");
     *out = NULL;
@@ -150,7 +172,7 @@ kiln_status kiln_model_from_hf_gpt2(const char *dir, kiln_model **out) {
         kiln_model_free(m);
         return st;
     }
-    if ((st = load_weights(m, dir))) { kiln_model_free(m); return st; }
+    if ((st = load_weights(m, dir)) || (st = load_tokenizer(m, dir))) { kiln_model_free(m); return st; }
     *out = m;
     return KILN_OK;
 }
@@ -211,6 +233,8 @@ kiln_status kiln_model_save_hf_gpt2(kiln_model *m, const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (!st) st = kiln_safetensors_save(path, nt, n, (const char *[]){ "format" }, (const char *[]){ "pt" }, 1);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (!st && m->tokenizer) st = kiln_tokenizer_save(m->tokenizer, path);
     for (int i = 0; i < n; i++) kiln_tensor_free((kiln_tensor *)nt[i].tensor);
     free(nt);
     free(names);

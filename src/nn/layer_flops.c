@@ -94,6 +94,8 @@ static int64_t flops(const kiln_layer *l, acc *c) {
     case NN_GMP1D: return kiln_shape_numel(in);
     case NN_UPSAMPLE1D:
     case NN_SPATIAL_DROPOUT2D: return 0;
+    case NN_GAUSSIAN_NOISE:
+    case NN_GAUSSIAN_DROPOUT: return 0;    /* training-only noise: nothing in inference, as Dropout */
     case NN_CONV2D_TRANSPOSE: {     /* every input value times the kernel window to every filter */
         int64_t macs = mul(c, mul(c, mul(c, kiln_shape_numel(in), l->kh), l->kw), l->filters);
         return add(c, add(c, mul(c, 2, macs), l->use_bias ? out : 0), act_flops(l));

@@ -208,6 +208,9 @@ static kiln_layer *rnn_typed(kiln_model *m, nn_kind kind, const kiln_rnn_opts *o
     if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
     if (o->recurrent_initializer) c.recurrent_init = *o->recurrent_initializer;
     if (o->bias_initializer) c.bias_init = *o->bias_initializer;
+    c.rate = o->dropout;
+    c.recurrent_rate = o->recurrent_dropout;
+    c.seed = o->seed;
     c.cell = cell;
     c.merge_mode = merge;
     return nn_layer_add(m, kind, &c, &o->input, o->input ? 1 : 0);
@@ -253,6 +256,8 @@ kiln_layer *kiln_layer_multi_head_attention(kiln_model *m, const kiln_mha_opts *
     c.num_heads = o->num_heads;
     c.key_dim = o->key_dim;
     c.causal = o->causal;
+    c.rate = o->dropout;
+    c.seed = o->seed;
     c.use_bias = !o->no_bias;
     if (o->kernel_initializer) c.kernel_init = *o->kernel_initializer;
     if (o->bias_initializer) c.bias_init = *o->bias_initializer;
@@ -330,6 +335,24 @@ kiln_layer *kiln_layer_spatial_dropout2d(kiln_model *m, const kiln_dropout_opts 
     c.rate = o->rate;
     c.seed = o->seed;
     return nn_layer_add(m, NN_SPATIAL_DROPOUT2D, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_gaussian_noise(kiln_model *m, const kiln_gaussian_noise_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "gaussian_noise: options are required (.stddev)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_GAUSSIAN_NOISE);
+    c.name = o->name;
+    c.rate = o->stddev;
+    c.seed = o->seed;
+    return nn_layer_add(m, NN_GAUSSIAN_NOISE, &c, &o->input, o->input ? 1 : 0);
+}
+
+kiln_layer *kiln_layer_gaussian_dropout(kiln_model *m, const kiln_dropout_opts *o) {
+    if (!o) { nn_fail(m, KILN_INVALID_ARGUMENT, "gaussian_dropout: options are required (.rate)"); return NULL; }
+    nn_layer_cfg c = nn_layer_defaults(NN_GAUSSIAN_DROPOUT);
+    c.name = o->name;
+    c.rate = o->rate;
+    c.seed = o->seed;
+    return nn_layer_add(m, NN_GAUSSIAN_DROPOUT, &c, &o->input, o->input ? 1 : 0);
 }
 
 kiln_layer *kiln_layer_gpt_block(kiln_model *m, const kiln_gpt_block_opts *o) {

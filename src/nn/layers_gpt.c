@@ -6,7 +6,7 @@
  *   attn/c_proj/kernel [D, D], attn/c_proj/bias, ln_2/gamma, ln_2/beta,
  *   mlp/c_fc/kernel [D, 4D], mlp/c_fc/bias, mlp/c_proj/kernel [4D, D], mlp/c_proj/bias.
  * Not Keras layers: a Keras file cannot hold them (Keras's own GPT-2, keras_hub's, calls its
- * ReversibleEmbedding twice, a shared layer); ONNX export refuses them by name. */
+ * ReversibleEmbedding twice, a shared layer); ONNX export writes them as opset 17 ops (src/onnx/onnx_export.c: export_gpt_block). */
 #include <math.h>
 #include <stdio.h>
 #include "nn/nn_layers.h"
@@ -92,7 +92,10 @@ static kiln_node *self_attention(const nn_fwd *f, kiln_layer *l, kiln_node *h, i
         kiln_node *c = kiln_slice(g, qkv, (int64_t[]){ 0, i * D }, (int64_t[]){ B * T, D });
         p[i] = f32(g, kiln_transpose(g, kiln_reshape(g, c, KILN_SHAPE(B, T, H, K)), perm));
     }
-    kiln_node *o = kiln_attention(g, p[0], p[1], p[2], true, 1.0 / sqrt((double)K));
+    /* nanoGPT's attn_dropout: the block's dropout on the attention probabilities too (training) */
+    double rate = f->training ? l->rate : 0.0;
+    uint64_t seed = l->seed ? l->seed + 2 : kiln_mix64(f->m->seed ^ (0x6B70ull + 2 * (uint64_t)l->index + 2));
+    kiln_node *o = kiln_attention_dropout(g, p[0], p[1], p[2], true, 1.0 / sqrt((double)K), rate, seed);
     return kiln_reshape(g, kiln_transpose(g, o, perm), KILN_SHAPE(B * T, D));
 }
 

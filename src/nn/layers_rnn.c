@@ -69,9 +69,11 @@ static kiln_status rnn_check(kiln_layer *l, const nn_layer_cfg *c, int cell) {
         return nn_layer_fail(l, KILN_UNSUPPORTED, "return_state=True is not supported: Kiln's layers have one output (use return_sequences, or the output itself, which is the last state h)");
     if (c->stateful)
         return nn_layer_fail(l, KILN_UNSUPPORTED, "stateful=True is not supported: Kiln starts every batch from zero states");
-    if (c->rate != 0 || c->recurrent_rate != 0)
-        return nn_layer_fail(l, KILN_UNSUPPORTED, "dropout %g / recurrent_dropout %g: Kiln's recurrent layers have no dropout of their own yet (use 0, and a Dropout layer before or after)",
-                             c->rate, c->recurrent_rate);
+    if (!(c->rate >= 0 && c->rate < 1)) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "dropout %g must be in [0, 1)", c->rate);
+    if (!(c->recurrent_rate >= 0 && c->recurrent_rate < 1))
+        return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "recurrent_dropout %g must be in [0, 1)", c->recurrent_rate);
+    l->rate = c->rate;              /* recurrent_dropout: read from l->cfg in run() */
+    l->seed = c->seed;
     l->cell = cell;
     l->units = c->units;
     l->act = c->activation;
@@ -139,10 +141,49 @@ static kiln_node *zeros(kiln_graph *g, int64_t b, int64_t u) {
     return n;
 }
 
-/* One step: xt [B, k*U] (input projection with its bias), state h (and c for LSTM). */
-static kiln_node *step(kiln_graph *g, const kiln_layer *l, const rnn_w *w, kiln_node *xt, kiln_node *h, kiln_node **c) {
+/* ---- dropout (Keras 3's DropoutRNNCell): masks drawn once per sequence, the same at every step,
+ * training only. Shared by the gates, except when recurrent_dropout is set: Keras then switches
+ * LSTM/GRU to implementation 1, one input and one recurrent mask per gate. ---- */
+#define RNN_MAX_GATES 4
+typedef struct rnn_masks { int n; kiln_node *m[RNN_MAX_GATES]; } rnn_masks;   /* n 0: none */
+
+static rnn_masks drop_masks(const nn_fwd *f, const kiln_layer *l, double rate, int n, int64_t width, uint64_t salt) {
+    rnn_masks r = { 0 };
+    if (!f->training || rate == 0) return r;
+    uint64_t seed = l->seed ? l->seed ^ salt : kiln_mix64(f->m->seed ^ (0xD0D0ull + (uint64_t)l->index) ^ salt);
+    kiln_node *ones = kiln_broadcast_to(f->g, kiln_scalar(f->g, KILN_F32, 1.0), KILN_SHAPE(f->batch, width));
+    r.n = n;
+    for (int i = 0; i < n; i++) r.m[i] = kiln_dropout(f->g, ones, rate, seed, true);   /* each node mixes its id in */
+    return r;
+}
+/* x [B, .., W] times the gate's mask [B, W] (or x itself). */
+static kiln_node *masked(kiln_graph *g, kiln_node *x, const rnn_masks *mk, int gate) {
+    if (!mk || !mk->n) return x;
+    kiln_node *m = mk->m[mk->n == 1 ? 0 : gate];
+    kiln_shape s = kiln_node_shape(x);
+    if (s.rank == 3) m = kiln_reshape(g, m, KILN_SHAPE(s.dim[0], 1, s.dim[2]));
+    return kiln_mul(g, x, m);
+}
+/* The gate's masked copy of a ([B, W], or [B, T, W] flattened to [B T, W]). */
+static kiln_node *masked2(kiln_graph *g, kiln_node *a, const rnn_masks *mk, int gate) {
+    kiln_node *x = masked(g, a, mk, gate);
+    kiln_shape s = kiln_node_shape(a);
+    return s.rank == 3 ? kiln_reshape(g, x, KILN_SHAPE(s.dim[0] * s.dim[1], s.dim[2])) : x;
+}
+/* a times w [W, k U], gate gt's columns taking its own masked copy of a. */
+static kiln_node *gate_products(kiln_graph *g, kiln_node *a, kiln_node *w, const rnn_masks *mk, int k, int64_t U) {
+    if (!mk || mk->n <= 1) return kiln_matmul(g, masked2(g, a, mk, 0), w, false, false);
+    kiln_node *p[RNN_MAX_GATES];
+    for (int gt = 0; gt < k; gt++) p[gt] = kiln_matmul(g, masked2(g, a, mk, gt), cols(g, w, gt * U, U), false, false);
+    return kiln_concat(g, p, k, 1);
+}
+
+/* One step: xt [B, k*U] (input projection with its bias), state h (and c for LSTM); rm: the
+ * recurrent dropout masks (NULL or n 0: none). */
+static kiln_node *step(kiln_graph *g, const kiln_layer *l, const rnn_w *w, kiln_node *xt, kiln_node *h, kiln_node **c,
+                       const rnn_masks *rm) {
     int64_t U = l->units;
-    kiln_node *hr = kiln_matmul(g, h, w->rec, false, false);
+    kiln_node *hr = gate_products(g, h, w->rec, rm, gates(l->cell), U);
     if (l->cell == CELL_SIMPLE) return nn_activate(g, kiln_add(g, xt, hr), l->act);
     if (l->cell == CELL_LSTM) {
         kiln_node *z = kiln_add(g, xt, hr);
@@ -161,17 +202,17 @@ static kiln_node *step(kiln_graph *g, const kiln_layer *l, const rnn_w *w, kiln_
         if (w->bias_rec) hh = kiln_bias_add(g, hh, kiln_reshape(g, cols(g, w->bias_rec, 2 * U, U), KILN_SHAPE(U)));
         hh = kiln_mul(g, r, hh);
     } else {
-        hh = kiln_matmul(g, kiln_mul(g, r, h), cols(g, w->rec, 2 * U, U), false, false);
+        hh = kiln_matmul(g, kiln_mul(g, r, masked(g, h, rm, 2)), cols(g, w->rec, 2 * U, U), false, false);
     }
     hh = nn_activate(g, kiln_add(g, cols(g, xt, 2 * U, U), hh), l->act);
     return kiln_add(g, hh, kiln_mul(g, z, kiln_sub(g, h, hh)));     /* z h + (1 - z) hh */
 }
 
 /* The fused recurrence (kiln_rnn_sequence: one node, its kernels run the steps), for the cells
- * and activations it takes; the rest are unrolled below. Dropout hook: an input mask (Keras's
- * dropout: one [B, F] mask on x for every step) goes on x before the projection and fuses as
- * is; a recurrent mask (recurrent_dropout, on h_prev at each step) is not an input of the op
- * yet, so a layer with one must return false here and take the unrolled path. */
+ * and activations it takes; the rest are unrolled below. Dropout: the input masks go on x
+ * before the projection, so they fuse as they are; the recurrent masks (recurrent_dropout, on
+ * h_prev at each step, per gate) are not inputs of the op yet, so a training graph that draws
+ * them takes the unrolled path (run()); inference, with no masks, fuses. */
 static bool fusable(const kiln_layer *l) {
     const char *u = getenv("KILN_RNN_UNROLLED");            /* "1": the unrolled graph (bench/rnn_bench.c compares the two) */
     return !(u && *u == '1') && kiln_rnn_activation_ok(l->act) && kiln_rnn_activation_ok(l->rec_act);
@@ -191,10 +232,13 @@ static kiln_node *run_fused(kiln_graph *g, const kiln_layer *l, const rnn_w *w, 
 static kiln_node *run(const nn_fwd *f, const kiln_layer *l, const rnn_w *w, kiln_node *x, bool backwards) {
     kiln_graph *g = f->g;
     int64_t B = f->batch, T = l->in[0]->out.dim[0], F = l->in[0]->out.dim[1], U = l->units, k = gates(l->cell);
-    kiln_node *xp = kiln_matmul(g, kiln_reshape(g, x, KILN_SHAPE(B * T, F)), w->kernel, false, false);
+    int per_gate = l->cfg->recurrent_rate > 0 ? (int)k : 1;
+    rnn_masks im = drop_masks(f, l, l->rate, per_gate, F, 0), rm = drop_masks(f, l, l->cfg->recurrent_rate, per_gate, U, 0x5EC0ull);
+    kiln_node *xp = im.n ? gate_products(g, x, w->kernel, &im, (int)k, U)
+                         : kiln_matmul(g, kiln_reshape(g, x, KILN_SHAPE(B * T, F)), w->kernel, false, false);
     if (w->bias_in) xp = kiln_bias_add(g, xp, w->bias_in);
     xp = kiln_reshape(g, xp, KILN_SHAPE(B, T, k * U));
-    if (fusable(l)) return run_fused(g, l, w, xp, B, T, backwards);
+    if (!rm.n && fusable(l)) return run_fused(g, l, w, xp, B, T, backwards);     /* input masks are in xp already */
     kiln_node *h = zeros(g, B, U), *c = l->cell == CELL_LSTM ? zeros(g, B, U) : NULL;
     kiln_node **seq = l->return_sequences ? kiln_calloc((size_t)T, sizeof *seq) : NULL;
     if (l->return_sequences && !seq) { kiln_graph_fail(g, KILN_OUT_OF_MEMORY, "out of host memory for %lld steps", (long long)T); return NULL; }
@@ -202,7 +246,7 @@ static kiln_node *run(const nn_fwd *f, const kiln_layer *l, const rnn_w *w, kiln
         int64_t t = backwards ? T - 1 - i : i;
         int64_t begin[3] = { 0, t, 0 }, size[3] = { B, 1, k * U };
         kiln_node *xt = kiln_reshape(g, kiln_slice(g, xp, begin, size), KILN_SHAPE(B, k * U));
-        h = step(g, l, w, xt, h, &c);
+        h = step(g, l, w, xt, h, &c, &rm);
         if (seq) seq[i] = kiln_reshape(g, h, KILN_SHAPE(B, 1, U));
     }
     kiln_node *out = h;

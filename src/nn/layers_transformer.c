@@ -115,8 +115,7 @@ static kiln_status mha_shape(kiln_layer *l, const nn_layer_cfg *c) {
                              nn_batched_str(q, b1, sizeof b1), nn_batched_str(v, b2, sizeof b2));
     if (c->value_dim != 0 && c->value_dim != c->key_dim)
         return nn_layer_fail(l, KILN_UNSUPPORTED, "value_dim %d differs from key_dim %d; Kiln's fused attention needs them equal", c->value_dim, c->key_dim);
-    if (c->rate != 0)
-        return nn_layer_fail(l, KILN_UNSUPPORTED, "dropout %g on the attention probabilities is not implemented yet (use 0, and Dropout layers around it)", c->rate);
+    if (!(c->rate >= 0 && c->rate < 1)) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "dropout %g must be in [0, 1)", c->rate);
     if (c->causal && k.dim[0] < q.dim[0])
         return nn_layer_fail(l, KILN_SHAPE_MISMATCH, "use_causal_mask needs at least as many keys (%lld) as queries (%lld)", (long long)k.dim[0],
                              (long long)q.dim[0]);
@@ -124,6 +123,8 @@ static kiln_status mha_shape(kiln_layer *l, const nn_layer_cfg *c) {
     l->key_dim = c->key_dim;
     l->use_bias = c->use_bias;
     l->causal = c->causal;
+    l->rate = c->rate;              /* on the attention probabilities, in training (Keras's dropout) */
+    l->seed = c->seed;
     l->out = q;
     return KILN_OK;
 }
@@ -166,7 +167,9 @@ static kiln_node *mha_forward(const nn_fwd *f, kiln_layer *l, kiln_node *x) {
     kiln_node *q = project(f, l, x, "query"), *k = project(f, l, kin, "key"), *v = project(f, l, vin, "value");
     if (!q || !k || !v) return NULL;
     /* f32 inside the fused op (under mixed precision the products are cast up); scale 1/sqrt(key_dim) as Keras */
-    kiln_node *o = kiln_attention(g, to_f32(g, q), to_f32(g, k), to_f32(g, v), l->causal, 1.0 / sqrt((double)l->key_dim));
+    double rate = f->training ? l->rate : 0.0;
+    uint64_t seed = l->seed ? l->seed : kiln_mix64(f->m->seed ^ (0xA77Eull + (uint64_t)l->index));
+    kiln_node *o = kiln_attention_dropout(g, to_f32(g, q), to_f32(g, k), to_f32(g, v), l->causal, 1.0 / sqrt((double)l->key_dim), rate, seed);
     kiln_shape qs = kiln_node_shape(x);
     int64_t B = qs.dim[0], T = qs.dim[1], HK = (int64_t)l->heads * l->key_dim, dq = l->out.dim[1];
     o = kiln_reshape(g, kiln_transpose(g, o, perm), KILN_SHAPE(B * T, HK));

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "nn/nn_model.h"
 #include "core/checked.h"
+#include "kiln/text.h"
 
 static kiln_model *model_alloc(const char *name, bool functional) {
     kiln_model *m = kiln_calloc(1, sizeof *m);
@@ -73,6 +74,7 @@ void kiln_model_free(kiln_model *m) {
     kiln_tensor_free(m->lr_t);
     for (int i = 0; i < m->n_layers; i++) nn_layer_free(m->layers[i]);
     nn_class_names_clear(m);
+    kiln_tokenizer_free(m->tokenizer);
     kiln_free(m->data_spec);
     kiln_free(m->layers);
     kiln_name_index_free(&m->layer_index);

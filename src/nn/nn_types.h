@@ -108,6 +108,7 @@ struct kiln_model {
     bool functional, finalized;
     char **class_names;       /* kiln_model_set_class_names; saved in checkpoints */
     int n_class_names;
+    struct kiln_tokenizer *tokenizer;   /* owned: a Hugging Face folder's tokenizer.json (kiln_model_set_tokenizer) */
     char *data_spec;          /* kiln_model_set_data_spec; saved in checkpoints (kiln.data) */
     int name_counts[NN_KIND_COUNT];
     kiln_name_index layer_index;   /* layers by name (layer_table.c): loading a model file stays linear */

@@ -7,8 +7,8 @@
  * LayerNorm -> logits through the token embedding's transpose (weight tying). The input is the
  * context (T) of token ids; the output (T, vocabulary) logits, for the sparse cross-entropy on
  * (T) next-token ids. Initialisation as GPT-2: N(0, 0.02), the residual projections scaled by
- * 1/sqrt(2 n_layer). Attention dropout (on the probabilities) is not applied: Kiln's fused
- * attention has none yet; the block's two residual dropouts are. */
+ * 1/sqrt(2 n_layer). Each block's dropout applies to the attention probabilities and the two
+ * residual branches, as nanoGPT's attn_dropout and resid_dropout. */
 #include <stdio.h>
 #include <string.h>
 #include "nn/nn_zoo.h"

@@ -16,6 +16,7 @@ typedef struct ev {                 /* a layer's output in the ONNX graph */
     const char *name;
     bool nchw;                      /* an image (rank 3 without batch) in NCHW order */
     const char *other;              /* the same value in the other order, once made */
+    bool i64;                       /* int64 token ids (a GPT's input) */
 } ev;
 
 typedef struct ex {
@@ -460,7 +461,8 @@ static bool export_apps_layer(ex *e, kiln_layer *l, ev *vals) {
         *y = (ev){ .name = activation(e, out, l->act, true, base), .nchw = true };
         return true;
     }
-    case NN_SPATIAL_DROPOUT2D: *y = *x; return true;      /* inference: the identity */
+    case NN_SPATIAL_DROPOUT2D: case NN_GAUSSIAN_NOISE: case NN_GAUSSIAN_DROPOUT:
+        *y = *x; return true;      /* inference: the identity (as tf2onnx exports Keras's noise layers) */
     case NN_MULTIPLY: case NN_SUBTRACT: case NN_AVERAGE: case NN_MAXIMUM: case NN_MINIMUM: {
         bool nchw = rank == 3 && x->nchw;
         const char *ins[NN_MAX_MERGE] = { 0 };
@@ -562,13 +564,80 @@ static const char *export_mha(ex *e, const kiln_layer *l, ev *vals) {
     return l->use_bias ? two(e, "Add", o, weight_init(e, l, "attention_output/bias", NULL), base) : o;
 }
 
+/* GPTBlock's x @ kernel + bias over the last axis */
+static const char *gpt_linear(ex *e, const kiln_layer *l, const char *x, const char *which) {
+    char k[64], b[64];
+    snprintf(k, sizeof k, "%s/kernel", which);
+    snprintf(b, sizeof b, "%s/bias", which);
+    return two(e, "Add", two(e, "MatMul", x, weight_init(e, l, k, NULL), l->name), weight_init(e, l, b, NULL), l->name);
+}
+static const char *gpt_layer_norm(ex *e, const kiln_layer *l, const char *x, const char *which) {
+    char g[64], b[64];
+    snprintf(g, sizeof g, "%s/gamma", which);
+    snprintf(b, sizeof b, "%s/beta", which);
+    const char *ins[3] = { x, weight_init(e, l, g, NULL), weight_init(e, l, b, NULL) }, *out = vname(e, l->name, "LayerNormalization");
+    Onnx__NodeProto *n = node(e, "LayerNormalization", ins, 3, out);
+    attr_int(e, n, "axis", -1);
+    attr_float(e, n, "epsilon", l->epsilon);
+    return out;
+}
+/* (N, T, D) -> heads (N, H, T, K), or (N, H, K, T) for k^T */
+static const char *gpt_heads(ex *e, const kiln_layer *l, const char *x, bool k_last) {
+    const char *y = two(e, "Reshape", x, const_i64(e, l->name, (const int64_t[]){ 0, 0, l->heads, l->key_dim }, 4), l->name);
+    const char *t = one(e, "Transpose", y, l->name);
+    attr_ints(e, e->nodes[e->n_nodes - 1], "perm", k_last ? (const int64_t[]){ 0, 2, 3, 1 } : (const int64_t[]){ 0, 2, 1, 3 }, 4);
+    return t;
+}
+/* GPTBlock (inference: no dropout) as ONNX ops: x + c_proj(attn(LN1 x)), then + mlp(LN2 x). The
+ * attention is export_mha's (MatMul, Softmax, the causal mask a constant of 0 / -1e30); GELU
+ * written out (opset 17 has no Gelu): tanh 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), or
+ * erf 0.5 x (1 + erf(x / sqrt 2)). */
+static const char *export_gpt_block(ex *e, const kiln_layer *l, const char *x) {
+    const char *base = l->name, *parts[3];
+    int64_t T = l->out.dim[0], D = l->out.dim[1];
+    const char *qkv = gpt_linear(e, l, gpt_layer_norm(e, l, x, "ln_1"), "attn/c_attn");
+    const char *sizes = const_i64(e, base, (const int64_t[]){ D, D, D }, 3);
+    for (int i = 0; i < 3; i++) parts[i] = vname(e, base, "Split");
+    Onnx__NodeProto *sp = node(e, "Split", (const char *[]){ qkv, sizes }, 2, parts[0]);
+    if (!sp) return NULL;
+    sp->output = ox_alloc(&e->a, 3 * sizeof *sp->output);
+    if (!sp->output) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+    for (int i = 0; i < 3; i++) sp->output[i] = (char *)parts[i];
+    sp->n_output = 3;
+    attr_int(e, sp, "axis", -1);
+    const char *q = gpt_heads(e, l, parts[0], false), *kt = gpt_heads(e, l, parts[1], true), *v = gpt_heads(e, l, parts[2], false);
+    const char *s = two(e, "Mul", two(e, "MatMul", q, kt, base), constant(e, base, 1.0 / sqrt((double)l->key_dim)), base);
+    kiln_tensor *m = kiln_tensor_new(KILN_F32, KILN_SHAPE(T, T));
+    if (!m) { ex_fail(e, KILN_OUT_OF_MEMORY, "out of host memory"); return NULL; }
+    for (int64_t i = 0; i < T; i++)
+        for (int64_t j = 0; j < T; j++) ((float *)m->data)[i * T + j] = j <= i ? 0.0f : -1e30f;
+    s = two(e, "Add", s, const_tensor(e, base, m), base);
+    const char *p = one(e, "Softmax", s, base);
+    attr_int(e, e->nodes[e->n_nodes - 1], "axis", -1);
+    const char *o = one(e, "Transpose", two(e, "MatMul", p, v, base), base);
+    attr_ints(e, e->nodes[e->n_nodes - 1], "perm", (const int64_t[]){ 0, 2, 1, 3 }, 4);
+    o = two(e, "Reshape", o, const_i64(e, base, (const int64_t[]){ 0, 0, D }, 3), base);
+    x = two(e, "Add", x, gpt_linear(e, l, o, "attn/c_proj"), base);
+    const char *f = gpt_linear(e, l, gpt_layer_norm(e, l, x, "ln_2"), "mlp/c_fc"), *g;
+    if (l->approximate) {
+        const char *f3 = two(e, "Mul", two(e, "Mul", f, f, base), f, base);
+        const char *in = two(e, "Mul", two(e, "Add", f, two(e, "Mul", f3, constant(e, base, 0.044715), base), base),
+                             constant(e, base, sqrt(2.0 / M_PI)), base);
+        g = two(e, "Mul", two(e, "Mul", f, two(e, "Add", one(e, "Tanh", in, base), constant(e, base, 1.0), base), base), constant(e, base, 0.5), base);
+    } else g = activation(e, f, KILN_GELU, false, base);
+    return two(e, "Add", x, gpt_linear(e, l, g, "mlp/c_proj"), base);
+}
+
 static void export_transformer(ex *e, kiln_layer *l, ev *vals) {
     ev *x = &vals[l->in[0]->index], *y = &vals[l->index];
     const char *base = l->name;
     switch (l->kind) {
     case NN_EMBEDDING: {       /* float ids truncated as Kiln does: Cast to int64 (toward zero), Gather */
-        const char *ids = one(e, "Cast", x->name, base);
-        attr_int(e, e->nodes[e->n_nodes - 1], "to", ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+        const char *ids = x->name;
+        if (!x->i64) {
+            ids = one(e, "Cast", x->name, base);
+            attr_int(e, e->nodes[e->n_nodes - 1], "to", ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+        }
         y->name = two(e, "Gather", weight_init(e, l, "embeddings", NULL), ids, base);
         attr_int(e, e->nodes[e->n_nodes - 1], "axis", 0);
         return;
@@ -596,6 +665,18 @@ static void export_transformer(ex *e, kiln_layer *l, ev *vals) {
         return;
     }
     case NN_MHA: y->name = export_mha(e, l, vals); return;
+    case NN_GPT_BLOCK: y->name = export_gpt_block(e, l, x->name); return;
+    case NN_TIED_OUTPUT: {     /* h E^T, E the Embedding's initializer (written once, shared) */
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s/embeddings", l->in[1]->name);
+        const char *w = NULL;
+        for (int i = 0; i < e->n_inits && !w; i++) if (!strcmp(e->inits[i]->name, nm)) w = e->inits[i]->name;
+        if (!w) w = weight_init(e, l->in[1], "embeddings", NULL);
+        const char *wt = one(e, "Transpose", w, base);
+        attr_ints(e, e->nodes[e->n_nodes - 1], "perm", (const int64_t[]){ 1, 0 }, 2);
+        y->name = two(e, "MatMul", x->name, wt, base);
+        return;
+    }
     default: ex_fail(e, KILN_UNSUPPORTED, "layer %s (%s) has no ONNX export", l->name, kiln_layer_type(l));
     }
 }
@@ -736,6 +817,19 @@ static const char *export_rnn(ex *e, const kiln_layer *l, const char *x) {
 }
 
 /* One layer: its output into out[l->index]. */
+/* A GPT (GPTBlock / TiedOutput layers) whose input feeds only Embeddings takes int64 token ids,
+ * as ONNX language models do; other models keep their f32 input (Keras models' float ids). */
+static bool token_input(const kiln_model *m) {
+    bool gpt = false;
+    for (int i = 0; i < m->n_layers; i++) {
+        const kiln_layer *l = m->layers[i];
+        gpt |= l->kind == NN_GPT_BLOCK || l->kind == NN_TIED_OUTPUT;
+        for (int j = 0; j < l->n_in; j++)
+            if (l->in[j] == m->input && l->kind != NN_EMBEDDING) return false;
+    }
+    return gpt;
+}
+
 static void export_layer(ex *e, kiln_layer *l, ev *vals) {
     ev *x = l->n_in ? &vals[l->in[0]->index] : NULL;
     int rank = l->n_in ? l->in[0]->out.rank : 0;
@@ -744,6 +838,7 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
     switch (l->kind) {
     case NN_INPUT:
         y->name = ox_strdup(&e->a, l->name);
+        y->i64 = token_input(e->m);
         return;
     case NN_DENSE: {
         const char *w = weight_init(e, l, "kernel", NULL), *b = l->use_bias ? weight_init(e, l, "bias", NULL) : NULL;
@@ -856,7 +951,7 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
         y->nchw = nchw;
         return;
     }
-    case NN_EMBEDDING: case NN_LAYER_NORM: case NN_POS_EMBEDDING: case NN_MHA:
+    case NN_EMBEDDING: case NN_LAYER_NORM: case NN_POS_EMBEDDING: case NN_MHA: case NN_GPT_BLOCK: case NN_TIED_OUTPUT:
         export_transformer(e, l, vals);
         return;
     case NN_SIMPLE_RNN: case NN_LSTM: case NN_GRU: case NN_BIDIRECTIONAL:
@@ -867,7 +962,7 @@ static void export_layer(ex *e, kiln_layer *l, ev *vals) {
     }
 }
 
-static Onnx__ValueInfoProto *value_info(ex *e, const char *name, kiln_shape s) {
+static Onnx__ValueInfoProto *value_info(ex *e, const char *name, kiln_shape s, bool i64) {
     Onnx__ValueInfoProto *v = ox_alloc(&e->a, sizeof *v);
     Onnx__TypeProto *t = ox_alloc(&e->a, sizeof *t);
     Onnx__TypeProto__Tensor *tt = ox_alloc(&e->a, sizeof *tt);
@@ -889,7 +984,7 @@ static Onnx__ValueInfoProto *value_info(ex *e, const char *name, kiln_shape s) {
     sh->dim = dims;
     sh->n_dim = (size_t)s.rank + 1;
     tt->has_elem_type = true;
-    tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tt->elem_type = i64 ? ONNX__TENSOR_PROTO__DATA_TYPE__INT64 : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
     tt->shape = sh;
     t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
     t->tensor_type = tt;
@@ -942,8 +1037,8 @@ kiln_status kiln_model_export_onnx(kiln_model *m, const char *path, const kiln_o
     Onnx__ModelProto model = ONNX__MODEL_PROTO__INIT;
     Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
     Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opsets[1] = { &opset };
-    Onnx__ValueInfoProto *in_vi = e.st ? NULL : value_info(&e, m->input->name, m->input->out);
-    Onnx__ValueInfoProto *out_vi = e.st ? NULL : value_info(&e, out, m->output->out);
+    Onnx__ValueInfoProto *in_vi = e.st ? NULL : value_info(&e, m->input->name, m->input->out, vals[m->input->index].i64);
+    Onnx__ValueInfoProto *out_vi = e.st ? NULL : value_info(&e, out, m->output->out, false);
     if (!e.st) {
         opset.domain = "";
         opset.has_version = true;

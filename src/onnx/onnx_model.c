@@ -18,6 +18,7 @@ typedef struct ox_model {
     bool nhwc;
     int input_perm[KILN_MAX_DIMS];
     int skip_node;
+    kiln_dtype in_dtype;               /* the file's input: f32, or i32 / i64 token ids (cast from Kiln's f32 input) */
     ox_init_use *use;                  /* per initializer */
     kiln_graph *trial;                 /* while probing: the scratch graph */
     const nn_fwd *f;                   /* while building a forward */
@@ -84,7 +85,7 @@ static kiln_node *layer_forward(void *data, const nn_fwd *f, kiln_layer *l, kiln
     ox_model *om = data;
     om->f = f;
     om->layer = l;
-    kiln_onnx_input in = { .name = om->input_name, .node = x };
+    kiln_onnx_input in = { .name = om->input_name, .node = om->in_dtype == KILN_F32 ? x : kiln_cast(f->g, x, om->in_dtype) };
     ox_import_spec sp = spec_of(om, f->g, f->batch, f->training, f->m->seed ^ 0x0A11C0DEull, &in);
     ox_importer *im;
     if (ox_import(&sp, &im) != KILN_OK) {
@@ -147,7 +148,8 @@ static kiln_status probe(ox_model *om, kiln_shape in_shape, int64_t batch, kiln_
     kiln_shape s = { .rank = in_shape.rank + 1 };
     s.dim[0] = batch;
     for (int i = 0; i < in_shape.rank; i++) s.dim[i + 1] = in_shape.dim[i];
-    kiln_onnx_input in = { .name = om->input_name, .node = kiln_placeholder(g, "x", KILN_F32, s) };
+    kiln_node *x = kiln_placeholder(g, "x", KILN_F32, s);
+    kiln_onnx_input in = { .name = om->input_name, .node = om->in_dtype == KILN_F32 || !x ? x : kiln_cast(g, x, om->in_dtype) };
     ox_import_spec sp = spec_of(om, g, batch, false, 0, &in);
     ox_importer *im = NULL;
     kiln_status st = in.node ? ox_import(&sp, &im) : kiln_set_error(kiln_graph_status(g), "%s", kiln_graph_error(g));
@@ -203,8 +205,10 @@ kiln_status kiln_model_from_onnx(const char *path, const kiln_onnx_model_opts *o
         return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: it has several inputs; a Kiln model takes one", path));
     if (gr->n_output != 1)
         return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: it has %zu outputs; a Kiln model has one", path, gr->n_output));
-    if (dt != KILN_F32)
-        return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: input '%s' is %s; a Kiln model takes f32 (float) input", path, om->input_name, kiln_dtype_name(dt)));
+    if (dt != KILN_F32 && dt != KILN_I32 && dt != KILN_I64)
+        return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: input '%s' is %s; a Kiln model takes f32 (float) input, or "
+                                                   "integer token ids (i32, i64: given to Kiln as floats, as to its Embedding layers)", path, om->input_name, kiln_dtype_name(dt)));
+    om->in_dtype = dt;
     if (s.rank < 2) return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: input '%s' needs a batch dimension and at least one more", path, om->input_name));
     for (int d = 1; d < s.rank; d++)
         if (s.dim[d] < 0) return fail_model(om, NULL, kiln_set_error(KILN_UNSUPPORTED, "ONNX model %s: input '%s' dimension %d is symbolic; a Kiln model needs fixed sizes except for the batch", path, om->input_name, d));

@@ -4,7 +4,9 @@
  * The gradient op recomputes the probabilities from q, k and the log-sum-exp tile by tile and
  * writes dq, dk and dv in one tensor [B, H, Tq + 2 Tk, Dh] that three slices split: no [Tq, Tk]
  * matrix exists anywhere (FlashAttention-2). attrs: alpha = the scale (> 0, resolved at build),
- * causal. Semantics: src/ops/SEMANTICS.md. */
+ * causal; rate > 0 (training): dropout on the probabilities, each P[b,h,i,j]'s keep decided by
+ * kiln_dropout_keep(seed, step, ((b H + h) Tq + i) Tk + j) in the forward and again in the
+ * backward (counter-based, as FlashAttention: no mask is stored). Semantics: src/ops/SEMANTICS.md. */
 #include <math.h>
 #include "ops/op.h"
 #include "ops/ref_kernels.h"
@@ -31,6 +33,8 @@ static kiln_status check_qkv(kiln_node *n) {
                                k->name, shp(k->shape, b1), q->name, shp(q->shape, b2));
     if (!(n->attrs.alpha > 0.0) || !isfinite(n->attrs.alpha))
         return kiln_node_error(n, KILN_INVALID_ARGUMENT, "scale must be a positive finite number, got %g", n->attrs.alpha);
+    if (!(n->attrs.rate >= 0.0 && n->attrs.rate < 1.0))
+        return kiln_node_error(n, KILN_INVALID_ARGUMENT, "dropout rate must be in [0, 1), got %g", n->attrs.rate);
     return KILN_OK;
 }
 
@@ -112,7 +116,22 @@ kiln_node *kiln_attention_packed(kiln_graph *g, kiln_node *q, kiln_node *k, kiln
 }
 
 kiln_node *kiln_attention(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *v, bool causal, double scale) {
+    return kiln_attention_dropout(g, q, k, v, causal, scale, 0.0, 0);
+}
+
+kiln_node *kiln_attention_dropout(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *v, bool causal, double scale,
+                                  double rate, uint64_t seed) {
+    if (g && !(rate >= 0.0 && rate < 1.0)) {
+        kiln_graph_fail(g, KILN_INVALID_ARGUMENT, "kiln_attention_dropout: rate must be in [0, 1), got %g", rate);
+        return NULL;
+    }
     kiln_node *p = kiln_attention_packed(g, q, k, v, causal, scale);
+    if (p && rate > 0.0) {   /* set before anything reads p (its gradient copies these attrs) */
+        p->attrs.rate = rate;
+        p->attrs.training = true;
+        /* as Dropout: two attention nodes built with one seed draw different masks */
+        p->attrs.seed = kiln_mix64(kiln_mix64(seed) ^ ((uint64_t)p->id * 0x9E3779B97F4A7C15ull));
+    }
     if (!p) return NULL;
     int64_t begin[4] = { 0, 0, 0, 0 };
     return kiln_slice(g, p, begin, q->shape.dim);

@@ -165,3 +165,32 @@ kiln_node *kiln_dropout(kiln_graph *g, kiln_node *x, double rate, uint64_t seed,
     if (n) n->attrs.seed = kiln_mix64(kiln_mix64(seed) ^ ((uint64_t)n->id * 0x9E3779B97F4A7C15ull));
     return n;
 }
+
+/* ---- RandomNormal: noise like x (x only gives the shape and dtype) ---- */
+static kiln_status random_normal_infer(kiln_node *n) {
+    kiln_node *x = n->in[0];
+    if (!kiln_dtype_is_float(x->dtype))
+        return kiln_node_error(n, KILN_DTYPE_MISMATCH, "input '%s' is %s; a float dtype is needed", x->name, kiln_dtype_name(x->dtype));
+    n->dtype = x->dtype;
+    n->shape = x->shape;
+    return KILN_OK;
+}
+
+/* A source of noise: x only gives the shape, so no gradient flows to it (dx stays NULL), and a
+ * path through the noise to a variable is no error (as for x + noise). */
+static kiln_status random_normal_grad(kiln_graph *g, kiln_node *n, kiln_node *dy, kiln_node **dx) {
+    (void)g; (void)n; (void)dy; (void)dx;
+    return KILN_OK;
+}
+
+const kiln_op_def kiln_opdef_random_normal = {
+    "RandomNormal", 1, 1, 0, random_normal_infer, random_normal_grad, kiln_ref_random_normal, NULL
+};
+
+kiln_node *kiln_random_normal_like(kiln_graph *g, kiln_node *x, uint64_t seed) {
+    if (!g || !x) return NULL;
+    kiln_node *n = kiln_node_new(g, KILN_OP_RANDOM_NORMAL, &x, 1, NULL);
+    /* as Dropout: two noise nodes built with one seed draw different values */
+    if (n) n->attrs.seed = kiln_mix64(kiln_mix64(seed) ^ ((uint64_t)n->id * 0x9E3779B97F4A7C15ull));
+    return n;
+}

@@ -4,6 +4,7 @@
  * ops/ref_kernels.h. */
 #ifndef KILN_OP_H
 #define KILN_OP_H
+#include <math.h>
 #include "kiln/graph.h"
 #include "core/core.h"
 
@@ -151,6 +152,14 @@ kiln_node *kiln_scalar_like(kiln_graph *g, kiln_node *x, double v);
  * returns true. `seed` is attrs.seed (already mixed with the forward node's id). */
 static inline bool kiln_dropout_keep(uint64_t seed, uint64_t step, int64_t i, double rate) {
     return kiln_rand_uniform(kiln_mix64(seed ^ kiln_mix64(step + 0x1234567ull)), (uint64_t)i) >= rate;
+}
+
+/* Standard-normal draw i of RandomNormal (Box-Muller on the uniforms 2i and 2i + 1 of its own
+ * stream), shared by every backend. `seed` is attrs.seed (mixed with the node id). */
+static inline double kiln_normal_draw(uint64_t seed, uint64_t step, int64_t i) {
+    uint64_t key = kiln_mix64(seed ^ kiln_mix64(step + 0x7654321ull));
+    double u1 = kiln_rand_uniform(key, 2 * (uint64_t)i), u2 = kiln_rand_uniform(key, 2 * (uint64_t)i + 1);
+    return sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2);   /* 1 - u1 in (0, 1]: finite */
 }
 
 /* ---- helpers for ref kernels (src/core) ---- */

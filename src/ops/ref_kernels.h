@@ -55,6 +55,7 @@ kiln_status kiln_ref_batch_norm_grad(const kiln_kctx *c);
 kiln_status kiln_ref_bn_grad_gamma(const kiln_kctx *c);
 kiln_status kiln_ref_dropout(const kiln_kctx *c);
 kiln_status kiln_ref_dropout_grad(const kiln_kctx *c);
+kiln_status kiln_ref_random_normal(const kiln_kctx *c);
 
 /* ---- sync_bn.c: synchronised batch norm ---- */
 kiln_status kiln_ref_cross_replica_sum(const kiln_kctx *c);

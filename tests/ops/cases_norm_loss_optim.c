@@ -58,6 +58,9 @@ BUILDER(dropout_off, kiln_dropout(g, x[0], 0.3, 11, false))
 BUILDER(dropout_two, kiln_sub(g, kiln_dropout(g, x[0], 0.5, 4, true), kiln_dropout(g, x[0], 0.5, 4, true)))
 static const kiln_attrs drop_attrs = { .rate = 0.5, .seed = 12345, .training = true };
 BUILDER(dropout_grad, kiln_node_new(g, KILN_OP_DROPOUT_GRAD, x, 1, &drop_attrs))
+BUILDER(random_normal, kiln_random_normal_like(g, x[0], 7))
+/* x + noise: the gradient w.r.t. x passes the noise by (it is 1), the noise has none */
+BUILDER(noise_add, kiln_add(g, x[0], kiln_mul(g, kiln_scalar_like(g, x[0], 0.5), kiln_random_normal_like(g, x[0], 3))))
 
 /* ---- losses and metrics ---- */
 BUILDER(sparse_xent, kiln_sparse_softmax_cross_entropy(g, x[0], x[1]))
@@ -175,6 +178,9 @@ const op_case cases_norm_loss_optim[] = {
     C1(KILN_OP_DROPOUT, "difference of two dropouts with one seed [4,5]", S(4, 5), 0.5, 1, b_dropout_two, true),
     C1(KILN_OP_IDENTITY, "dropout when not training is identity [3,4]", S(3, 4), -1, 1, b_dropout_off, true),
     C1(KILN_OP_DROPOUT_GRAD, "DropoutGrad rate 0.5 [5,5]", S(5, 5), -1, 1, b_dropout_grad, false),
+    C1(KILN_OP_RANDOM_NORMAL, "random normal like [6,7] (no gradient to x: zero)", S(6, 7), -1, 1, b_random_normal, true),
+    C1(KILN_OP_RANDOM_NORMAL, "random normal like [3,257] (odd count, many blocks)", S(3, 257), -1, 1, b_random_normal, false),
+    C1(KILN_OP_ADD, "x + 0.5 random normal [4,5] (gradient through the noise)", S(4, 5), -1, 1, b_noise_add, true),
 
     { KILN_OP_SPARSE_SOFTMAX_XENT, "sparse softmax xent [6,5] i32 labels", 2, { F, KILN_I32 }, { S(6, 5), S(6) },
       { -3, 0 }, { 3, 5 }, b_sparse_xent, DT_FLOATS, true, 0, 0, 0 },

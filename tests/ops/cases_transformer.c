@@ -32,6 +32,11 @@ static const kiln_attrs att_grad_attrs = { .alpha = 0.5, .causal = true };
 static const kiln_attrs att_grad_attrs_full = { .alpha = 0.5 };
 BUILDER(att_grad, kiln_node_new(g, KILN_OP_ATTENTION_GRAD, x, 5, &att_grad_attrs))
 BUILDER(att_grad_full, kiln_node_new(g, KILN_OP_ATTENTION_GRAD, x, 5, &att_grad_attrs_full))
+/* attention dropout: the same keep of each P[b,h,i,j] in every backend, forward and backward */
+BUILDER(att_drop, kiln_attention_dropout(g, x[0], x[1], x[2], true, 0, 0.3, 9))
+BUILDER(att_drop_full, kiln_attention_dropout(g, x[0], x[1], x[2], false, 0, 0.5, 4))
+static const kiln_attrs att_grad_attrs_drop = { .alpha = 0.5, .causal = true, .rate = 0.4, .seed = 77, .training = true };
+BUILDER(att_grad_drop, kiln_node_new(g, KILN_OP_ATTENTION_GRAD, x, 5, &att_grad_attrs_drop))
 
 /* ---- RNN (fused recurrence): xp [B, T, kU], rec [U, kU][, rec_bias [kU]] ---- */
 #define RNNP(cell, act, ract, ra, back) (&(kiln_rnn_params){ cell, act, ract, ra, back })
@@ -78,6 +83,12 @@ const op_case cases_transformer[] = {
       DT_FLOATS, true, 0, 0, 0, true, 0 },
     { KILN_OP_ATTENTION, "attention O [2,3,9,16] causal (kiln_attention)", 3, QKV(2, 3, 9, 9, 16), b_att_o, DT_FLOATS, true,
       0, 0, 0, true, 0 },
+    { KILN_OP_ATTENTION, "attention dropout 0.3 [2,2,7,4] causal", 3, QKV(2, 2, 7, 7, 4), b_att_drop, DT_FLOATS, true,
+      0, 0, 0, true, 0 },
+    { KILN_OP_ATTENTION, "attention dropout 0.5 q [1,2,33,5] k,v [1,2,130,5] full (tile edges)", 3, QKV(1, 2, 33, 130, 5), b_att_drop_full,
+      DT_FLOATS, true, 0, 0, 0, true, 0 },
+    { KILN_OP_ATTENTION_GRAD, "attention_grad dropout 0.4 [1,2,70,4] causal", 5, ATT_GRAD_IN(1, 2, 70, 70, 4), b_att_grad_drop,
+      DT_FLOATS, false, 0, 0, 0, true, 0 },
     { KILN_OP_ATTENTION_GRAD, "attention_grad [2,1,6,3] causal", 5, ATT_GRAD_IN(2, 1, 6, 6, 3), b_att_grad, DT_FLOATS, false,
       0, 0, 0, true, 0 },
     { KILN_OP_ATTENTION_GRAD, "attention_grad q [1,2,67,4] k [1,2,97,4] full", 5, ATT_GRAD_IN(1, 2, 67, 97, 4), b_att_grad_full,

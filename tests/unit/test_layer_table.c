@@ -28,7 +28,7 @@ static void test_table(void) {
                                          "MultiHeadAttention", "PositionEmbedding", "Conv1D", "MaxPooling1D", "AveragePooling1D",
                                          "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D", "Conv2DTranspose", "SpatialDropout2D",
                                          "SimpleRNN", "LSTM", "GRU", "Bidirectional", "PReLU", "LayerScale",
-                                         "GPTBlock", "TiedOutput" };
+                                         "GPTBlock", "TiedOutput", "GaussianNoise", "GaussianDropout" };
     CHECK(NN_KIND_COUNT == (int)(sizeof keras / sizeof *keras));
     for (int i = 0; i < (int)(sizeof keras / sizeof *keras); i++) {
         nn_kind k;
@@ -84,6 +84,8 @@ static int required_opts(nn_kind t, nn_opt *o) {
     case NN_BIDIRECTIONAL: o[0] = NN_STR("layer", "GRU"); o[1] = NN_INT("units", 3); return 2;
     case NN_LAYER_SCALE: o[0] = NN_FLOAT("init_values", 0.5); o[1] = NN_INT("projection_dim", 4); return 2;
     case NN_GPT_BLOCK: o[0] = NN_INT("num_heads", 2); return 1;
+    case NN_GAUSSIAN_NOISE: o[0] = NN_FLOAT("stddev", 0.1); return 1;
+    case NN_GAUSSIAN_DROPOUT: o[0] = NN_FLOAT("rate", 0.1); return 1;
     default: return 0;
     }
 }
@@ -379,6 +381,8 @@ static void test_1d_deconv_same(void) {
     kiln_layer_reshape(a, &(kiln_reshape_opts){ .shape = KILN_SHAPE(2, 2, 4) });
     kiln_layer_conv2d_transpose(a, &(kiln_conv2d_opts){ .filters = 3, .kernel = 3, .strides = 2, .padding = KILN_SAME, .activation = KILN_TANH });
     kiln_layer_spatial_dropout2d(a, &(kiln_dropout_opts){ .rate = 0.4 });
+    kiln_layer_gaussian_noise(a, &(kiln_gaussian_noise_opts){ .stddev = 0.3, .seed = 5 });
+    kiln_layer_gaussian_dropout(a, &(kiln_dropout_opts){ .rate = 0.2 });
     kiln_layer_upsampling2d(a, &(kiln_upsampling2d_opts){ .size_h = 2, .size_w = 3, .bilinear = true });
     kiln_layer_conv2d_transpose(a, &(kiln_conv2d_opts){ .filters = 2, .kernel_h = 2, .kernel_w = 3, .strides = 3 });
     kiln_layer_reshape(a, &(kiln_reshape_opts){ .shape = KILN_SHAPE(-1, 2) });
@@ -393,14 +397,16 @@ static void test_1d_deconv_same(void) {
     ADD(b, "Reshape", NN_INTS("target_shape", 2, 2, 4));
     ADD(b, "Conv2DTranspose", NN_INT("filters", 3), NN_INT("kernel_size", 3), NN_INTS("strides", 2, 2), NN_STR("padding", "same"), NN_STR("activation", "tanh"));
     ADD(b, "SpatialDropout2D", NN_FLOAT("rate", 0.4));
+    ADD(b, "GaussianNoise", NN_FLOAT("stddev", 0.3), NN_INT("seed", 5));
+    ADD(b, "GaussianDropout", NN_FLOAT("rate", 0.2));
     ADD(b, "UpSampling2D", NN_INTS("size", 2, 3), NN_STR("interpolation", "bilinear"));
     ADD(b, "Conv2DTranspose", NN_INT("filters", 2), NN_INTS("kernel_size", 2, 3), NN_INT("strides", 3));
     ADD(b, "Reshape", NN_INTS("target_shape", -1, 2));
     nn_layer_from_options(b, "GlobalMaxPooling1D", NULL, 0, NULL, 0);
     /* the shapes Keras gives: causal keeps 12 steps, same pooling 6, stride 2 -> 3, x3 -> 9, pool 4;
      * [2, 2, 4] -> same deconv x2 [4, 4, 3] -> bilinear [8, 12, 3] -> valid deconv (2, 3) stride 3 [24, 36, 2] */
-    CHECK(kiln_model_status(a) == KILN_OK && a->n_layers == 13 && a->layers[1]->out.dim[0] == 12 && a->layers[5]->out.dim[0] == 4 &&
-          a->layers[9]->out.dim[0] == 8 && a->layers[10]->out.dim[0] == 24 && a->layers[10]->out.dim[1] == 36);
+    CHECK(kiln_model_status(a) == KILN_OK && a->n_layers == 15 && a->layers[1]->out.dim[0] == 12 && a->layers[5]->out.dim[0] == 4 &&
+          a->layers[11]->out.dim[0] == 8 && a->layers[12]->out.dim[0] == 24 && a->layers[12]->out.dim[1] == 36);
     check_same(a, b, "1-D and transposed");
     kiln_model *c = kiln_sequential("bad", KILN_SHAPE(12, 3));
     ADD(c, "Conv1D", NN_INT("filters", 4), NN_INT("kernel_size", 3), NN_STR("padding", "full"));

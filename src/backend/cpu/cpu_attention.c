@@ -12,13 +12,25 @@
 #define ATT_BC 64
 #define ATT_DH_MAX 256
 
-typedef struct att { int64_t BH, Tq, Tk, Dh, W, off; float scale; bool causal; } att;
+typedef struct att { int64_t BH, Tq, Tk, Dh, W, off; float scale; bool causal; double rate; uint64_t seed, step; } att;
 
 static att att_of(const kiln_kctx *c) {
     const kiln_shape *q = &c->in[0].shape, *k = &c->in[1].shape;
+    const kiln_attrs *n = &c->node->attrs;
     att a = { q->dim[0] * q->dim[1], q->dim[2], k->dim[2], q->dim[3], q->dim[3] + 1, k->dim[2] - q->dim[2],
-              (float)c->node->attrs.alpha, c->node->attrs.causal };
+              (float)n->alpha, n->causal, n->training ? n->rate : 0.0, n->seed, c->step };
     return a;
+}
+
+/* Attention dropout on a tile of probabilities (rows i0.., keys j0.. of head bh): P Z into D,
+ * with the keep of each entry regenerated from its index (kiln_dropout_keep, as ref). */
+static void tile_dropout(const att *a, int64_t bh, int64_t i0, int64_t br, int64_t j0, int64_t bc, const float *P, float *D) {
+    float sc = (float)(1.0 / (1.0 - a->rate));
+    for (int64_t r = 0; r < br; r++) {
+        int64_t base = (bh * a->Tq + i0 + r) * a->Tk + j0;
+        for (int64_t cc = 0; cc < bc; cc++)
+            D[r * ATT_BC + cc] = P[r * ATT_BC + cc] * (kiln_dropout_keep(a->seed, a->step, base + cc, a->rate) ? sc : 0.0f);   /* NaN * 0 stays NaN, as ref */
+    }
 }
 
 /* Keys rows [i0, i1) may see: [0, end). */
@@ -36,7 +48,7 @@ static void tile_scores(const att *a, const float *Q, const float *K, int64_t i0
             if (j0 + cc > i0 + r + a->off) S[r * ATT_BC + cc] = -INFINITY;
 }
 
-static void forward_tile(const att *a, const float *Q, const float *K, const float *V, float *out, int64_t i0) {
+static void forward_tile(const att *a, int64_t bh, const float *Q, const float *K, const float *V, float *out, int64_t i0) {
     float S[ATT_BR * ATT_BC], O[ATT_BR * ATT_DH_MAX], m[ATT_BR], l[ATT_BR];
     int64_t br = a->Tq - i0 < ATT_BR ? a->Tq - i0 : ATT_BR, jend = keys_end(a, i0 + br), Dh = a->Dh;
     for (int64_t r = 0; r < br; r++) { m[r] = -INFINITY; l[r] = 0.0f; }
@@ -53,6 +65,7 @@ static void forward_tile(const att *a, const float *Q, const float *K, const flo
             m[r] = mx;
             if (corr != 1.0f) for (int64_t e = 0; e < Dh; e++) O[r * Dh + e] *= corr;
         }
+        if (a->rate > 0.0) tile_dropout(a, bh, i0, br, j0, bc, S, S);   /* after the sums: l is the undropped one */
         cpu_sgemm1(false, false, br, Dh, bc, 1.0f, S, ATT_BC, V + j0 * Dh, Dh, 1.0f, O, Dh);
     }
     for (int64_t r = 0; r < br; r++) {
@@ -72,14 +85,15 @@ static kiln_status k_attention(const kiln_kctx *c) {
     #pragma omp parallel for schedule(dynamic) num_threads(th)
     for (int64_t it = 0; it < items; it++) {
         int64_t bh = it / nt, i0 = (it % nt) * ATT_BR;
-        forward_tile(&a, Q + bh * a.Tq * a.Dh, K + bh * a.Tk * a.Dh, V + bh * a.Tk * a.Dh, Y + bh * a.Tq * a.W, i0);
+        forward_tile(&a, bh, Q + bh * a.Tq * a.Dh, K + bh * a.Tk * a.Dh, V + bh * a.Tk * a.Dh, Y + bh * a.Tq * a.W, i0);
     }
     return KILN_OK;
 }
 
 /* One (b, h): dq rows [0, Tq), dk [Tq, Tq + Tk), dv [Tq + Tk, Tq + 2 Tk) of G. */
-static void backward_bh(const att *a, const float *Q, const float *K, const float *V, const float *O, const float *dO, float *G) {
-    float P[ATT_BR * ATT_BC], dS[ATT_BR * ATT_BC], dq[ATT_BR * ATT_DH_MAX], dt[ATT_BR];
+static void backward_bh(const att *a, int64_t bh, const float *Q, const float *K, const float *V, const float *O, const float *dO, float *G) {
+    float P[ATT_BR * ATT_BC], PZ[ATT_BR * ATT_BC], dS[ATT_BR * ATT_BC], dq[ATT_BR * ATT_DH_MAX], dt[ATT_BR];
+    const float *Pd = a->rate > 0.0 ? PZ : P;     /* the dropped probabilities (P itself without dropout) */
     int64_t Dh = a->Dh, W = a->W;
     float *dK = G + a->Tq * Dh, *dV = dK + a->Tk * Dh;
     memset(dK, 0, sizeof(float) * (size_t)(2 * a->Tk * Dh));
@@ -99,11 +113,14 @@ static void backward_bh(const att *a, const float *Q, const float *K, const floa
                 float lse = O[(i0 + r) * W + Dh];
                 for (int64_t cc = 0; cc < bc; cc++) P[r * ATT_BC + cc] = expf(P[r * ATT_BC + cc] - lse);
             }
-            cpu_sgemm1(true, false, bc, Dh, br, 1.0f, P, ATT_BC, dO + i0 * W, W, 1.0f, dV + j0 * Dh, Dh);
+            if (a->rate > 0.0) tile_dropout(a, bh, i0, br, j0, bc, P, PZ);
+            cpu_sgemm1(true, false, bc, Dh, br, 1.0f, Pd, ATT_BC, dO + i0 * W, W, 1.0f, dV + j0 * Dh, Dh);
             cpu_sgemm1(false, true, br, bc, Dh, 1.0f, dO + i0 * W, W, V + j0 * Dh, Dh, 0.0f, dS, ATT_BC);
             for (int64_t r = 0; r < br; r++)
-                for (int64_t cc = 0; cc < bc; cc++)
-                    dS[r * ATT_BC + cc] = P[r * ATT_BC + cc] * (dS[r * ATT_BC + cc] - dt[r]) * a->scale;
+                for (int64_t cc = 0; cc < bc; cc++) {
+                    int64_t t = r * ATT_BC + cc;   /* with dropout dS = P (Z dP - dt) = (P Z) dP - P dt */
+                    dS[t] = a->rate > 0.0 ? (Pd[t] * dS[t] - P[t] * dt[r]) * a->scale : P[t] * (dS[t] - dt[r]) * a->scale;
+                }
             cpu_sgemm1(false, false, br, Dh, bc, 1.0f, dS, ATT_BC, K + j0 * Dh, Dh, 1.0f, dq, Dh);
             cpu_sgemm1(true, false, bc, Dh, br, 1.0f, dS, ATT_BC, Q + i0 * Dh, Dh, 1.0f, dK + j0 * Dh, Dh);
         }
@@ -121,7 +138,7 @@ static kiln_status k_attention_grad(const kiln_kctx *c) {
     if (th > 1) cpu_sgemm1_begin();
     #pragma omp parallel for schedule(dynamic) num_threads(th)
     for (int64_t bh = 0; bh < a.BH; bh++)
-        backward_bh(&a, Q + bh * a.Tq * a.Dh, K + bh * a.Tk * a.Dh, V + bh * a.Tk * a.Dh, O + bh * a.Tq * a.W,
+        backward_bh(&a, bh, Q + bh * a.Tq * a.Dh, K + bh * a.Tk * a.Dh, V + bh * a.Tk * a.Dh, O + bh * a.Tq * a.W,
                     dO + bh * a.Tq * a.W, G + bh * R * a.Dh);
     return KILN_OK;
 }

@@ -253,8 +253,19 @@ bool cpu_sums_leading(const kiln_node *n) {
     return (n->op == KILN_OP_REDUCE_SUM || n->op == KILN_OP_REDUCE_MEAN) && axes_leading(n);
 }
 
+/* RandomNormal (f32): kiln_normal_draw, as ref, over threads. */
+static kiln_status k_random_normal(const kiln_kctx *c) {
+    float *y = cpu_f(&c->out);
+    uint64_t seed = c->node->attrs.seed, step = c->step;
+    int64_t n = c->out.numel;
+    #pragma omp parallel for num_threads(cpu_par(c, n * 16))
+    for (int64_t i = 0; i < n; i++) y[i] = (float)kiln_normal_draw(seed, step, i);
+    return KILN_OK;
+}
+
 kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
     if (!cpu_is_f32(n)) return NULL;
+    if (n->op == KILN_OP_RANDOM_NORMAL) return k_random_normal;
     if (n->n_in == 2) {
         kiln_shape a = n->in[0]->shape, b = n->in[1]->shape;
         switch (n->op) {

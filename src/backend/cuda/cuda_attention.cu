@@ -18,13 +18,31 @@
 
 #define ATT_DH_MAX 128
 
-typedef struct cu_att { int64_t BH, Tq, Tk, Dh, W, off; double scale; int causal; } cu_att;
+/* rate > 0: attention dropout, the keep of P[bh, i, j] = kiln_dropout_keep(seed, step, (bh Tq + i)
+ * Tk + j) (op.h) bit for bit; step_ptr (graph capture): the step read from the device word. */
+typedef struct cu_att {
+    int64_t BH, Tq, Tk, Dh, W, off; double scale; int causal;
+    double rate; unsigned long long seed, step; const unsigned long long *step_ptr;
+} cu_att;
 
 static cu_att att_of(const kiln_kctx *c) {
     const kiln_shape *q = &c->in[0].shape, *k = &c->in[1].shape;
+    const kiln_attrs *n = &c->node->attrs;
     cu_att a = { q->dim[0] * q->dim[1], q->dim[2], k->dim[2], q->dim[3], q->dim[3] + 1, k->dim[2] - q->dim[2],
-                 c->node->attrs.alpha, c->node->attrs.causal ? 1 : 0 };
+                 n->alpha, n->causal ? 1 : 0, n->training ? n->rate : 0.0, (unsigned long long)n->seed,
+                 (unsigned long long)c->step, NULL };
+    if (a.rate > 0.0 && cu.dev[cu_cur].capturing) a.step_ptr = cu_step_ptr();
     return a;
+}
+
+/* The dropout key of this run (kiln_dropout_keep's), and P[bh, i, j]'s factor: 0 or 1/(1 - rate). */
+__device__ __forceinline__ unsigned long long att_key(const cu_att &a) {
+    unsigned long long st = a.step_ptr ? *a.step_ptr : a.step;
+    return cu_mix64(a.seed ^ cu_mix64(st + 0x1234567ull));
+}
+__device__ __forceinline__ double att_keep(const cu_att &a, unsigned long long key, int64_t bh, int64_t i, int64_t j) {
+    if (a.rate <= 0.0) return 1.0;
+    return cu_uniform(key, (unsigned long long)((bh * a.Tq + i) * a.Tk + j)) >= a.rate ? 1.0 / (1.0 - a.rate) : 0.0;
 }
 
 __device__ __forceinline__ int64_t att_visible(const cu_att &a, int64_t i) {
@@ -46,12 +64,14 @@ __global__ void att_fwd_kernel(const T *Q, const T *K, const T *V, T *out, cu_at
         int64_t bh = t / a.Tq, i = t - bh * a.Tq, nv = att_visible(a, i);
         const T *q = Q + t * a.Dh, *k = K + bh * a.Tk * a.Dh, *v = V + bh * a.Tk * a.Dh;
         A o[ATT_DH_MAX], m = (A)-INFINITY, l = (A)0;
+        unsigned long long key = a.rate > 0.0 ? att_key(a) : 0ull;
         for (int64_t e = 0; e < a.Dh; e++) o[e] = (A)0;
         for (int64_t j = 0; j < nv; j++) {
             A s = att_dot<T, A>(q, k + j * a.Dh, a.Dh) * (A)a.scale;
             A mx = s > m ? s : m;          /* NaN scores do not raise the max, as ref */
             A corr = exp(m - mx), p = exp(s - mx);
-            l = l * corr + p;
+            l = l * corr + p;              /* the undropped sum */
+            if (a.rate > 0.0) p *= (A)att_keep(a, key, bh, i, j);
             for (int64_t e = 0; e < a.Dh; e++) o[e] = o[e] * corr + p * (A)v[j * a.Dh + e];
             m = mx;
         }
@@ -72,9 +92,11 @@ __global__ void att_dq_kernel(const T *Q, const T *K, const T *V, const T *O, co
         A lse = (A)o[a.Dh], d = -(A)g[a.Dh], dq[ATT_DH_MAX];
         for (int64_t e = 0; e < a.Dh; e++) { d += (A)g[e] * (A)o[e]; dq[e] = (A)0; }
         dt[t] = (double)d;
+        unsigned long long key = a.rate > 0.0 ? att_key(a) : 0ull;
         for (int64_t j = 0; j < nv; j++) {
-            A p = exp(att_dot<T, A>(q, k + j * a.Dh, a.Dh) * (A)a.scale - lse);
-            A ds = p * (att_dot<T, A>(g, v + j * a.Dh, a.Dh) - d) * (A)a.scale;
+            A p = exp(att_dot<T, A>(q, k + j * a.Dh, a.Dh) * (A)a.scale - lse), dp = att_dot<T, A>(g, v + j * a.Dh, a.Dh);
+            if (a.rate > 0.0) dp *= (A)att_keep(a, key, bh, i, j);    /* ds = p (z dp - dt) */
+            A ds = p * (dp - d) * (A)a.scale;
             for (int64_t e = 0; e < a.Dh; e++) dq[e] += ds * (A)k[j * a.Dh + e];
         }
         T *y = G + (bh * (a.Tq + 2 * a.Tk) + i) * a.Dh;
@@ -92,12 +114,14 @@ __global__ void att_dkv_kernel(const T *Q, const T *K, const T *V, const T *O, c
         const T *k = K + t * a.Dh, *v = V + t * a.Dh;
         A dk[ATT_DH_MAX], dv[ATT_DH_MAX];
         for (int64_t e = 0; e < a.Dh; e++) dk[e] = dv[e] = (A)0;
+        unsigned long long key = a.rate > 0.0 ? att_key(a) : 0ull;
         for (int64_t i = i0; i < a.Tq; i++) {
             int64_t r = bh * a.Tq + i;
             const T *q = Q + r * a.Dh, *g = dO + r * a.W;
-            A p = exp(att_dot<T, A>(q, k, a.Dh) * (A)a.scale - (A)O[r * a.W + a.Dh]);
-            A ds = p * (att_dot<T, A>(g, v, a.Dh) - (A)dt[r]) * (A)a.scale;
-            for (int64_t e = 0; e < a.Dh; e++) { dv[e] += p * (A)g[e]; dk[e] += ds * (A)q[e]; }
+            A p = exp(att_dot<T, A>(q, k, a.Dh) * (A)a.scale - (A)O[r * a.W + a.Dh]), dp = att_dot<T, A>(g, v, a.Dh), pz = p;
+            if (a.rate > 0.0) { A z = (A)att_keep(a, key, bh, i, j); dp *= z; pz = p * z; }
+            A ds = p * (dp - (A)dt[r]) * (A)a.scale;
+            for (int64_t e = 0; e < a.Dh; e++) { dv[e] += pz * (A)g[e]; dk[e] += ds * (A)q[e]; }
         }
         T *y = G + (bh * (a.Tq + 2 * a.Tk) + a.Tq + j) * a.Dh;
         for (int64_t e = 0; e < a.Dh; e++) { y[e] = (T)dk[e]; y[a.Tk * a.Dh + e] = (T)dv[e]; }

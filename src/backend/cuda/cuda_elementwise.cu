@@ -334,6 +334,27 @@ static kiln_status k_dropout(const kiln_kctx *c) {
     return cu_launch_check(c);
 }
 
+/* ---- RandomNormal: kiln_normal_draw (op.h) on the device ---- */
+template <typename T>
+__global__ void random_normal_kernel(T *y, int64_t n, unsigned long long seed, unsigned long long step,
+                                     const unsigned long long *step_ptr) {
+    unsigned long long st = step_ptr ? *step_ptr : step;
+    unsigned long long key = cu_mix64(seed ^ cu_mix64(st + 0x7654321ull));
+    CU_LOOP(i, n) {
+        double u1 = cu_uniform(key, 2ull * (unsigned long long)i), u2 = cu_uniform(key, 2ull * (unsigned long long)i + 1ull);
+        cu_st(y, i, (typename cu_acc<T>::type)(sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2)));
+    }
+}
+
+static kiln_status k_random_normal(const kiln_kctx *c) {
+    int64_t n = c->out.numel;
+    if (n == 0) return KILN_OK;
+    const unsigned long long *sp = cu.dev[cu_cur].capturing ? cu_step_ptr() : NULL;
+    CU_FLOAT_SWITCH(c->out.dtype, T, CU_LAUNCH(random_normal_kernel<T>, cu_blocks(n), CU_THREADS, 0, cu_stream())(
+        (T *)c->out.data, n, (unsigned long long)c->node->attrs.seed, (unsigned long long)c->step, sp))
+    return cu_launch_check(c);
+}
+
 static bool int_ok(kiln_op op, bool binary) {
     if (binary) return op == KILN_OP_ADD || op == KILN_OP_SUB || op == KILN_OP_MUL || op == KILN_OP_MAXIMUM || op == KILN_OP_MINIMUM;
     return op == KILN_OP_NEG || op == KILN_OP_ABS || op == KILN_OP_SQUARE || op == KILN_OP_SIGN;
@@ -360,6 +381,8 @@ kiln_kernel_fn cu_elementwise_kernel(const kiln_node *n) {
         return fl ? k_bias_add : NULL;
     case KILN_OP_DROPOUT: case KILN_OP_DROPOUT_GRAD:
         return fl ? k_dropout : NULL;
+    case KILN_OP_RANDOM_NORMAL:
+        return cu_is_float(n->dtype) ? k_random_normal : NULL;
     default:
         return NULL;
     }

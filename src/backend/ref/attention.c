@@ -4,13 +4,20 @@
 #include <math.h>
 #include "ops/ref_kernels.h"
 
-typedef struct att_dims { int64_t BH, Tq, Tk, Dh, off; double scale; bool causal; } att_dims;
+typedef struct att_dims { int64_t BH, Tq, Tk, Dh, off; double scale; bool causal; double rate; uint64_t seed, step; } att_dims;
 
 static att_dims dims_of(const kiln_kctx *c) {
     const kiln_shape *q = &c->in[0].shape, *k = &c->in[1].shape;
+    const kiln_attrs *a = &c->node->attrs;
     att_dims d = { q->dim[0] * q->dim[1], q->dim[2], k->dim[2], q->dim[3], k->dim[2] - q->dim[2],
-                   c->node->attrs.alpha, c->node->attrs.causal };
+                   a->alpha, a->causal, a->training ? a->rate : 0.0, a->seed, c->step };
     return d;
+}
+
+/* Dropout's factor on P[bh, i, j]: 0 or 1/(1 - rate) (1 without dropout). */
+static double keep_scale(const att_dims *d, int64_t bh, int64_t i, int64_t j) {
+    if (d->rate <= 0.0) return 1.0;
+    return kiln_dropout_keep(d->seed, d->step, (bh * d->Tq + i) * d->Tk + j, d->rate) ? 1.0 / (1.0 - d->rate) : 0.0;
 }
 
 /* Keys query i sees: [0, n). */
@@ -44,9 +51,9 @@ kiln_status kiln_ref_attention(const kiln_kctx *c) {
             double mx = scores(c, &d, bh, i, nv, s), l = 0.0;
             for (int64_t e = 0; e < d.Dh; e++) o[e] = 0.0;
             for (int64_t j = 0; j < nv; j++) {
-                double p = exp(s[j] - mx);
+                double p = exp(s[j] - mx), pz = p * keep_scale(&d, bh, i, j);   /* the sum is the undropped one */
                 l += p;
-                for (int64_t e = 0; e < d.Dh; e++) o[e] += p * ld(v, (bh * d.Tk + j) * d.Dh + e);
+                for (int64_t e = 0; e < d.Dh; e++) o[e] += pz * ld(v, (bh * d.Tk + j) * d.Dh + e);
             }
             int64_t row = (bh * d.Tq + i) * W;
             for (int64_t e = 0; e < d.Dh; e++) kiln_store(c->out.data, c->out.dtype, row + e, o[e] / l);
@@ -55,8 +62,9 @@ kiln_status kiln_ref_attention(const kiln_kctx *c) {
     return KILN_OK;
 }
 
-/* With P = exp(S - lse): dv = P^T dO; dS = P * (dO v^T - rowsum(dO * O) + dlse); dq = scale dS k;
- * dk = scale dS^T q. */
+/* With P = exp(S - lse) and Z the dropout factors: dv = (P Z)^T dO; dS = P * (Z dO v^T -
+ * rowsum(dO * O) + dlse) (rowsum(dO * O) is still sum_j P_ij dP_ij: O holds the dropped P);
+ * dq = scale dS k; dk = scale dS^T q. */
 kiln_status kiln_ref_attention_grad(const kiln_kctx *c) {
     att_dims d = dims_of(c);
     const kiln_view *q = &c->in[0], *k = &c->in[1], *v = &c->in[2], *out = &c->in[3], *dout = &c->in[4];
@@ -71,12 +79,12 @@ kiln_status kiln_ref_attention_grad(const kiln_kctx *c) {
             for (int64_t e = 0; e < d.Dh; e++) dt += ld(dout, row + e) * ld(out, row + e);
             for (int64_t e = 0; e < d.Dh; e++) dq[e] = 0.0;
             for (int64_t j = 0; j < nv; j++) {
-                double p = exp(s[j] - lse), dp = 0.0;
+                double p = exp(s[j] - lse), z = keep_scale(&d, bh, i, j), dp = 0.0;
                 for (int64_t e = 0; e < d.Dh; e++) {
                     dp += ld(dout, row + e) * ld(v, (bh * d.Tk + j) * d.Dh + e);
-                    dv[j * d.Dh + e] += p * ld(dout, row + e);
+                    dv[j * d.Dh + e] += p * z * ld(dout, row + e);
                 }
-                double ds = p * (dp - dt) * d.scale;
+                double ds = p * (z * dp - dt) * d.scale;
                 for (int64_t e = 0; e < d.Dh; e++) {
                     dq[e] += ds * ld(k, (bh * d.Tk + j) * d.Dh + e);
                     dk[j * d.Dh + e] += ds * ld(q, (bh * d.Tq + i) * d.Dh + e);

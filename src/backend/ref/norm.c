@@ -108,3 +108,9 @@ static kiln_status dropout_apply(const kiln_kctx *c) {
 
 kiln_status kiln_ref_dropout(const kiln_kctx *c) { return dropout_apply(c); }
 kiln_status kiln_ref_dropout_grad(const kiln_kctx *c) { return dropout_apply(c); }
+
+kiln_status kiln_ref_random_normal(const kiln_kctx *c) {
+    for (int64_t i = 0; i < c->out.numel; i++)
+        kiln_store(c->out.data, c->out.dtype, i, kiln_normal_draw(c->node->attrs.seed, c->step, i));
+    return KILN_OK;
+}
