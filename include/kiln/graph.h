@@ -226,6 +226,21 @@ kiln_node *kiln_attention(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *
 kiln_node *kiln_attention_dropout(kiln_graph *g, kiln_node *q, kiln_node *k, kiln_node *v, bool causal, double scale,
                                   double rate, uint64_t seed);
 
+/* A recurrent layer's recurrence over a whole sequence, fused (Keras's SimpleRNN, LSTM and GRU
+ * cells): xp [B, T, k*U] the input projection of every step with the input bias (k = 1, 4 (gates
+ * i, f, c, o) or 3 (z, r, h)), rec [U, k*U] the recurrent kernel, rec_bias [k*U] GRU reset_after's
+ * recurrent bias or NULL. Output [B, T, U]: h after each step in processing order (go_backwards
+ * reads time T-1-i at step i); the states start at zero. activation / recurrent_activation: a
+ * kiln_activation among linear, relu, sigmoid, tanh, hard_sigmoid (kiln_rnn_activation_ok).
+ * Float dtypes; f32 on the cpu backend. Its gradient runs back through time in one op. */
+typedef struct kiln_rnn_params {
+    int cell;                                 /* kiln_rnn_cell (include/kiln/nn.h) */
+    int activation, recurrent_activation;     /* kiln_activation (include/kiln/nn.h) */
+    bool reset_after, go_backwards;
+} kiln_rnn_params;
+kiln_node *kiln_rnn_sequence(kiln_graph *g, kiln_node *xp, kiln_node *rec, kiln_node *rec_bias, const kiln_rnn_params *p);
+bool kiln_rnn_activation_ok(int activation);
+
 /* ---- data on the device: batches gathered and augmented where the data set lives ---- */
 /* Rows idx[i] of x along its first dim: x [N, ...], idx [B] i32 or i64 -> [B, ...]. An index
  * outside [0, N) is a run-time KILN_INVALID_ARGUMENT. Not differentiable (data, not weights). */

@@ -30,6 +30,7 @@ const char *keras_h5_layer_name(const keras_h5 *h, int i) { return NULL; }
 const char *keras_h5_layer_key(const keras_h5 *h, int i) { return NULL; }
 int keras_h5_var_count(const keras_h5 *h, int i) { return 0; }
 const char *keras_h5_var_name(const keras_h5 *h, int i, int j) { return NULL; }
+const char *keras_h5_var_path(const keras_h5 *h, int i, int j) { return NULL; }
 kiln_status keras_h5_var_shape(keras_h5 *h, int i, int j, kiln_shape *s) { return none(); }
 kiln_status keras_h5_var_read(keras_h5 *h, int i, int j, float *dst, int64_t n) { return none(); }
 kiln_status keras_h5_write_image(const keras_h5_layer_out *l, int n, const char *model_name, const char *what, uint8_t **img, size_t *img_n) {
@@ -180,45 +181,63 @@ static herr_t collect(hid_t g, const char *name, const H5L_info_t *info, void *d
     return (ns->v[ns->n++] = dup_n(name, strnlen(name, MAX_STR))) ? 0 : -1;
 }
 
-/* Keras 3: layers/<key>/vars/<i>; the vars group's "name" attribute names the layer. */
+/* Keras 3: layers/<key>/vars/<i>; the vars group's "name" attribute names the layer. A nested
+ * model keeps its layers under layers/<key>/layers/<key2>: indexed as layers of their own, with
+ * key "<key>/layers/<key2>" (Kiln inlines the nested model, so its layers are the model's). */
+#define KEY_MAX (2 * MAX_STR)             /* a key path, nested included */
+static kiln_status index_keras3_layer(keras_h5 *h, hid_t g, const char *key, int depth) {
+    char path[KEY_MAX + 64], p[KEY_MAX + 96];
+    int kl = (int)strnlen(key, KEY_MAX);
+    kiln_status st = KILN_OK;
+    snprintf(path, sizeof path, "%.*s/vars", kl, key);
+    char **nm = NULL;
+    int nn = 0;
+    hid_t vg = H5Lexists(g, key, H5P_DEFAULT) > 0 && H5Lexists(g, path, H5P_DEFAULT) > 0 ? H5Gopen2(g, path, H5P_DEFAULT) : -1;
+    H5Eclear2(H5E_DEFAULT);
+    if (vg >= 0 && H5Aexists(vg, "name") > 0) st = read_strings(vg, "name", MAX_STR, h->what, &nm, &nn);
+    if (!st) st = add_layer(h, nn == 1 ? nm[0] : key, key);
+    free_strings(nm, nn);
+    if (vg >= 0) H5Gclose(vg);
+    /* a recurrent layer's weights are its cell's; Bidirectional's, its two layers' cells' */
+    static const char *const sub[] = { "vars", "cell/vars", "forward_layer/cell/vars", "backward_layer/cell/vars" };
+    for (size_t q = 0; q < sizeof sub / sizeof *sub && !st; q++) {
+        snprintf(path, sizeof path, "%.*s/%s", kl, key, sub[q]);
+        bool there = true;
+        for (char *sl = strchr(path, '/'); sl && there; sl = strchr(sl + 1, '/')) {    /* each level, so HDF5 is not asked past a missing one */
+            *sl = 0;
+            there = H5Lexists(g, path, H5P_DEFAULT) > 0;
+            *sl = '/';
+        }
+        vg = there && H5Lexists(g, path, H5P_DEFAULT) > 0 ? H5Gopen2(g, path, H5P_DEFAULT) : -1;
+        H5Eclear2(H5E_DEFAULT);
+        for (int j = 0; vg >= 0 && !st && j < MAX_LAYERS; j++) {
+            char k[16];
+            snprintf(k, sizeof k, "%d", j);
+            if (H5Lexists(vg, k, H5P_DEFAULT) <= 0) break;
+            snprintf(p, sizeof p, "layers/%.*s/%s", (int)strnlen(path, KEY_MAX + 40), path, k);
+            st = add_var(h, k, p);
+        }
+        if (vg >= 0) H5Gclose(vg);
+    }
+    snprintf(path, sizeof path, "%.*s/layers", kl, key);
+    if (st || depth > 0 || H5Lexists(g, path, H5P_DEFAULT) <= 0) { H5Eclear2(H5E_DEFAULT); return st; }   /* one level, as Kiln inlines */
+    names ns = { 0 };
+    hid_t lg = H5Gopen2(g, path, H5P_DEFAULT);
+    if (lg < 0 || H5Literate(lg, H5_INDEX_NAME, H5_ITER_INC, NULL, collect, &ns) < 0) st = fail(h->what, KILN_IO_ERROR, "cannot list the layers of nested model '%s'", key);
+    if (lg >= 0) H5Gclose(lg);
+    for (int i = 0; i < ns.n && !st; i++) {
+        snprintf(p, sizeof p, "%.*s/layers/%.*s", kl, key, (int)strnlen(ns.v[i], MAX_STR), ns.v[i]);
+        st = index_keras3_layer(h, g, p, depth + 1);
+    }
+    free_strings(ns.v, ns.n);
+    return st;
+}
 static kiln_status index_keras3(keras_h5 *h) {
     names ns = { 0 };
     hid_t g = H5Gopen2(h->file, "layers", H5P_DEFAULT);
     kiln_status st = g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, collect, &ns) < 0
         ? fail(h->what, KILN_IO_ERROR, "cannot list its layers group", NULL) : KILN_OK;
-    for (int i = 0; i < ns.n && !st; i++) {
-        char path[MAX_STR + 64], p[MAX_STR + 96];
-        snprintf(path, sizeof path, "%s/vars", ns.v[i]);
-        char **nm = NULL;
-        int nn = 0;
-        hid_t vg = H5Lexists(g, ns.v[i], H5P_DEFAULT) > 0 && H5Lexists(g, path, H5P_DEFAULT) > 0 ? H5Gopen2(g, path, H5P_DEFAULT) : -1;
-        H5Eclear2(H5E_DEFAULT);
-        if (vg >= 0 && H5Aexists(vg, "name") > 0) st = read_strings(vg, "name", MAX_STR, h->what, &nm, &nn);
-        if (!st) st = add_layer(h, nn == 1 ? nm[0] : ns.v[i], ns.v[i]);
-        free_strings(nm, nn);
-        if (vg >= 0) H5Gclose(vg);
-        /* a recurrent layer's weights are its cell's; Bidirectional's, its two layers' cells' */
-        static const char *const sub[] = { "vars", "cell/vars", "forward_layer/cell/vars", "backward_layer/cell/vars" };
-        for (size_t q = 0; q < sizeof sub / sizeof *sub && !st; q++) {
-            snprintf(path, sizeof path, "%s/%s", ns.v[i], sub[q]);
-            bool there = true;
-            for (char *sl = strchr(path, '/'); sl && there; sl = strchr(sl + 1, '/')) {    /* each level, so HDF5 is not asked past a missing one */
-                *sl = 0;
-                there = H5Lexists(g, path, H5P_DEFAULT) > 0;
-                *sl = '/';
-            }
-            vg = there && H5Lexists(g, path, H5P_DEFAULT) > 0 ? H5Gopen2(g, path, H5P_DEFAULT) : -1;
-            H5Eclear2(H5E_DEFAULT);
-            for (int j = 0; vg >= 0 && !st && j < MAX_LAYERS; j++) {
-                char k[16];
-                snprintf(k, sizeof k, "%d", j);
-                if (H5Lexists(vg, k, H5P_DEFAULT) <= 0) break;
-                snprintf(p, sizeof p, "layers/%s/%s", path, k);
-                st = add_var(h, k, p);
-            }
-            if (vg >= 0) H5Gclose(vg);
-        }
-    }
+    for (int i = 0; i < ns.n && !st; i++) st = index_keras3_layer(h, g, ns.v[i], 0);
     if (g >= 0) H5Gclose(g);
     free_strings(ns.v, ns.n);
     return st;
@@ -361,6 +380,7 @@ const char *keras_h5_layer_name(const keras_h5 *h, int i) { return h->l[i].name;
 const char *keras_h5_layer_key(const keras_h5 *h, int i) { return h->l[i].key; }
 int keras_h5_var_count(const keras_h5 *h, int i) { return h->l[i].n_vars; }
 const char *keras_h5_var_name(const keras_h5 *h, int i, int j) { return h->l[i].vars[j]; }
+const char *keras_h5_var_path(const keras_h5 *h, int i, int j) { return h->l[i].paths[j]; }
 
 /* The dataset of weight j of layer i and its checked float type and space. */
 static kiln_status open_var(keras_h5 *h, int i, int j, hid_t *d, hid_t *s, kiln_shape *shape) {

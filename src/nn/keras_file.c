@@ -15,6 +15,7 @@
 
 #define MAX_CONFIG ((uint64_t)256 << 20)
 #define MAX_WEIGHTS ((uint64_t)64 << 30)
+#define MAX_NESTED_VARS 16            /* weights of one layer of a nested model (BatchNormalization: 4) */
 
 enum { KF_OTHER, KF_ZIP, KF_HDF5 };
 
@@ -61,27 +62,47 @@ static bool fits(const kiln_layer *l, int j, kiln_shape file) {
            file.dim[2] * file.dim[3] == want.dim[3];
 }
 
-static kiln_status load_layer(kiln_model *m, keras_h5 *h, int fi, kiln_layer *l, const char *what) {
-    if (keras_h5_var_count(h, fi) != l->n_vars)
+/* Layer l's weights from file layer fi: its variables in order, or (js) those of fi numbered js[j]. */
+static kiln_status load_layer(kiln_model *m, keras_h5 *h, int fi, kiln_layer *l, const char *what, const int *js) {
+    if (!js && keras_h5_var_count(h, fi) != l->n_vars)
         return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: layer '%s' (%s) has %d weights in the file but %d in the model", what, l->name,
                               kiln_layer_type(l), keras_h5_var_count(h, fi), l->n_vars);
-    for (int j = 0; j < l->n_vars; j++) {
+    for (int jj = 0; jj < l->n_vars; jj++) {
         kiln_shape s;
         char a[96], b[96];
-        kiln_status st = keras_h5_var_shape(h, fi, j, &s);
+        int j = jj, fj = js ? js[jj] : jj;
+        kiln_status st = keras_h5_var_shape(h, fi, fj, &s);
         if (st) return st;
         if (!fits(l, j, s))
             return kiln_set_error(KILN_SHAPE_MISMATCH, "%s: weight '%s' (file: %s) has shape %s in the file but %s in the model", what,
-                                  l->vars[j].name, keras_h5_var_name(h, fi, j), kiln_shape_str(s, a, sizeof a),
+                                  l->vars[j].name, keras_h5_var_name(h, fi, fj), kiln_shape_str(s, a, sizeof a),
                                   kiln_shape_str(l->vars[j].shape, b, sizeof b));
         kiln_tensor *t = kiln_tensor_new(KILN_F32, l->vars[j].shape);
         if (!t) return kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of host memory for weight '%s'", what, l->vars[j].name);
-        st = keras_h5_var_read(h, fi, j, (float *)t->data, kiln_shape_numel(l->vars[j].shape));
+        st = keras_h5_var_read(h, fi, fj, (float *)t->data, kiln_shape_numel(l->vars[j].shape));
         if (!st) st = put(m, l->vars[j].name, t);
         kiln_tensor_free(t);
         if (st) return st;
     }
     return KILN_OK;
+}
+
+/* A legacy file keeps a nested model's weights under the nested model's layer, named
+ * "<nested>/<layer>/<weight>": layer l's (inlined by Kiln) are those whose path's folder is l's
+ * name, all in one file layer; their numbers go in js (l->n_vars of them). -1: none. */
+static int find_nested(const keras_h5 *h, const kiln_layer *l, int *js) {
+    size_t ln = strlen(l->name);
+    for (int fi = 0; fi < keras_h5_layer_count(h); fi++) {
+        int n = 0;
+        for (int j = 0; j < keras_h5_var_count(h, fi); j++) {
+            const char *p = keras_h5_var_path(h, fi, j), *slash = p ? strrchr(p, '/') : NULL;
+            if (!slash || (size_t)(slash - p) <= ln || slash[-(ptrdiff_t)ln - 1] != '/' || strncmp(slash - ln, l->name, ln)) continue;
+            if (n == l->n_vars) return -1;
+            js[n++] = j;
+        }
+        if (n) return n == l->n_vars ? fi : -1;
+    }
+    return -1;
 }
 
 /* Every weighted layer of m from the file; a weighted layer of the file that m lacks is an error. */
@@ -91,18 +112,19 @@ static kiln_status apply(kiln_model *m, keras_h5 *h, const char *what) {
     int n, nf = keras_h5_layer_count(h);
     kiln_status st = nn_keras_order(m, &order, &keys, &n);
     if (st) return st;
-    bool *used = kiln_calloc((size_t)nf + 1, sizeof *used);
+    int *used = kiln_calloc((size_t)nf + 1, sizeof *used);      /* weights taken from each file layer */
     if (!used) st = kiln_set_error(KILN_OUT_OF_MEMORY, "%s: out of host memory", what);
     for (int i = 0; i < n && !st; i++) {
         kiln_layer *l = order[i];
         if (!l->n_vars) continue;
-        int fi = find_layer(h, l->name, keras_h5_is_legacy(h) ? NULL : keys[i]);
+        int js[MAX_NESTED_VARS], fi = find_layer(h, l->name, keras_h5_is_legacy(h) ? NULL : keys[i]);
+        bool nested = fi < 0 && keras_h5_is_legacy(h) && l->n_vars <= MAX_NESTED_VARS && (fi = find_nested(h, l, js)) >= 0;
         if (fi < 0) st = kiln_set_error(KILN_NOT_FOUND, "%s: holds no weights for layer '%s' (%s)", what, l->name, kiln_layer_type(l));
-        else if (used[fi]) st = kiln_set_error(KILN_INVALID_ARGUMENT, "%s: two layers of the model take layer '%s''s weights", what, keras_h5_layer_name(h, fi));
-        else { used[fi] = true; st = load_layer(m, h, fi, l, what); }
+        else if (used[fi] && !nested) st = kiln_set_error(KILN_INVALID_ARGUMENT, "%s: two layers of the model take layer '%s''s weights", what, keras_h5_layer_name(h, fi));
+        else { used[fi] += nested ? l->n_vars : keras_h5_var_count(h, fi); st = load_layer(m, h, fi, l, what, nested ? js : NULL); }
     }
     for (int i = 0; i < nf && !st; i++)
-        if (!used[i] && keras_h5_var_count(h, i))
+        if (used[i] < keras_h5_var_count(h, i))
             st = kiln_set_error(KILN_INVALID_ARGUMENT, "%s: holds weights for layer '%s', which model '%s' does not have", what,
                                 keras_h5_layer_name(h, i), m->name);
     kiln_free(used);

@@ -45,7 +45,6 @@ static const rule rules[] = {
     { "InputLayer", "optional", R_FALSE, NULL, "Kiln's model input is required" },
     { "InputLayer", "input_tensor", R_NULL, NULL, "Kiln feeds its input" },
     { "DepthwiseConv2D", "groups", R_ONE, NULL, "a depthwise convolution has one group per channel" },
-    { "Conv2DTranspose", "output_padding", R_NULL, NULL, "Kiln's Conv2DTranspose takes Keras's default output size (output_padding None)" },
     { "Conv2DTranspose", "groups", R_ONE, NULL, "Kiln's Conv2DTranspose has one group" },
     { "SpatialDropout2D", "noise_shape", R_NULL, NULL, "SpatialDropout2D drops whole channels" },
     { "SeparableConv2D", "pointwise_constraint", R_NULL, NULL, "Kiln has no weight constraints" },

@@ -134,6 +134,10 @@ nn_layer_cfg nn_layer_defaults(nn_kind k) {
     char why[16];
     for (const nn_opt_spec *s = nn_layer_def_of(k)->opts; s->key; s++)
         if (s->dflt.kind >= NN_V_INT) store(s, &s->dflt, &c, why, sizeof why);   /* schema defaults are valid (test_layer_table) */
+        else if (s->dflt.kind == NN_V_NULL && s->type == NN_T_INT2 && s->min == 0) {  /* None where 0 is a value: -1 */
+            int *p = (int *)((char *)&c + s->off);
+            p[0] = p[1] = -1;
+        }
     return c;
 }
 

@@ -18,6 +18,7 @@ static const nn_opt_spec deconv_opts[] = {
     { "strides", NN_T_INT2, NN_CFG(strides), 1, NN_DINT(1) },
     { "padding", NN_T_PADDING, NN_CFG(padding), 0, NN_DSTR("valid") },
     { "dilation_rate", NN_T_INT2, NN_CFG(dilation), 1, NN_DINT(1) },
+    { "output_padding", NN_T_INT2, NN_CFG(out_pad), 0, NN_DNULL },    /* None (-1): Keras's default size */
     { "activation", NN_T_ACTIVATION, NN_CFG(activation), 0, NN_DSTR("linear") },
     { "use_bias", NN_T_BOOL, NN_CFG(use_bias), 0, NN_DBOOL(true) },
     { "kernel_initializer", NN_T_INIT, NN_CFG(kernel_init), 0, NN_DINIT(KILN_INIT_GLOROT_UNIFORM) },
@@ -25,7 +26,25 @@ static const nn_opt_spec deconv_opts[] = {
     { "kernel_regularizer", NN_T_FLOAT, NN_CFG(l2), 0, NN_DFLOAT(0) },
     { NULL },
 };
-/* Keras's deconv_output_length with output_padding None: valid in * s + max(k - s, 0), same in * s. */
+/* Keras's deconv_output_length: with output_padding None valid in * s + max(k - s, 0), same in * s;
+ * with output_padding p (each < stride) (in - 1) * s + k - 2 * pad + p, pad 0 (valid) or k / 2 (same).
+ * The op then takes the forward conv's padding for that output size (TF's conv2d_transpose). */
+static kiln_status deconv_len(kiln_layer *l, const char *what, int64_t in, int k, int s, int op, int64_t *out) {
+    if (op < 0) {
+        if (nn_layer_mul(l, what, in, s, out)) return KILN_INVALID_ARGUMENT;
+        if (l->padding == KILN_VALID) *out += k > s ? k - s : 0;
+        return KILN_OK;
+    }
+    if (op >= s) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "output_padding %d of the %s must be less than its stride %d (as Keras requires)", op, what, s);
+    if (nn_layer_mul(l, what, in - 1, s, out)) return KILN_INVALID_ARGUMENT;
+    *out += k - (l->padding == KILN_SAME ? 2 * (k / 2) : 0) + op;
+    /* the forward conv of that size must give back `in` rows: same ceil(out / s), valid floor((out - k) / s) + 1 */
+    int64_t back = l->padding == KILN_SAME ? (*out + s - 1) / s : *out >= k ? (*out - k) / s + 1 : 0;
+    if (*out < 1 || back != in)
+        return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "output_padding %d with kernel_size %d, stride %d and padding \"%s\" gives an %s of %lld that a convolution does not map back to %lld (TensorFlow refuses it too)",
+                             op, k, s, l->padding == KILN_SAME ? "same" : "valid", what, (long long)*out, (long long)in);
+    return KILN_OK;
+}
 static kiln_status deconv_shape(kiln_layer *l, const nn_layer_cfg *c) {
     kiln_status st = need_image(l);
     if (st) return st;
@@ -47,11 +66,8 @@ static kiln_status deconv_shape(kiln_layer *l, const nn_layer_cfg *c) {
     if ((unsigned)l->padding > KILN_SAME) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "padding must be \"valid\" or \"same\"");
     if ((unsigned)l->act >= KILN_ACTIVATION_COUNT) return nn_layer_fail(l, KILN_INVALID_ARGUMENT, "unknown activation %d", (int)l->act);
     int64_t h, w;
-    if (nn_layer_mul(l, "output height", s.dim[0], l->sh, &h) || nn_layer_mul(l, "output width", s.dim[1], l->sw, &w)) return KILN_INVALID_ARGUMENT;
-    if (l->padding == KILN_VALID) {
-        h += l->kh > l->sh ? l->kh - l->sh : 0;
-        w += l->kw > l->sw ? l->kw - l->sw : 0;
-    }
+    if (deconv_len(l, "output height", s.dim[0], l->kh, l->sh, c->out_pad[0], &h) || deconv_len(l, "output width", s.dim[1], l->kw, l->sw, c->out_pad[1], &w))
+        return KILN_INVALID_ARGUMENT;
     l->out = KILN_SHAPE(h, w, c->filters);
     return KILN_OK;
 }

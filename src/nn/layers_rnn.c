@@ -3,15 +3,16 @@
  * weight layout (kernel [in, k*units], recurrent_kernel [units, k*units], bias [k*units], or
  * [2, 3*units] for GRU's reset_after: input bias, then recurrent bias).
  *
- * The input projection of all time steps is one MatMul; the recurrence is unrolled into T steps
- * of existing ops (MatMul, Slice, Sigmoid/Tanh, Mul, Add), so every backend, autodiff and the
- * finite-difference-checked gradients of those ops carry it: no kernel of its own to get wrong.
- * Its cost: T nodes per gate, and each step's Slice gradient is a full-size Pad (O(T^2) memory
- * traffic in the backward pass), fine for the short sequences this targets; a fused sequence op
- * is the way to long ones. The layer computes in f32 under every precision policy (autocast is
+ * The input projection of all time steps is one MatMul; the recurrence is one fused RNN node
+ * (src/ops/rnn.c: its kernels run the steps, one product per step, and its gradient goes back
+ * through time in one op) when the activations are ones the op takes (linear, relu, sigmoid,
+ * tanh, hard_sigmoid). Other activations are unrolled into T steps of existing ops (MatMul,
+ * Slice, activations, Mul, Add), whose autodiff carries them (each step's Slice gradient is a
+ * full-size Pad: O(T^2) memory traffic backward, fine for short sequences). The layer computes in f32 under every precision policy (autocast is
  * switched off while its ops are built), as Keras keeps recurrent state in float32 and the
  * repeated products would compound half-precision rounding. Typed builders: layers_api.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "nn/nn_layers.h"
 #include "graph/graph_internal.h"
@@ -207,6 +208,26 @@ static kiln_node *step(kiln_graph *g, const kiln_layer *l, const rnn_w *w, kiln_
     return kiln_add(g, hh, kiln_mul(g, z, kiln_sub(g, h, hh)));     /* z h + (1 - z) hh */
 }
 
+/* The fused recurrence (kiln_rnn_sequence: one node, its kernels run the steps), for the cells
+ * and activations it takes; the rest are unrolled below. Dropout: the input masks go on x
+ * before the projection, so they fuse as they are; the recurrent masks (recurrent_dropout, on
+ * h_prev at each step, per gate) are not inputs of the op yet, so a training graph that draws
+ * them takes the unrolled path (run()); inference, with no masks, fuses. */
+static bool fusable(const kiln_layer *l) {
+    const char *u = getenv("KILN_RNN_UNROLLED");            /* "1": the unrolled graph (bench/rnn_bench.c compares the two) */
+    return !(u && *u == '1') && kiln_rnn_activation_ok(l->act) && kiln_rnn_activation_ok(l->rec_act);
+}
+static kiln_node *run_fused(kiln_graph *g, const kiln_layer *l, const rnn_w *w, kiln_node *xp, int64_t B, int64_t T, bool backwards) {
+    int64_t U = l->units, k = gates(l->cell);
+    kiln_rnn_params p = { l->cell, l->act, l->rec_act, l->reset_after, backwards };
+    kiln_node *br = w->bias_rec ? kiln_reshape(g, w->bias_rec, KILN_SHAPE(k * U)) : NULL;
+    if (w->bias_rec && !br) return NULL;
+    kiln_node *y = kiln_rnn_sequence(g, xp, w->rec, br, &p);
+    if (!y || l->return_sequences) return y;
+    int64_t begin[3] = { 0, T - 1, 0 }, size[3] = { B, 1, U };
+    return kiln_reshape(g, kiln_slice(g, y, begin, size), KILN_SHAPE(B, U));
+}
+
 /* The whole sequence x [B, T, F] -> [B, T, U] (steps in processing order) or the last h [B, U]. */
 static kiln_node *run(const nn_fwd *f, const kiln_layer *l, const rnn_w *w, kiln_node *x, bool backwards) {
     kiln_graph *g = f->g;
@@ -217,6 +238,7 @@ static kiln_node *run(const nn_fwd *f, const kiln_layer *l, const rnn_w *w, kiln
                          : kiln_matmul(g, kiln_reshape(g, x, KILN_SHAPE(B * T, F)), w->kernel, false, false);
     if (w->bias_in) xp = kiln_bias_add(g, xp, w->bias_in);
     xp = kiln_reshape(g, xp, KILN_SHAPE(B, T, k * U));
+    if (!rm.n && fusable(l)) return run_fused(g, l, w, xp, B, T, backwards);     /* input masks are in xp already */
     kiln_node *h = zeros(g, B, U), *c = l->cell == CELL_LSTM ? zeros(g, B, U) : NULL;
     kiln_node **seq = l->return_sequences ? kiln_calloc((size_t)T, sizeof *seq) : NULL;
     if (l->return_sequences && !seq) { kiln_graph_fail(g, KILN_OUT_OF_MEMORY, "out of host memory for %lld steps", (long long)T); return NULL; }

@@ -34,6 +34,7 @@ typedef struct nn_layer_cfg {
     bool keepdims;                         /* global pooling */
     int pads[4];                           /* ZeroPadding2D / Cropping2D: top, bottom, left, right */
     int size[2];                           /* UpSampling2D */
+    int out_pad[2];                        /* Conv2DTranspose output_padding (-1: None, Keras's default size) */
     nn_floats mean, variance;              /* Normalization: given values (n 0: null, weights) */
     kiln_shape noise;                      /* Dropout noise_shape, the batch included, 0 = None (rank 0: null) */
     int input_dim;                         /* Embedding: vocabulary size; PositionEmbedding: sequence_length */

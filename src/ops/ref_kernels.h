@@ -99,5 +99,9 @@ kiln_status kiln_ref_layer_norm_grad(const kiln_kctx *c);
 kiln_status kiln_ref_layer_norm_gamma_grad(const kiln_kctx *c);
 kiln_status kiln_ref_attention(const kiln_kctx *c);
 kiln_status kiln_ref_attention_grad(const kiln_kctx *c);
+/* ---- rnn.c ---- */
+kiln_status kiln_ref_rnn(const kiln_kctx *c);
+kiln_status kiln_ref_rnn_grad(const kiln_kctx *c);
+size_t kiln_rnn_ref_workspace(const kiln_node *n);
 
 #endif

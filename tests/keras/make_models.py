@@ -77,6 +77,22 @@ def func_deconv():  # transposed convolutions, spatial dropout, bilinear upsampl
     return keras.Model(inp, L.Dense(4)(z), name="func_deconv")
 
 
+def func_deconv_opad():  # Conv2DTranspose's output_padding, valid and same, even and odd kernels
+    inp = keras.Input((4, 5, 2))
+    x = L.Conv2DTranspose(3, 3, strides=2, padding="same", output_padding=1)(inp)
+    x = L.Conv2DTranspose(2, (2, 3), strides=(3, 2), output_padding=(2, 0), activation="tanh")(x)
+    y = L.Conv2DTranspose(2, 4, strides=3, padding="same", output_padding=(1, 2))(inp)
+    z = L.Concatenate()([L.GlobalAveragePooling2D()(x), L.GlobalMaxPooling2D()(y)])
+    return keras.Model(inp, L.Dense(3)(z), name="func_deconv_opad")
+
+
+def func_nested():  # a Sequential (with BatchNormalization) nested inside a Functional model
+    inner = keras.Sequential([keras.Input((6,)), L.Dense(5, activation="relu"), L.BatchNormalization(momentum=0.5), L.Dense(4)], name="inner")
+    inp = keras.Input((6,))
+    x = L.Add()([inner(L.Dense(6)(inp)), L.Dense(4)(inp)])
+    return keras.Model(inp, L.Dense(3)(x), name="func_nested")
+
+
 # recurrent layers over (7, 3) sequences: weights set at random (so LSTM's forget-gate bias and
 # GRU's two biases are not their initial zeros and ones) rather than trained
 def rnn_seq():
@@ -112,7 +128,7 @@ for make in (rnn_seq, rnn_bidir, rnn_func):
     xt.tofile(os.path.join(out, "x_%s.f32" % m.name))
     np.save(os.path.join(out, "y_%s.npy" % m.name), m.predict(xt, verbose=0))
     print(m.name)
-for make in (seq_mlp, seq_cnn, func_branches, func_pool, cli_cnn, seq_conv1d, func_deconv):
+for make in (seq_mlp, seq_cnn, func_branches, func_pool, cli_cnn, seq_conv1d, func_deconv, func_deconv_opad, func_nested):
     m = make()
     name = m.name
     shape = tuple(m.input_shape[1:])

@@ -3,6 +3,7 @@
  * each row's log-sum-exp) and AttentionGrad. Shapes cross the cpu and cuda kernels' tile sizes
  * (query and key tiles of 32 / 64 rows) with and without the causal mask. */
 #include "op_case.h"
+#include "kiln/nn.h"
 
 #define F CASE_FLOAT
 #define S(...) { (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), { __VA_ARGS__ } }
@@ -36,6 +37,21 @@ BUILDER(att_drop, kiln_attention_dropout(g, x[0], x[1], x[2], true, 0, 0.3, 9))
 BUILDER(att_drop_full, kiln_attention_dropout(g, x[0], x[1], x[2], false, 0, 0.5, 4))
 static const kiln_attrs att_grad_attrs_drop = { .alpha = 0.5, .causal = true, .rate = 0.4, .seed = 77, .training = true };
 BUILDER(att_grad_drop, kiln_node_new(g, KILN_OP_ATTENTION_GRAD, x, 5, &att_grad_attrs_drop))
+
+/* ---- RNN (fused recurrence): xp [B, T, kU], rec [U, kU][, rec_bias [kU]] ---- */
+#define RNNP(cell, act, ract, ra, back) (&(kiln_rnn_params){ cell, act, ract, ra, back })
+BUILDER(rnn_simple, kiln_rnn_sequence(g, x[0], x[1], NULL, RNNP(KILN_RNN_SIMPLE, KILN_TANH, 0, false, false)))
+BUILDER(rnn_simple_relu_back, kiln_rnn_sequence(g, x[0], x[1], NULL, RNNP(KILN_RNN_SIMPLE, KILN_RELU, 0, false, true)))
+BUILDER(rnn_lstm_back, kiln_rnn_sequence(g, x[0], x[1], NULL, RNNP(KILN_RNN_LSTM, KILN_TANH, KILN_SIGMOID, false, true)))
+BUILDER(rnn_lstm_hard, kiln_rnn_sequence(g, x[0], x[1], NULL, RNNP(KILN_RNN_LSTM, KILN_TANH, KILN_HARD_SIGMOID, false, false)))
+BUILDER(rnn_gru_after, kiln_rnn_sequence(g, x[0], x[1], x[2], RNNP(KILN_RNN_GRU, KILN_TANH, KILN_SIGMOID, true, false)))
+BUILDER(rnn_gru_before_back, kiln_rnn_sequence(g, x[0], x[1], NULL, RNNP(KILN_RNN_GRU, KILN_TANH, KILN_HARD_SIGMOID, false, true)))
+static const kiln_attrs rnn_grad_gru = { .groups = KILN_RNN_GRU, .kh = KILN_TANH, .kw = KILN_SIGMOID, .keepdims = true, .trans_a = true };
+static const kiln_attrs rnn_grad_lstm = { .groups = KILN_RNN_LSTM, .kh = KILN_TANH, .kw = KILN_SIGMOID };
+BUILDER(rnn_grad_gru, kiln_node_new(g, KILN_OP_RNN_GRAD, x, 4, &rnn_grad_gru))
+BUILDER(rnn_grad_lstm, kiln_node_new(g, KILN_OP_RNN_GRAD, x, 3, &rnn_grad_lstm))
+#define RNN_IN(b, t, u, k) { F, F }, { S(b, t, k * u), S(u, k * u) }, { -1, -0.8 }, { 1, 0.8 }
+#define RNN_IN_B(b, t, u, k) { F, F, F }, { S(b, t, k * u), S(u, k * u), S(k * u) }, { -1, -0.8, -0.5 }, { 1, 0.8, 0.5 }
 
 #define QKV(b, h, tq, tk, dh) { F, F, F }, { S(b, h, tq, dh), S(b, h, tk, dh), S(b, h, tk, dh) }, { -1.5, -1.5, -1.5 }, { 1.5, 1.5, 1.5 }
 #define ATT_GRAD_IN(b, h, tq, tk, dh) { F, F, F, F, F }, \
@@ -79,5 +95,16 @@ const op_case cases_transformer[] = {
       DT_FLOATS, false, 0, 0, 0, true, 0 },
     { KILN_OP_ATTENTION_GRAD, "attention_grad [1,1,80,8] causal", 5, ATT_GRAD_IN(1, 1, 80, 80, 8), b_att_grad, DT_FLOATS, false,
       0, 0, 0, true, 0 },
+    { KILN_OP_RNN, "rnn SimpleRNN tanh B3 T5 U4", 2, RNN_IN(3, 5, 4, 1), b_rnn_simple, DT_FLOATS, true, 0, 0, 0, true, 0 },
+    { KILN_OP_RNN, "rnn SimpleRNN relu go_backwards B2 T6 U3", 2, RNN_IN(2, 6, 3, 1), b_rnn_simple_relu_back, DT_FLOATS, false, 0, 0, 0, true, 0 },
+    { KILN_OP_RNN, "rnn LSTM go_backwards B2 T5 U3", 2, RNN_IN(2, 5, 3, 4), b_rnn_lstm_back, DT_FLOATS, true, 0, 0, 0, true, 0 },
+    { KILN_OP_RNN, "rnn LSTM hard_sigmoid B3 T4 U5", 2, RNN_IN(3, 4, 5, 4), b_rnn_lstm_hard, DT_FLOATS, true, 0, 0, 0, true, 0 },
+    { KILN_OP_RNN, "rnn GRU reset_after B2 T5 U3", 3, RNN_IN_B(2, 5, 3, 3), b_rnn_gru_after, DT_FLOATS, true, 0, 0, 0, true, 0 },
+    { KILN_OP_RNN, "rnn GRU reset_before hard_sigmoid go_backwards B3 T4 U4", 2, RNN_IN(3, 4, 4, 3), b_rnn_gru_before_back, DT_FLOATS, true,
+      0, 0, 0, true, 0 },
+    { KILN_OP_RNN_GRAD, "rnn_grad GRU reset_after go_backwards B2 T4 U3", 4, { F, F, F, F }, { S(2, 4, 9), S(3, 9), S(9), S(2, 4, 3) },
+      { -1, -0.8, -0.5, -1 }, { 1, 0.8, 0.5, 1 }, b_rnn_grad_gru, DT_FLOATS, false, 0, 0, 0, true, 0 },
+    { KILN_OP_RNN_GRAD, "rnn_grad LSTM B3 T3 U2", 3, { F, F, F }, { S(3, 3, 8), S(2, 8), S(3, 3, 2) },
+      { -1, -0.8, -1 }, { 1, 0.8, 1 }, b_rnn_grad_lstm, DT_FLOATS, false, 0, 0, 0, true, 0 },
 };
 const int n_cases_transformer = (int)(sizeof cases_transformer / sizeof cases_transformer[0]);

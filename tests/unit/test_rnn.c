@@ -175,6 +175,29 @@ static void write_f32(const char *dir, const char *name, const kiln_tensor *t) {
     if (f) fclose(f);
 }
 
+/* The fused RNN op (src/ops/rnn.c) against the unrolled graph the layers build under
+ * KILN_RNN_UNROLLED=1: the model rebuilt from its JSON with m's weights predicts within 1e-5. */
+static void compare_unrolled(kiln_model *m, const char *js, const kiln_tensor *xs, const kiln_tensor *y) {
+    kiln_model *u = NULL;
+    kiln_tensor *yu = NULL;
+    setenv("KILN_RNN_UNROLLED", "1", 1);
+    CHECK_OK(kiln_model_from_json(js, &u));
+    for (int i = 0; u && i < kiln_model_layer_count(m); i++)
+        for (int j = 0; j < kiln_layer_weight_count(kiln_model_layer(m, i)); j++) {
+            kiln_tensor *w = NULL;
+            const char *wn = kiln_layer_weight_name(kiln_model_layer(m, i), j);
+            if (kiln_model_get_weight(m, wn, &w) == KILN_OK) CHECK_OK(kiln_model_set_weight(u, wn, w));
+            kiln_tensor_free(w);
+        }
+    if (u) CHECK_OK(kiln_predict(u, xs, NULL, &yu));
+    unsetenv("KILN_RNN_UNROLLED");
+    double worst = yu && y ? 0 : INFINITY;
+    for (int64_t i = 0; yu && y && i < kiln_shape_numel(y->shape); i++) worst = fmax(worst, fabs(kiln_tensor_get(y, i) - kiln_tensor_get(yu, i)));
+    CHECK_MSG(worst <= 1e-5, "fused vs unrolled recurrent layers: max difference %g", worst);
+    kiln_tensor_free(yu);
+    kiln_model_free(u);
+}
+
 /* Every variant in one functional model, at random weights: Kiln's JSON rebuilds it with the same
  * predictions; its ONNX export (RNN / LSTM / GRU ops) is written, with inputs and Kiln's
  * predictions, into $KILN_RNN_ONNX for tests/onnx/test_rnn_ort.sh to run in onnxruntime. */
@@ -215,6 +238,7 @@ static void test_json_and_onnx(void) {
     CHECK_OK(kiln_model_to_json(m, &js));
     CHECK_MSG(js && !strstr(js, "backward_layer") && strstr(js, "forward_bidirectional"), "Bidirectional's wrapped layer as Keras writes it");
     if (js) CHECK_OK(kiln_model_from_json(js, &m2));
+    if (js) compare_unrolled(m, js, xs, y);
     free(js);
     for (int i = 0; m2 && i < kiln_model_layer_count(m); i++)
         for (int j = 0; j < kiln_layer_weight_count(kiln_model_layer(m, i)); j++) {

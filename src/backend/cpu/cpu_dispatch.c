@@ -33,6 +33,8 @@ kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
     case KILN_OP_EMBEDDING: case KILN_OP_EMBEDDING_GRAD: case KILN_OP_LAYER_NORM: case KILN_OP_LAYER_NORM_GRAD:
     case KILN_OP_LAYER_NORM_GAMMA_GRAD: case KILN_OP_ATTENTION: case KILN_OP_ATTENTION_GRAD:
         return cpu_transformer_kernel(n);
+    case KILN_OP_RNN: case KILN_OP_RNN_GRAD:
+        return cpu_rnn_kernel(n);
     default: break;
     }
     kiln_kernel_fn f = cpu_elementwise_kernel(n);
@@ -52,6 +54,8 @@ size_t kiln_cpu_workspace(const kiln_node *n) {
         return cpu_transformer_workspace(n);
     case KILN_OP_MATMUL:
         return cpu_bf16_matmul_workspace(n);
+    case KILN_OP_RNN: case KILN_OP_RNN_GRAD:
+        return cpu_rnn_workspace(n);
     default:
         return cpu_loss_optim_workspace(n);
     }

@@ -214,6 +214,9 @@ kiln_kernel_fn cu_transformer_kernel(const kiln_node *n);
 size_t cu_transformer_workspace(const kiln_node *n);
 kiln_kernel_fn cu_attention_kernel(const kiln_node *n);
 size_t cu_attention_workspace(const kiln_node *n);
+/* RNN, RNNGrad (cuda_rnn.cu) */
+kiln_kernel_fn cu_rnn_kernel(const kiln_node *n);
+size_t cu_rnn_workspace(const kiln_node *n);
 /* Applies the kctx epilogue (fused BiasAdd + Relu) to c->out; conv/matmul kernels call it last. */
 kiln_status cu_epilogue(const kiln_kctx *c);   /* GatherRows, RandomCropFlip (cuda_data.cu) */
 

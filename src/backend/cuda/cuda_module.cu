@@ -282,6 +282,7 @@ static kiln_kernel_fn kernel_for(const kiln_node *n) {
     if ((f = cu_data_kernel(n))) return f;
     if ((f = cu_precision_kernel(n))) return f;
     if ((f = cu_transformer_kernel(n))) return f;
+    if ((f = cu_rnn_kernel(n))) return f;
     return cu_loss_optim_kernel(n);
 }
 
@@ -313,6 +314,8 @@ static size_t dev_workspace(const kiln_backend *b, const kiln_node *n) {
         return cu_pool_workspace(n);
     case KILN_OP_LAYER_NORM_GAMMA_GRAD: case KILN_OP_ATTENTION_GRAD:
         return cu_transformer_workspace(n);
+    case KILN_OP_RNN: case KILN_OP_RNN_GRAD:
+        return cu_rnn_workspace(n);
     default:
         return cu_loss_optim_workspace(n);
     }
