@@ -36,7 +36,8 @@ int main(int argc, char **argv) {
         if (kiln_train_on_batch(m, x, y, &loss)) { fprintf(stderr, "%s\n", kiln_last_error()); return 1; }
     }
     double dt = now() - t0;
-    printf("kiln gpt_char %s threads=%d batch=%d context=%d steps=%d loss=%.4f tokens_per_sec=%.1f\n", prec, threads, batch, ctx, steps, loss,
+    printf("kiln gpt_char %s threads=%d batch=%d context=%d steps=%d loss=%.4f params=%lld tokens_per_sec=%.1f\n", prec, threads, batch, ctx, steps, loss,
+           (long long)kiln_model_param_count(m, true),
            (double)steps * batch * ctx / dt);
     kiln_tensor_free(x);
     kiln_tensor_free(y);

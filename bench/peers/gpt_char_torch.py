@@ -53,9 +53,12 @@ class GPT(nn.Module):
 
 torch.manual_seed(1)
 model = GPT()
-for n_, p_ in model.named_parameters():     # nanoGPT's initialisation
+for n_, p_ in model.named_parameters():     # nanoGPT's initialisation (Linear biases zero, as Kiln and Keras)
     if p_.dim() == 2:
         nn.init.normal_(p_, 0.0, 0.02 / (2 * L) ** 0.5 if n_.endswith(("c_proj.weight", "proj.weight")) else 0.02)
+for m_ in model.modules():
+    if isinstance(m_, nn.Linear) and m_.bias is not None:
+        nn.init.zeros_(m_.bias)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
 step_model = torch.compile(model) if a.compile else model
 x = torch.randint(0, V, (a.batch, T))
@@ -80,4 +83,4 @@ for _ in range(a.steps):
     loss = step()
 dt = time.perf_counter() - t0
 print(f"torch {torch.__version__} gpt_char {a.precision} compile={a.compile} threads={a.threads} batch={a.batch} "
-      f"context={T} loss={loss:.4f} tokens_per_sec={a.steps * a.batch * T / dt:.1f}")
+      f"context={T} loss={loss:.4f} params={sum(p_.numel() for p_ in model.parameters())} tokens_per_sec={a.steps * a.batch * T / dt:.1f}")
