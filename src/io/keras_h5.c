@@ -198,8 +198,12 @@ static kiln_status index_keras3_layer(keras_h5 *h, hid_t g, const char *key, int
     if (!st) st = add_layer(h, nn == 1 ? nm[0] : key, key);
     free_strings(nm, nn);
     if (vg >= 0) H5Gclose(vg);
-    /* a recurrent layer's weights are its cell's; Bidirectional's, its two layers' cells' */
-    static const char *const sub[] = { "vars", "cell/vars", "forward_layer/cell/vars", "backward_layer/cell/vars" };
+    /* a recurrent layer's weights are its cell's; Bidirectional's, its two layers' cells';
+     * MultiHeadAttention's, its four EinsumDense sub-layers' in Kiln's order (query, key, value,
+     * output; Keras 3 keys them by its properties, "_query_dense" where a version lacked those) */
+    static const char *const sub[] = { "vars", "cell/vars", "forward_layer/cell/vars", "backward_layer/cell/vars",
+                                       "query_dense/vars", "_query_dense/vars", "key_dense/vars", "_key_dense/vars",
+                                       "value_dense/vars", "_value_dense/vars", "output_dense/vars", "_output_dense/vars" };
     for (size_t q = 0; q < sizeof sub / sizeof *sub && !st; q++) {
         snprintf(path, sizeof path, "%.*s/%s", kl, key, sub[q]);
         bool there = true;
@@ -215,7 +219,9 @@ static kiln_status index_keras3_layer(keras_h5 *h, hid_t g, const char *key, int
             snprintf(k, sizeof k, "%d", j);
             if (H5Lexists(vg, k, H5P_DEFAULT) <= 0) break;
             snprintf(p, sizeof p, "layers/%.*s/%s", (int)strnlen(path, KEY_MAX + 40), path, k);
-            st = add_var(h, k, p);
+            char nm[64];                  /* "0", or within a sub-layer "query_dense/vars/0" */
+            snprintf(nm, sizeof nm, "%s%s%s", q ? sub[q] : "", q ? "/" : "", k);
+            st = add_var(h, nm, p);
         }
         if (vg >= 0) H5Gclose(vg);
     }
