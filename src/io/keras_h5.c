@@ -478,9 +478,25 @@ static bool write_cell(hid_t g, const char *sub, const keras_h5_layer_out *l, in
     return ok;
 }
 
+/* MultiHeadAttention's weights, a quarter each, under its EinsumDense sub-layers' groups with
+ * the names Keras gives them (and its weightless dropout and softmax, which Keras 3 writes). */
+static bool write_mha(hid_t g, const keras_h5_layer_out *l) {
+    static const char *const sub[][2] = { { "query_dense", "query" }, { "key_dense", "key" }, { "value_dense", "value" },
+                                          { "output_dense", "attention_output" }, { "_dropout_layer", "dropout" },
+                                          { "_softmax", "softmax" } };
+    bool ok = true;
+    for (int i = 0; i < 6 && ok; i++) {
+        hid_t s = H5Gcreate2(g, sub[i][0], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        ok = s >= 0 && write_vars(s, sub[i][1], l, i < 4 ? i * (l->n_vars / 4) : 0, i < 4 ? l->n_vars / 4 : 0);
+        if (s >= 0) H5Gclose(s);
+    }
+    return ok;
+}
+
 static bool write_layer(hid_t layers, const keras_h5_layer_out *l) {
     hid_t g = H5Gcreate2(layers, l->key, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    bool ok = g >= 0 && write_vars(g, l->name, l, 0, l->cell ? 0 : l->n_vars);
+    bool ok = g >= 0 && write_vars(g, l->name, l, 0, l->cell || l->mha ? 0 : l->n_vars);
+    if (ok && l->mha) ok = write_mha(g, l);
     if (ok && l->cell && !l->bidirectional) ok = write_cell(g, NULL, l, 0, l->n_vars);
     if (ok && l->cell && l->bidirectional)
         ok = write_cell(g, "forward_layer", l, 0, l->n_vars / 2) && write_cell(g, "backward_layer", l, l->n_vars / 2, l->n_vars / 2);

@@ -43,6 +43,7 @@ typedef struct keras_h5_layer_out {
     const float *const *data;
     const char *cell;          /* a recurrent layer's cell ("lstm_cell"): its weights under cell/vars, NULL: vars */
     bool bidirectional;        /* weights halved: forward_layer/cell/vars, backward_layer/cell/vars */
+    bool mha;                  /* MultiHeadAttention: weights quartered, query/key/value/output_dense/vars */
 } keras_h5_layer_out;
 kiln_status keras_h5_write_image(const keras_h5_layer_out *l, int n, const char *model_name, const char *what, uint8_t **img, size_t *img_n);
 #endif
