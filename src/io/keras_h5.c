@@ -198,8 +198,12 @@ static kiln_status index_keras3_layer(keras_h5 *h, hid_t g, const char *key, int
     if (!st) st = add_layer(h, nn == 1 ? nm[0] : key, key);
     free_strings(nm, nn);
     if (vg >= 0) H5Gclose(vg);
-    /* a recurrent layer's weights are its cell's; Bidirectional's, its two layers' cells' */
-    static const char *const sub[] = { "vars", "cell/vars", "forward_layer/cell/vars", "backward_layer/cell/vars" };
+    /* a recurrent layer's weights are its cell's; Bidirectional's, its two layers' cells';
+     * MultiHeadAttention's, its four EinsumDense sub-layers' in Kiln's order (query, key, value,
+     * output; Keras 3 keys them by its properties, "_query_dense" where a version lacked those) */
+    static const char *const sub[] = { "vars", "cell/vars", "forward_layer/cell/vars", "backward_layer/cell/vars",
+                                       "query_dense/vars", "_query_dense/vars", "key_dense/vars", "_key_dense/vars",
+                                       "value_dense/vars", "_value_dense/vars", "output_dense/vars", "_output_dense/vars" };
     for (size_t q = 0; q < sizeof sub / sizeof *sub && !st; q++) {
         snprintf(path, sizeof path, "%.*s/%s", kl, key, sub[q]);
         bool there = true;
@@ -215,7 +219,9 @@ static kiln_status index_keras3_layer(keras_h5 *h, hid_t g, const char *key, int
             snprintf(k, sizeof k, "%d", j);
             if (H5Lexists(vg, k, H5P_DEFAULT) <= 0) break;
             snprintf(p, sizeof p, "layers/%.*s/%s", (int)strnlen(path, KEY_MAX + 40), path, k);
-            st = add_var(h, k, p);
+            char nm[64];                  /* "0", or within a sub-layer "query_dense/vars/0" */
+            snprintf(nm, sizeof nm, "%s%s%s", q ? sub[q] : "", q ? "/" : "", k);
+            st = add_var(h, nm, p);
         }
         if (vg >= 0) H5Gclose(vg);
     }
@@ -472,9 +478,25 @@ static bool write_cell(hid_t g, const char *sub, const keras_h5_layer_out *l, in
     return ok;
 }
 
+/* MultiHeadAttention's weights, a quarter each, under its EinsumDense sub-layers' groups with
+ * the names Keras gives them (and its weightless dropout and softmax, which Keras 3 writes). */
+static bool write_mha(hid_t g, const keras_h5_layer_out *l) {
+    static const char *const sub[][2] = { { "query_dense", "query" }, { "key_dense", "key" }, { "value_dense", "value" },
+                                          { "output_dense", "attention_output" }, { "_dropout_layer", "dropout" },
+                                          { "_softmax", "softmax" } };
+    bool ok = true;
+    for (int i = 0; i < 6 && ok; i++) {
+        hid_t s = H5Gcreate2(g, sub[i][0], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        ok = s >= 0 && write_vars(s, sub[i][1], l, i < 4 ? i * (l->n_vars / 4) : 0, i < 4 ? l->n_vars / 4 : 0);
+        if (s >= 0) H5Gclose(s);
+    }
+    return ok;
+}
+
 static bool write_layer(hid_t layers, const keras_h5_layer_out *l) {
     hid_t g = H5Gcreate2(layers, l->key, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    bool ok = g >= 0 && write_vars(g, l->name, l, 0, l->cell ? 0 : l->n_vars);
+    bool ok = g >= 0 && write_vars(g, l->name, l, 0, l->cell || l->mha ? 0 : l->n_vars);
+    if (ok && l->mha) ok = write_mha(g, l);
     if (ok && l->cell && !l->bidirectional) ok = write_cell(g, NULL, l, 0, l->n_vars);
     if (ok && l->cell && l->bidirectional)
         ok = write_cell(g, "forward_layer", l, 0, l->n_vars / 2) && write_cell(g, "backward_layer", l, l->n_vars / 2, l->n_vars / 2);

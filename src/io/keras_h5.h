@@ -27,7 +27,7 @@ int keras_h5_layer_count(const keras_h5 *h);
 const char *keras_h5_layer_name(const keras_h5 *h, int i);
 const char *keras_h5_layer_key(const keras_h5 *h, int i);   /* Keras 3's group key ("conv2d_1"); legacy: the name */
 int keras_h5_var_count(const keras_h5 *h, int i);
-const char *keras_h5_var_name(const keras_h5 *h, int i, int j);   /* "0", "1" or a legacy weight name */
+const char *keras_h5_var_name(const keras_h5 *h, int i, int j);   /* "0", "cell/vars/0" (a sub-layer's) or a legacy weight name */
 const char *keras_h5_var_path(const keras_h5 *h, int i, int j);   /* its dataset's path in the file */
 /* The shape of weight j of layer i (KILN_UNSUPPORTED for more than KILN_MAX_DIMS axes or a
  * non-float type), then its values as f32 into dst, which holds exactly n elements. */
@@ -43,6 +43,7 @@ typedef struct keras_h5_layer_out {
     const float *const *data;
     const char *cell;          /* a recurrent layer's cell ("lstm_cell"): its weights under cell/vars, NULL: vars */
     bool bidirectional;        /* weights halved: forward_layer/cell/vars, backward_layer/cell/vars */
+    bool mha;                  /* MultiHeadAttention: weights quartered, query/key/value/output_dense/vars */
 } keras_h5_layer_out;
 kiln_status keras_h5_write_image(const keras_h5_layer_out *l, int n, const char *model_name, const char *what, uint8_t **img, size_t *img_n);
 #endif

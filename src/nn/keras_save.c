@@ -1,7 +1,8 @@
 /* Keras 3 .keras files written from a Kiln model (kiln_model_save_keras): config.json from
  * kiln_model_to_json, metadata.json, and model.weights.h5 in the layout Keras 3's saving_lib
  * reads back: layers/<key>/vars/<i>, each layer under the key Keras gives it by its position in
- * model.layers, which this file reproduces. */
+ * model.layers, which this file reproduces (a MultiHeadAttention's under its sub-layers, as Keras
+ * 3 nests them: query_dense, key_dense, value_dense, output_dense). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,7 @@ static kiln_status weights_image(kiln_model *m, const char *what, uint8_t **img,
             out[i].cell = cells[(unsigned)l->cell < 3 ? l->cell : 0];
             out[i].bidirectional = l->kind == NN_BIDIRECTIONAL;
         }
+        out[i].mha = l->kind == NN_MHA;    /* its variables: query, key, value, output; each kernel [and bias] */
         st = layer_weights(m, l, t + at, shapes + at);
         for (int j = 0; j < l->n_vars && !st; j++) data[at + j] = (const float *)t[at + j]->data;
     }

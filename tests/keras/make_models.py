@@ -93,6 +93,13 @@ def func_nested():  # a Sequential (with BatchNormalization) nested inside a Fun
     return keras.Model(inp, L.Dense(3)(x), name="func_nested")
 
 
+def func_mha():    # MultiHeadAttention: self-attention, then cross-attention without biases (Keras 3 nests their weights)
+    inp = keras.Input((6, 8))
+    a = L.MultiHeadAttention(num_heads=2, key_dim=4)(inp, inp)
+    b = L.MultiHeadAttention(num_heads=3, key_dim=2, use_bias=False)(L.Dense(5)(a), inp)
+    return keras.Model(inp, L.Dense(3)(b), name="func_mha")
+
+
 # recurrent layers over (7, 3) sequences: weights set at random (so LSTM's forget-gate bias and
 # GRU's two biases are not their initial zeros and ones) rather than trained
 def rnn_seq():
@@ -128,7 +135,8 @@ for make in (rnn_seq, rnn_bidir, rnn_func):
     xt.tofile(os.path.join(out, "x_%s.f32" % m.name))
     np.save(os.path.join(out, "y_%s.npy" % m.name), m.predict(xt, verbose=0))
     print(m.name)
-for make in (seq_mlp, seq_cnn, func_branches, func_pool, cli_cnn, seq_conv1d, func_deconv, func_deconv_opad, func_nested):
+for make in (seq_mlp, seq_cnn, func_branches, func_pool, cli_cnn, seq_conv1d, func_deconv, func_deconv_opad, func_nested,
+             func_mha):
     m = make()
     name = m.name
     shape = tuple(m.input_shape[1:])
