@@ -62,7 +62,7 @@ static int views(PyObject *x_o, PyObject *y_o, kpy_view *xv, kpy_view *yv, bool 
     return -1;
 }
 
-/* A pipeline over rows [from, to) of x, y: shuffled (seed) when asked, batched, prefetched. NULL with a
+/* A pipeline over rows [from, to) of x, y: shuffled (seed) when asked, batched. NULL with a
  * Python exception set. */
 static kiln_data *pipeline(const kpy_view *xv, const kpy_view *yv, bool has_y, int64_t from, int64_t to, bool shuffle, uint64_t seed,
                            int batch, bool drop_remainder) {
@@ -72,8 +72,6 @@ static kiln_data *pipeline(const kpy_view *xv, const kpy_view *yv, bool has_y, i
     if (d && from > 0) d = kiln_data_skip(d, from);
     if (d && shuffle) d = kiln_data_shuffle(d, to - from, seed);
     if (d) d = kiln_data_batch(d, batch, drop_remainder);
-    /* the next batches are gathered on a C thread while this one trains, as kiln train does */
-    if (d) d = kiln_data_prefetch(d, 2, 1);
     if (!d) kpy_raise(KILN_INVALID_ARGUMENT, NULL);
     return d;
 }
