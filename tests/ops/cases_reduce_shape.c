@@ -60,6 +60,13 @@ BUILDER(transpose_empty, kiln_transpose(g, kiln_slice(g, x[0], (const int64_t[])
                                         (const int[]){ 2, 0, 1 }))
 BUILDER(pad_empty, kiln_pad(g, kiln_slice(g, x[0], (const int64_t[]){ 1, 0 }, (const int64_t[]){ 0, 3 }),
                             (const int64_t[]){ 1, 1, 0, 2 }, 0.5))
+BUILDER(concat2_ax1_big, kiln_concat(g, x, 2, 1))
+BUILDER(concat3_ax3, kiln_concat(g, x, 3, 3))
+static kiln_node *b_concat_empty(kiln_graph *g, kiln_node **x, kiln_node **e, int *ne) {
+    UNUSED;
+    kiln_node *p[3] = { x[0], kiln_slice(g, x[1], (const int64_t[]){ 0, 1 }, (const int64_t[]){ 2, 0 }), x[2] };
+    return kiln_concat(g, p, 3, 1);
+}
 BUILDER(pad_big, kiln_pad(g, x[0], (const int64_t[]){ 2, 3, 0, 1, 4, 5 }, -1.0))
 BUILDER(pad_big_zero, kiln_pad(g, x[0], (const int64_t[]){ 0, 0, 3, 0, 0, 7 }, 0.0))
 BUILDER(cast_f64, kiln_cast(g, x[0], KILN_F64))
@@ -129,6 +136,15 @@ const op_case cases_reduce_shape[] = {
     UN(KILN_OP_PAD, "pad [2,3,4,5] {0,1,2,0,1,3,0,2} value 0", S(2, 3, 4, 5), b_pad_r4_zero, DT_FLOATS | DT_HALF, true),
     UN(KILN_OP_PAD, "pad [2,1,3,2,2] {1,0,0,2,1,1,0,0,2,1} value 1.5", S(2, 1, 3, 2, 2), b_pad_r5, DT_FLOATS, true),
     UN(KILN_OP_PAD, "pad [0,3] {1,1,0,2} value 0.5 (empty, sliced from [2,3])", S(2, 3), b_pad_empty, DT_FLOATS, false),
+    { KILN_OP_CONCAT, "concat [4] [3] axis 0 (rank 1)", 2, { F, F }, { S(4), S(3) },
+      { -1, -1 }, { 1, 1 }, b_concat2_ax0, DT_FLOATS | DT_HALF, true, 0, 0, 0 },
+    { KILN_OP_CONCAT, "concat [2,1,3,2,2] [2,1,3,1,2] [2,1,3,3,2] axis 3", 3, { F, F, F },
+      { S(2, 1, 3, 2, 2), S(2, 1, 3, 1, 2), S(2, 1, 3, 3, 2) }, { -1, -1, -1 }, { 1, 1, 1 }, b_concat3_ax3,
+      DT_FLOATS, true, 0, 0, 0 },
+    { KILN_OP_CONCAT, "concat [2,3] [2,0] (sliced) [2,2] axis 1", 3, { F, F, F }, { S(2, 3), S(2, 3), S(2, 2) },
+      { -1, -1, -1 }, { 1, 1, 1 }, b_concat_empty, DT_FLOATS, true, 0, 0, 0 },
+    { KILN_OP_CONCAT, "concat [70,40,20] [70,30,20] axis 1 (large)", 2, { F, F }, { S(70, 40, 20), S(70, 30, 20) },
+      { -1, -1 }, { 1, 1 }, b_concat2_ax1_big, DT_F32 | DT_BF16, false, 0, 0, 0 },
     UN(KILN_OP_PAD, "pad [60,40,30] {2,3,0,1,4,5} value -1 (large)", S(60, 40, 30), b_pad_big, DT_F32 | DT_F16, false),
     UN(KILN_OP_PAD, "pad [70,30,35] {0,0,3,0,0,7} value 0 (large)", S(70, 30, 35), b_pad_big_zero, DT_F32, false),
     UN(KILN_OP_CAST, "cast -> f64 [4,5]", S(4, 5), b_cast_f64, DT_FLOATS | DT_HALF, true),

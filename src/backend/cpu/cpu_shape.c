@@ -1,4 +1,4 @@
-/* Data-movement kernels: Transpose, Slice, Pad (constant). Any dtype of 1/2/4/8 bytes: they copy
+/* Data-movement kernels: Transpose, Slice, Pad (constant), Concat. Any dtype of 1/2/4/8 bytes: they copy
  * element bytes, as the ref kernels do. Each op becomes one strided copy: dims of size 1 are
  * dropped and adjacent dims that stay contiguous on both sides merged, so most cases end as
  * memcpy of long inner runs; a transpose that moves the last axis runs as tiled 2-D blocks so
@@ -9,6 +9,7 @@
 /* Below this many elements one thread copies faster than a parallel region starts. */
 #define SHAPE_PAR_MIN 65536
 #define TILE 32
+#define CONCAT_IN_MAX 64   /* Concat inputs handled here (more: ref) */
 
 typedef struct {
     int m;                                            /* dims after collapsing */
@@ -190,10 +191,39 @@ static kiln_status cpu_pad(const kiln_kctx *c) {
     return KILN_OK;
 }
 
+/* Each output row (outer index) is the inputs' rows end to end: one task per (row, input). */
+static kiln_status cpu_concat(const kiln_kctx *c) {
+    int axis = c->node->attrs.axis, ni = c->n_in;
+    kiln_shape os = c->out.shape;
+    size_t es = kiln_dtype_size(c->out.dtype);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= os.dim[d];
+    for (int d = axis + 1; d < os.rank; d++) inner *= os.dim[d];
+    size_t chunk[CONCAT_IN_MAX], off[CONCAT_IN_MAX], row = 0;
+    for (int i = 0; i < ni; i++) {
+        chunk[i] = (size_t)(c->in[i].shape.dim[axis] * inner) * es;
+        off[i] = row;
+        row += chunk[i];
+    }
+    int64_t tasks = outer * ni;
+    char *y = c->out.data;
+    #pragma omp parallel for schedule(static) num_threads(shape_threads(c, c->out.numel))
+    for (int64_t t = 0; t < tasks; t++) {
+        int64_t o = t / ni;
+        int i = (int)(t % ni);
+        if (chunk[i]) memcpy(y + (size_t)o * row + off[i], (const char *)c->in[i].data + (size_t)o * chunk[i], chunk[i]);
+    }
+    return KILN_OK;
+}
+
 kiln_kernel_fn cpu_shape_kernel(const kiln_node *n) {
     size_t es = kiln_dtype_size(n->dtype);
-    if (n->n_in != 1 || n->in[0]->dtype != n->dtype || (es != 1 && es != 2 && es != 4 && es != 8)) return NULL;
+    if (n->n_in < 1 || (n->n_in != 1 && n->op != KILN_OP_CONCAT) || n->n_in > CONCAT_IN_MAX) return NULL;
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i]->dtype != n->dtype) return NULL;
+    if (es != 1 && es != 2 && es != 4 && es != 8) return NULL;
     switch (n->op) {
+    case KILN_OP_CONCAT: return cpu_concat;
     case KILN_OP_TRANSPOSE: return cpu_transpose;
     case KILN_OP_SLICE: return cpu_slice;
     case KILN_OP_PAD: return cpu_pad;
