@@ -8,6 +8,9 @@ size_t cpu_transformer_workspace(const kiln_node *n);
 
 kiln_kernel_fn kiln_cpu_kernel(const kiln_node *n) {
     if (n && n->op == KILN_OP_CAST) return cpu_cast_kernel(n);
+    if (n && (n->op == KILN_OP_TRANSPOSE || n->op == KILN_OP_SLICE || n->op == KILN_OP_PAD ||
+              n->op == KILN_OP_CONCAT))
+        return cpu_shape_kernel(n);   /* byte copies: every dtype */
     if (n && n->dtype == KILN_BF16) return cpu_bf16_act_kernel(n);
     if (!n || n->dtype != KILN_F32) return NULL;
     switch (n->op) {

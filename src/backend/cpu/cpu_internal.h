@@ -72,6 +72,7 @@ void cpu_sgemm1(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 /* Kernel lookups per family: NULL when the node's shape/attrs are not handled here. */
 kiln_kernel_fn cpu_attention_kernel(const kiln_node *n);   /* cpu_attention.c: Attention, AttentionGrad */
 kiln_kernel_fn cpu_rnn_kernel(const kiln_node *n);         /* cpu_rnn.c: RNN, RNNGrad (f32) */
+kiln_kernel_fn cpu_shape_kernel(const kiln_node *n);       /* cpu_shape.c: Transpose, Slice, Pad, Concat (any dtype) */
 size_t cpu_rnn_workspace(const kiln_node *n);
 /* The fused epilogue on rows [rows, C] of an output: y = relu(y + bias) (NaN passes relu, as
  * the Relu kernel does); nothing when the step has none. */
