@@ -150,8 +150,10 @@ kiln_node *kiln_scalar_like(kiln_graph *g, kiln_node *x, double v);
 
 /* Dropout mask, shared by every backend so they agree bit for bit: element i is kept iff this
  * returns true. `seed` is attrs.seed (already mixed with the forward node's id). */
+static inline uint64_t kiln_dropout_key(uint64_t seed, uint64_t step) { return kiln_mix64(seed ^ kiln_mix64(step + 0x1234567ull)); }
+static inline bool kiln_dropout_keep_key(uint64_t key, int64_t i, double rate) { return kiln_rand_uniform(key, (uint64_t)i) >= rate; }
 static inline bool kiln_dropout_keep(uint64_t seed, uint64_t step, int64_t i, double rate) {
-    return kiln_rand_uniform(kiln_mix64(seed ^ kiln_mix64(step + 0x1234567ull)), (uint64_t)i) >= rate;
+    return kiln_dropout_keep_key(kiln_dropout_key(seed, step), i, rate);
 }
 
 /* Standard-normal draw i of RandomNormal (Box-Muller on the uniforms 2i and 2i + 1 of its own

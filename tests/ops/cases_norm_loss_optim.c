@@ -175,6 +175,7 @@ const op_case cases_norm_loss_optim[] = {
     { KILN_OP_BN_SYNC_GRAD, "sync batch norm grad dstats [5,3]", 3, { F, F, F }, { S(5, 3), S(3), S(5, 3) },
       { -2, 0.5, -1 }, { 2, 1.5, 1 }, b_sync_grad_dstats, DT_FLOATS, false, 0, 0, 0 },
     C1(KILN_OP_DROPOUT, "dropout rate 0.3 [6,7]", S(6, 7), -1, 1, b_dropout, true),
+    C1(KILN_OP_DROPOUT, "dropout rate 0.3 [300,700] (large: threads)", S(300, 700), -1, 1, b_dropout, false),
     C1(KILN_OP_DROPOUT, "difference of two dropouts with one seed [4,5]", S(4, 5), 0.5, 1, b_dropout_two, true),
     C1(KILN_OP_IDENTITY, "dropout when not training is identity [3,4]", S(3, 4), -1, 1, b_dropout_off, true),
     C1(KILN_OP_DROPOUT_GRAD, "DropoutGrad rate 0.5 [5,5]", S(5, 5), -1, 1, b_dropout_grad, false),

@@ -1,5 +1,6 @@
 /* Elementwise f32 kernels: binary ops (same shape, scalar or last-dim broadcast), unary
  * activations and their gradients, BiasAdd, and sums over leading dims (bias gradients). */
+#include <string.h>
 #include "backend/cpu/cpu_internal.h"
 
 /* ---- binary ---- */
@@ -263,9 +264,30 @@ static kiln_status k_random_normal(const kiln_kctx *c) {
     return KILN_OK;
 }
 
+/* Dropout / DropoutGrad (f32): ref's mask (kiln_dropout_keep), its key mixed once per call instead
+ * of per element, and the product in double as ref rounds it, over threads. */
+static kiln_status k_dropout(const kiln_kctx *c) {
+    const float *x = cpu_f(&c->in[0]);
+    float *y = cpu_f(&c->out);
+    const kiln_attrs *a = &c->node->attrs;
+    int64_t n = c->out.numel;
+    if (!a->training || a->rate <= 0.0) {
+        if (y != x) memcpy(y, x, (size_t)n * sizeof *y);
+        return KILN_OK;
+    }
+    double rate = a->rate, scale = 1.0 / (1.0 - rate);
+    uint64_t key = kiln_dropout_key(a->seed, c->step);
+    #pragma omp parallel for num_threads(cpu_par(c, n * 8))
+    for (int64_t i = 0; i < n; i++) y[i] = kiln_dropout_keep_key(key, i, rate) ? (float)((double)x[i] * scale) : 0.0f;
+    return KILN_OK;
+}
+
 kiln_kernel_fn cpu_elementwise_kernel(const kiln_node *n) {
     if (!cpu_is_f32(n)) return NULL;
     if (n->op == KILN_OP_RANDOM_NORMAL) return k_random_normal;
+    if ((n->op == KILN_OP_DROPOUT || n->op == KILN_OP_DROPOUT_GRAD) && n->n_in >= 1 && n->in[0]->dtype == KILN_F32 &&
+        kiln_shape_equal(n->in[0]->shape, n->shape))
+        return k_dropout;
     if (n->n_in == 2) {
         kiln_shape a = n->in[0]->shape, b = n->in[1]->shape;
         switch (n->op) {
