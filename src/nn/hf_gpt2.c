@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "io/atomic_file.h"
 #include <sys/stat.h>
 #include "nn/nn_fit.h"
 #include "nn/nn_json.h"
@@ -200,16 +201,20 @@ static kiln_status write_config(const char *dir, const kiln_model *m) {
     if (st) return st;
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return kiln_set_error(KILN_IO_ERROR, "cannot write '%s': %s", path, strerror(errno));
+    kiln_atomic_file af;      /* as checkpoints: a temp file renamed over config.json, no link followed */
+    if ((st = kiln_atomic_open(path, &af))) return st;
+    FILE *f = af.f;
     fprintf(f, "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n  \"activation_function\": \"%s\",\n",
             b->approximate ? "gelu_new" : "gelu");
     fprintf(f, "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"n_embd\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"vocab_size\": %d,\n", n, b->heads,
             wte->units, wpe->input_dim, wpe->input_dim, wte->input_dim);
     fprintf(f, "  \"layer_norm_epsilon\": %.17g,\n  \"resid_pdrop\": %.17g,\n  \"embd_pdrop\": %.17g,\n  \"attn_pdrop\": 0.0,\n", ln_f->epsilon, b->rate, b->rate);
     fprintf(f, "  \"initializer_range\": 0.02,\n  \"tie_word_embeddings\": true\n}\n");
-    if (fclose(f)) return kiln_set_error(KILN_IO_ERROR, "cannot write '%s': %s", path, strerror(errno));
-    return KILN_OK;
+    if (ferror(f)) {
+        kiln_atomic_abort(&af);
+        return kiln_set_error(KILN_IO_ERROR, "cannot write '%s': %s", path, strerror(errno));
+    }
+    return kiln_atomic_commit(&af);
 }
 
 kiln_status kiln_model_save_hf_gpt2(kiln_model *m, const char *dir) {
