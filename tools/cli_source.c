@@ -53,8 +53,10 @@ static int synthetic_specs(const cli_ctx *c, const char *cmd, char *spec, size_t
 }
 
 /* --data text:FILE --block-size N [--tokenizer F]: windows of the training head, consecutive
- * windows of the held-out tail (--validation-split, default 0.1). */
-static int open_text(const args *a, const char *cmd, data_src *ds) {
+ * windows of the held-out tail (--validation-split, default 0.1). Without --tokenizer, the
+ * tokenizer of the model --load / --model-file gives (c->arch), else bytes. */
+static int open_text(const cli_ctx *c, const char *cmd, data_src *ds) {
+    const args *a = &c->a;
     if (!strcmp(cmd, "predict")) {
         fprintf(stderr, "kiln predict: --data text: is for kiln train and kiln eval; continue a text with kiln generate --load CKPT\n");
         return 2;
@@ -69,7 +71,8 @@ static int open_text(const args *a, const char *cmd, data_src *ds) {
     if (a->tokenizer && kiln_tokenizer_load(a->tokenizer, &tok)) return cli_fail(cmd, 1);
     ds->held_out = ds->text = true;
     ds->fraction = a->val_split > 0 ? a->val_split : 0.1;
-    kiln_status st = kiln_data_from_text(a->data + 5, &(kiln_text_data_opts){ .block_size = a->context, .tokenizer = tok,
+    const kiln_tokenizer *use = tok ? tok : c->arch ? kiln_model_tokenizer(c->arch) : NULL;
+    kiln_status st = kiln_data_from_text(a->data + 5, &(kiln_text_data_opts){ .block_size = a->context, .tokenizer = use,
                                                                               .validation_split = ds->fraction }, &ds->train, &ds->test);
     kiln_tokenizer_free(tok);
     return st ? cli_fail(cmd, 1) : 0;
@@ -80,7 +83,7 @@ int cli_open_data(const cli_ctx *c, const char *cmd, bool want_train, data_src *
     int rc;
     memset(ds, 0, sizeof *ds);
     if (cli_is_text(a->data)) {
-        if ((rc = open_text(a, cmd, ds))) return rc;
+        if ((rc = open_text(c, cmd, ds))) return rc;
         if (!want_train) { kiln_data_free(ds->train); ds->train = NULL; }
         return 0;
     }

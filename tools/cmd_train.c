@@ -217,6 +217,8 @@ static int build_model(train_run *t) {
          : a->model_file ? cli_keras_file_model(c, "train", classes) : kiln_model_preset(a->model, shape, cli_output_units(a, t->ds.train));
     if (!t->m) return a->model_file ? 2 : cli_fail("train", 2);
     kiln_model_set_seed(t->m, a->seed);
+    kiln_tokenizer *tok = NULL;      /* --tokenizer goes into the checkpoint: kiln generate needs no --tokenizer */
+    if (a->tokenizer && (kiln_tokenizer_load(a->tokenizer, &tok) || kiln_model_set_tokenizer(t->m, tok))) return cli_fail("train", 1);
     cli_data_record(a, t->m);
     kiln_status cs = cli_set_class_names(a, t->m, t->ds.train);
     if (cs == KILN_OUT_OF_MEMORY) { fprintf(stderr, "kiln train: out of host memory for the class names\n"); return 1; }

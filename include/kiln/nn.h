@@ -707,8 +707,9 @@ struct kiln_tokenizer;
 kiln_status kiln_generate_text(kiln_model *m, const struct kiln_tokenizer *t, const char *prompt, size_t n, const kiln_generate_opts *o,
                                char **text, int32_t **ids, int *n_ids);
 /* The tokenizer a model carries (kiln_model_from_hf_gpt2 reads the folder's tokenizer.json when
- * there is one; kiln_model_save_hf_gpt2 writes it back): borrowed, NULL when none. set: the model
- * takes t (NULL drops the one it has). */
+ * there is one; kiln_model_save_hf_gpt2 writes it back; kiln_model_save stores it in the checkpoint,
+ * metadata kiln.tokenizer, which kiln_model_from_checkpoint and kiln_model_load give back to a
+ * model without one): borrowed, NULL when none. set: the model takes t (NULL drops the one it has). */
 const struct kiln_tokenizer *kiln_model_tokenizer(const kiln_model *m);
 kiln_status kiln_model_set_tokenizer(kiln_model *m, struct kiln_tokenizer *t);
 /* Hugging Face GPT-2 folders (GPT2LMHeadModel.save_pretrained: config.json, model.safetensors,

@@ -22,6 +22,9 @@ kiln_status kiln_tokenizer_load(const char *path, kiln_tokenizer **out);
 kiln_status kiln_tokenizer_from_json(const char *json, size_t n, kiln_tokenizer **out);
 /* Writes it as a tokenizer.json that the `tokenizers` package loads with the same ids. */
 kiln_status kiln_tokenizer_save(const kiln_tokenizer *t, const char *path);
+/* The same tokenizer.json as a NUL-terminated string in *json (free() it): what checkpoints
+ * store (metadata kiln.tokenizer). */
+kiln_status kiln_tokenizer_to_json(const kiln_tokenizer *t, char **json);
 /* Trains a byte-level BPE on n bytes of UTF-8 text, as `tokenizers`' BpeTrainer does with the
  * ByteLevel pre-tokenizer and its 256-symbol initial alphabet: the text is read line by line
  * (each line keeps its "\n"), merges taken by pair frequency, ties to the pair of smaller ids.

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kiln/io.h"
+#include "kiln/text.h"
 #include "nn/nn_model.h"
 
 static bool in_list(const char *list, const char *name) {
@@ -66,13 +67,15 @@ kiln_status kiln_model_save(kiln_model *m, const char *path, bool include_optimi
         shape[0] = 0;
         for (int i = 0; i < m->input->out.rank && k < sizeof shape; i++)
             k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", i ? "," : "", (long long)m->input->out.dim[i]);
-        char *arch = NULL, *classes = NULL;
-        const char *keys[10] = { "kiln.model", "kiln.epoch", "kiln.input_shape", "kiln.architecture" }, *vals[10] = { m->name, epoch, shape };
+        char *arch = NULL, *classes = NULL, *tok = NULL;
+        const char *keys[12] = { "kiln.model", "kiln.epoch", "kiln.input_shape", "kiln.architecture" }, *vals[12] = { m->name, epoch, shape };
         int n_meta = 4;
-        if (!(st = kiln_model_to_json(m, &arch)) && !(st = nn_class_names_json(m, &classes))) {
+        if (!(st = kiln_model_to_json(m, &arch)) && !(st = nn_class_names_json(m, &classes)) &&
+            !(m->tokenizer && (st = kiln_tokenizer_to_json(m->tokenizer, &tok)))) {
             vals[3] = arch;
             if (classes) { keys[n_meta] = "kiln.class_names"; vals[n_meta++] = classes; }
             if (m->data_spec) { keys[n_meta] = "kiln.data"; vals[n_meta++] = m->data_spec; }
+            if (tok) { keys[n_meta] = "kiln.tokenizer"; vals[n_meta++] = tok; }   /* kiln generate needs no --tokenizer */
             if (include_optimizer) {
                 const char *k2[] = { "kiln.optimizer", "kiln.optimizer_tensors", "kiln.step" };
                 const char *v2[] = { m->compiled ? kiln_optimizer_name(m->copts.optimizer.kind) : "none", opt_list, step };
@@ -82,6 +85,7 @@ kiln_status kiln_model_save(kiln_model *m, const char *path, bool include_optimi
         }
         kiln_free(arch);
         kiln_free(classes);
+        free(tok);
         if (st) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", kiln_last_error());
@@ -210,6 +214,7 @@ kiln_status kiln_model_load_opts(kiln_model *m, const char *path, const kiln_loa
             st = nn_carry_add(m, name, t);    /* assigned when the graph that has it is built */
         }
     }
+    if (!st && !m->tokenizer) st = nn_tokenizer_from_checkpoint(m, path, f);
     if (!st) {
         m->epoch = (int)epoch;
         if (sv && m->s) kiln_session_set_step(m->s, step);

@@ -78,7 +78,7 @@ kiln_status kiln_model_build_from_checkpoint(const kiln_safetensors *f, const ch
         kiln_model_free(m);
         return kiln_set_error(st, "checkpoint '%s': metadata 'kiln.class_names' %s (corrupt file?)", path, why);
     }
-    if ((st = kiln_model_set_data_spec(m, kiln_safetensors_meta(f, "kiln.data")))) {
+    if ((st = kiln_model_set_data_spec(m, kiln_safetensors_meta(f, "kiln.data"))) || (st = nn_tokenizer_from_checkpoint(m, path, f))) {
         kiln_model_free(m);
         return st;
     }

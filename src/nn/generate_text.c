@@ -1,10 +1,12 @@
 /* Generation from text: the prompt encoded by a tokenizer (given, the model's own from its
  * Hugging Face folder, or bytes for a model of vocabulary 256), kiln_generate, the ids decoded.
  * Also the tokenizer a model carries (kiln_model_set_tokenizer / kiln_model_tokenizer). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "nn/nn_model.h"
 #include "kiln/text.h"
+#include "kiln/io.h"
 
 kiln_status kiln_model_set_tokenizer(kiln_model *m, kiln_tokenizer *t) {
     if (!m) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_model_set_tokenizer: NULL model");
@@ -14,6 +16,19 @@ kiln_status kiln_model_set_tokenizer(kiln_model *m, kiln_tokenizer *t) {
 }
 
 const kiln_tokenizer *kiln_model_tokenizer(const kiln_model *m) { return m ? m->tokenizer : NULL; }
+
+kiln_status nn_tokenizer_from_checkpoint(kiln_model *m, const char *path, const kiln_safetensors *f) {
+    const char *json = kiln_safetensors_meta(f, "kiln.tokenizer");
+    if (!json) return KILN_OK;
+    kiln_tokenizer *t = NULL;
+    kiln_status st = kiln_tokenizer_from_json(json, strlen(json), &t);
+    if (st) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", kiln_last_error());
+        return kiln_set_error(st, "checkpoint '%s': metadata 'kiln.tokenizer' (corrupt file?): %s", path, msg);
+    }
+    return kiln_model_set_tokenizer(m, t);
+}
 
 /* the token vocabulary: the input_dim of the model's (first) Embedding layer; 0 when none */
 static int model_vocab(const kiln_model *m) {

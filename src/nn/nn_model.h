@@ -23,6 +23,11 @@ kiln_status nn_class_names_json(const kiln_model *m, char **out);     /* *out NU
 /* Sets m's class names from a JSON list of strings; on error the reason in why. */
 kiln_status nn_class_names_read(kiln_model *m, const char *json, char *why, size_t why_n);
 
+/* generate_text.c: the tokenizer a checkpoint stores (metadata kiln.tokenizer) becomes m's; none
+ * stored is KILN_OK, a damaged one an error naming the file. */
+struct kiln_safetensors;
+kiln_status nn_tokenizer_from_checkpoint(kiln_model *m, const char *path, const struct kiln_safetensors *f);
+
 /* model.c */
 void nn_class_names_clear(kiln_model *m);
 bool nn_is_weight_name(const kiln_model *m, const char *name, const nn_var **var);

@@ -60,6 +60,15 @@ void nn_progress_batch(nn_progress *p, int64_t step, const kiln_logs *l) {
     fflush(stdout);
 }
 
+/* Token windows (ids [T] into an Embedding) count tokens per second, as language-model trainers
+ * report; anything else counts examples, "img/s" as the benchmarks read it. */
+static double tokens_per_example(const kiln_model *m) {
+    if (!m->input || m->input->out.rank != 1) return 0;
+    for (int i = 0; i < m->n_layers; i++)
+        if (m->layers[i]->kind == NN_EMBEDDING) return (double)m->input->out.dim[0];
+    return 0;
+}
+
 void nn_progress_end(nn_progress *p, const kiln_logs *l) {
     if (p->verbose == 0) return;
     double per = l->batch > 0 ? l->seconds / (double)l->batch * 1e3 : 0;
@@ -71,6 +80,7 @@ void nn_progress_end(nn_progress *p, const kiln_logs *l) {
     }
     metrics(p, l, true);
     if (l->loss_scale > 0) printf(" - skipped steps: %lld - loss scale: %g", (long long)l->skipped_steps, l->loss_scale);
-    printf(" - %.0f img/s%s\n", l->images_per_sec, p->verbose == 1 ? "\033[K" : "");
+    double tok = tokens_per_example(p->m);
+    printf(" - %.0f %s%s\n", tok > 0 ? l->images_per_sec * tok : l->images_per_sec, tok > 0 ? "tokens/s" : "img/s", p->verbose == 1 ? "\033[K" : "");
     fflush(stdout);
 }

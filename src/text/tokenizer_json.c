@@ -279,12 +279,20 @@ static cJSON *build_json(const kiln_tokenizer *t) {
     return root;
 }
 
+kiln_status kiln_tokenizer_to_json(const kiln_tokenizer *t, char **json) {
+    if (!json) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_tokenizer_to_json: NULL out");
+    *json = NULL;
+    if (!t) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_tokenizer_to_json: NULL tokenizer");
+    cJSON *root = build_json(t);
+    *json = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    return *json ? KILN_OK : kiln_set_error(KILN_OUT_OF_MEMORY, "tokenizer: out of memory writing its JSON");
+}
+
 kiln_status kiln_tokenizer_save(const kiln_tokenizer *t, const char *path) {
     if (!t || !path) return kiln_set_error(KILN_INVALID_ARGUMENT, "kiln_tokenizer_save: NULL argument");
-    cJSON *root = build_json(t);
-    char *text = root ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    if (!text) return kiln_set_error(KILN_OUT_OF_MEMORY, "tokenizer: out of memory writing %s", path);
+    char *text = NULL;
+    if (kiln_tokenizer_to_json(t, &text)) return kiln_set_error(KILN_OUT_OF_MEMORY, "tokenizer: out of memory writing %s", path);
     kiln_atomic_file af;
     kiln_status s = kiln_atomic_open(path, &af);
     if (s == KILN_OK) {

@@ -20,7 +20,9 @@ out1=$(grep "Epoch 1/2" <<<"$out")
 out2=$("$K" train "${common[@]}" --epochs 1 --seed 5 2>&1 | grep "Epoch 1/1")   # the same windows, the same weights
 grep -q "perplexity: [0-9.]* .*val_perplexity: [0-9.]*" <<<"$out1" && ok || bad "progress line: $out1"
 l1=${out1#*- loss:} l2=${out2#*- loss:}
-[ -n "$out1" ] && [ "${l1% - *img/s}" = "${l2% - *img/s}" ] && ok || bad "same --seed, other run: $out1 / $out2"
+[ -n "$out1" ] && [ "${l1% - *tokens/s}" = "${l2% - *tokens/s}" ] && ok || bad "same --seed, other run: $out1 / $out2"
+# tokens per second: 4 windows of 8 tokens a step
+grep -qE " - [0-9]+ tokens/s$" <<<"$out1" && ok || bad "progress line counts tokens: $out1"
 head -1 "$tmp/h.csv" | grep -q "perplexity,val_perplexity" && ok || bad "history header: $(head -1 "$tmp/h.csv")"
 # perplexity = exp(loss) in every row
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -34,7 +36,15 @@ expect "generate --load" "^116,104,(([0-9]+),){5}[0-9]+$" "$K" generate --load "
 expect "generate --prompt (bytes)" "^th" "$K" generate --load "$tmp/g.safetensors" --prompt th --tokens 6 --temperature 0
 # a tokenizer's ids: gpt_char takes its vocabulary
 if "$K" tokenizer train --vocab-size 300 "$tmp/t.txt" -o "$tmp/tok.json" >/dev/null 2>&1; then
-  expect "train --tokenizer" "vocabulary 300" "$K" train "${common[@]}" --epochs 0 --tokenizer "$tmp/tok.json"
+  expect "train --tokenizer" "vocabulary 300" "$K" train "${common[@]}" --epochs 1 --tokenizer "$tmp/tok.json" --save "$tmp/tk.safetensors"
+  # the checkpoint carries the tokenizer: generate and eval need no --tokenizer, and give what they give with it
+  with=$("$K" generate --load "$tmp/tk.safetensors" --tokenizer "$tmp/tok.json" --prompt "the cat" --tokens 5 --temperature 0 2>/dev/null)
+  without=$("$K" generate --load "$tmp/tk.safetensors" --prompt "the cat" --tokens 5 --temperature 0 2>/dev/null)
+  [[ "$with" == "the cat"* ]] && [ "$with" = "$without" ] && ok || bad "generate from the stored tokenizer: '$without' vs --tokenizer: '$with'"
+  ids=$("$K" generate --load "$tmp/tk.safetensors" --prompt "the cat" --tokens 5 --temperature 0 --print-ids 2>/dev/null)
+  grep -qE "^[0-9]+(,[0-9]+)+$" <<<"$ids" && awk -F, '{ for (i = 1; i <= NF; i++) if ($i > 255) big = 1 } END { exit !big }' <<<"$ids" && ok ||
+    bad "generate --print-ids uses the BPE ids (some above 255): $ids"
+  expect "eval: the stored tokenizer reads --data" "held-out .* loss [0-9.]+" "$K" eval --load "$tmp/tk.safetensors" --data "text:$tmp/t.txt" --block-size 8
   expect_fail "eval: the data's vocabulary larger than the model's" "vocabulary of 300 .* one of 256" \
     "$K" eval --load "$tmp/g.safetensors" --data "text:$tmp/t.txt" --block-size 8 --tokenizer "$tmp/tok.json"
 else bad "kiln tokenizer train"; fi
