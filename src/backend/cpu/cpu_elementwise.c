@@ -80,10 +80,10 @@ BINARY_KERNEL(k_minimum, (a <= b || a != a) ? a : b)
     }
 
 static inline float sigmoidf(float x) {
-    /* stable for large |x|: never exp of a large positive number */
-    if (x >= 0) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
+    /* stable for large |x|: never exp of a large positive number; no branch around the call, so
+       the loop vectorizes */
+    float e = expf(-fabsf(x)), r = 1.0f / (1.0f + e);
+    return x >= 0 ? r : e * r;
 }
 
 UNARY_KERNEL(k_neg, -x)
