@@ -62,7 +62,20 @@ static kiln_status run_kernel(kiln_session *s, kiln_plan *p, kiln_plan_step *stp
     if (p->alias_of[n->id] >= 0 && c.out.data == v[0].data) return KILN_OK;   /* reshape: nothing to do */
     bool guard = p->guard && stp->space == KILN_SPACE_HOST;
     size_t out_bytes = node_bytes(n);   /* fused nodes keep the producer's shape */
-    if (guard) memset((char *)c.out.data + out_bytes, GUARD_BYTE, p->guard);
+    if (guard) {
+        memset((char *)c.out.data + out_bytes, GUARD_BYTE, p->guard);
+        /* and the output itself poisoned (all-ones bytes: NaN in every float type), so a kernel
+           that leaves part of it unwritten shows even where the buffer held the right values
+           (conformance tests run the same case on two backends back to back); not where the
+           output shares an input's memory (an in-place kernel reads it) */
+        bool shared = false;
+        for (int i = 0; i < c.n_in; i++) {
+            const char *a = v[i].data, *o = c.out.data;
+            size_t ib = (size_t)v[i].numel * kiln_dtype_size(v[i].dtype);
+            if (a && o < a + ib && a < o + out_bytes) shared = true;
+        }
+        if (!shared) memset(c.out.data, 0xFF, out_bytes);
+    }
     /* profiling a device kernel: wait for it, so the time is the kernel's (plus its launch) */
     const kiln_backend *be = s->be[stp->space];
     bool dev_prof = s->prof && stp->space != KILN_SPACE_HOST;
