@@ -1,7 +1,9 @@
 /* kiln: the command-line tool. main finds the command in the table below and runs it; each
  * command lives in its own tools/cmd_<name>.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "kiln/kiln.h"
 #include "tools/commands.h"
 #include "tools/cli_ctx.h"
@@ -46,7 +48,21 @@ static void usage(FILE *f) {
         "  kiln train --model cifar_cnn --data cifar10:DIR --augment flip,crop   # CIFAR-10 binary batches\n");
 }
 
+/* OpenMP threads that have nothing to do sleep instead of spinning: libgomp's default spin keeps
+ * every core busy between parallel regions, and when other processes share the cores each region
+ * then waits for descheduled threads (fashion_cnn on 2 busy cores: 234-482 img/s spinning,
+ * 1350-3083 sleeping; docs/performance.md). libgomp reads OMP_WAIT_POLICY once, as it loads,
+ * before main: so the process starts again with it set. A policy the user set is kept. */
+#define KILN_OMP_WAIT_POLICY "passive"     /* python/kiln/__init__.py sets the same */
+static void omp_wait_policy(char **argv) {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || getenv("KILN_OMP_SET")) return;
+    setenv("OMP_WAIT_POLICY", KILN_OMP_WAIT_POLICY, 1);
+    setenv("KILN_OMP_SET", "1", 1);            /* once, even if the exec fails */
+    execv("/proc/self/exe", argv);              /* returns only on failure: go on as we are */
+}
+
 int main(int argc, char **argv) {
+    omp_wait_policy(argv);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return argc < 2 ? 1 : 0;

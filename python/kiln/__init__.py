@@ -4,6 +4,13 @@ through the extension kiln._kiln); this package is Keras's names, arguments and 
 
 A TensorFlow name Kiln does not have raises AttributeError naming it."""
 import contextlib
+import os
+
+# OpenMP threads with nothing to do sleep rather than spin (libgomp reads this once, when the
+# extension loads it): spinning threads make every parallel region wait when other processes
+# share the cores (docs/performance.md). A policy already set is kept; the `kiln` CLI does the same.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["OMP_WAIT_POLICY"] = "passive"
 
 from . import _state
 from ._ext import _kiln
